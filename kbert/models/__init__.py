@@ -1,0 +1,3 @@
+from kbert.models.encoder import BertEncoder
+
+__all__ = ["BertEncoder"]

@@ -1,0 +1,88 @@
+"""BertEncoder: a functional Keras model with TF Hub BERT input and output names."""
+
+import keras
+from keras import ops
+
+from kbert.config import BertConfig
+from kbert.layers import BertEmbeddings, TransformerBlock
+from kbert.layers.initializers import truncated_normal
+
+INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+class BertEncoder(keras.Model):
+    """BERT encoder (Devlin et al. 2018).
+
+    Inputs (dict of int32 [batch, seq]): ``input_word_ids``, ``input_mask``, ``input_type_ids``.
+    Outputs (dict): ``sequence_output`` [batch, seq, H], ``pooled_output`` [batch, H] (tanh dense
+    on the first token), ``encoder_outputs`` (list of L [batch, seq, H], one per block).
+    """
+
+    def __init__(self, config: BertConfig | None = None, dtype=None, **kwargs):
+        config = config or BertConfig()
+        if isinstance(config, dict):
+            config = BertConfig.from_dict(config)
+        config.validate()
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+
+        embeddings = BertEmbeddings(
+            config.vocab_size,
+            config.hidden_size,
+            config.max_position_embeddings,
+            config.type_vocab_size,
+            dropout=config.hidden_dropout_prob,
+            initializer_range=config.initializer_range,
+            dtype=dtype,
+            name="embeddings",
+        )
+        blocks = [
+            TransformerBlock(
+                config.hidden_size,
+                config.num_attention_heads,
+                config.intermediate_size,
+                activation=config.hidden_act,
+                dropout=config.hidden_dropout_prob,
+                attention_dropout=config.attention_probs_dropout_prob,
+                initializer_range=config.initializer_range,
+                dtype=dtype,
+                name=f"transformer_layer_{i}",
+            )
+            for i in range(config.num_hidden_layers)
+        ]
+        pooler = keras.layers.Dense(
+            config.hidden_size,
+            activation="tanh",
+            kernel_initializer=truncated_normal(config.initializer_range),
+            dtype=dtype,
+            name="pooler",
+        )
+
+        x = embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
+        mask = inputs["input_mask"]
+        encoder_outputs = []
+        for block in blocks:
+            x = block(x, padding_mask=mask)
+            encoder_outputs.append(x)
+        pooled = pooler(ops.take(x, 0, axis=1))
+        outputs = {
+            "sequence_output": x,
+            "pooled_output": pooled,
+            "encoder_outputs": encoder_outputs,
+        }
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.config = config
+        self.embeddings = embeddings
+        self.blocks = blocks
+        self.pooler = pooler
+
+    @property
+    def word_embeddings(self):
+        """The [vocab, H] table the MLM decoder is tied to."""
+        return self.embeddings.word_embeddings.embeddings
+
+    def get_config(self):
+        return {"config": self.config.to_dict(), "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(BertConfig.from_dict(config["config"]), name=config.get("name"))
