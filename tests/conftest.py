@@ -1,0 +1,87 @@
+"""The shared test harness: paths to ../shared/data, and models every test module can reuse."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import pytest  # noqa: E402
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _shared_data() -> pathlib.Path:
+    env = os.environ.get("KBERT_SHARED_DATA")
+    candidates = [pathlib.Path(env)] if env else []
+    candidates += [REPO.parent / "shared" / "data", REPO / "shared" / "data"]
+    for path in candidates:
+        if (path / "README.md").exists():
+            return path
+    raise RuntimeError(
+        "shared test data not found; looked in " + ", ".join(map(str, candidates))
+        + " (set KBERT_SHARED_DATA)"
+    )
+
+
+SHARED = _shared_data()
+MINILM_DIR = SHARED / "weights" / "all-MiniLM-L6-v2"
+UNCASED_VOCAB = SHARED / "vocab" / "bert-base-uncased" / "vocab.txt"
+CHINESE_VOCAB = SHARED / "vocab" / "chinese" / "vocab.txt"
+REFERENCE = SHARED / "reference"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> pathlib.Path:
+    return SHARED
+
+
+@pytest.fixture(scope="session")
+def minilm_model_dir(tmp_path_factory) -> pathlib.Path:
+    """all-MiniLM-L6-v2 converted once per session to a kbert model directory."""
+    from kbert.convert import hf
+
+    out = tmp_path_factory.mktemp("minilm") / "model"
+    hf.convert(MINILM_DIR, out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def minilm_reference():
+    import numpy as np
+
+    return dict(np.load(REFERENCE / "minilm_encoder.npz"))
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> pathlib.Path:
+    """A randomly initialised BERT-Tiny model directory with the real uncased vocab."""
+    import keras
+
+    from kbert import BertConfig, BertEncoder
+    from kbert.model_dir import save_model_dir
+
+    keras.utils.set_random_seed(0)
+    config = BertConfig.preset("tiny", max_position_embeddings=128)
+    encoder = BertEncoder(config)
+    out = tmp_path_factory.mktemp("tiny") / "model"
+    save_model_dir(out, encoder, vocab_file=UNCASED_VOCAB, do_lower_case=True)
+    return out
+
+
+def run_fresh_python(code: str, timeout: int = 300) -> str:
+    """Runs code in a fresh interpreter (nothing of kbert imported unless the code does so)."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH="")
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd="/",
+        env=env,
+    )
+    if result.returncode != 0:
+        raise AssertionError(f"fresh process failed:\n{result.stdout}\n{result.stderr[-4000:]}")
+    return result.stdout
