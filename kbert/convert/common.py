@@ -1,0 +1,41 @@
+"""Build a kbert model directory from Google-named arrays (shared by every converter)."""
+
+from __future__ import annotations
+
+import pathlib
+
+from kbert.config import BertConfig
+from kbert.convert.names import ConversionError, assign, encoder_variables, head_variables, heads_present
+from kbert.layers.heads import build_head
+from kbert.model_dir import count_vocab, save_model_dir
+
+
+def write_model_dir(config: BertConfig, arrays: dict, vocab_file, out_dir, do_lower_case: bool, source: str):
+    from kbert.models import BertEncoder
+
+    vocab_file = pathlib.Path(vocab_file)
+    if not vocab_file.exists():
+        raise ConversionError(f"vocab file not found: {vocab_file}")
+    n_vocab = count_vocab(vocab_file)
+    table = arrays.get("bert/embeddings/word_embeddings")
+    rows = None if table is None else table.shape[0]
+    if len({n_vocab, rows, config.vocab_size} - {None}) > 1:
+        raise ConversionError(
+            f"vocabulary sizes differ: {vocab_file} has {n_vocab} tokens, the word embeddings in "
+            f"{source} have {rows} rows, the config says vocab_size={config.vocab_size}"
+        )
+    encoder = BertEncoder(config)
+    variables = encoder_variables(encoder)
+    heads = {}
+    for name in heads_present(arrays):
+        heads[name] = build_head(name, config)
+        variables.update(head_variables(name, heads[name]))
+    assign(variables, arrays, source)
+    save_model_dir(
+        out_dir,
+        encoder,
+        vocab_file=vocab_file,
+        do_lower_case=do_lower_case,
+        heads={name: (layer, {"type": name}) for name, layer in heads.items()},
+    )
+    return pathlib.Path(out_dir)

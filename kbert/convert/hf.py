@@ -1,0 +1,177 @@
+"""Hugging Face BERT folders -> kbert model directories.
+
+Reads ``config.json``, ``model.safetensors`` (with the ``safetensors`` package, never torch) or
+``pytorch_model.bin`` (torch, ``weights_only=True``), ``vocab.txt`` and, when present,
+``tokenizer_config.json`` for ``do_lower_case``. Keys may carry a ``bert.`` prefix (BertForPreTraining,
+BertForMaskedLM) or not (BertModel). MLM and NSP heads are converted when present.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+
+import numpy as np
+
+from kbert.config import BertConfig
+from kbert.convert.common import write_model_dir
+from kbert.convert.names import ConversionError
+
+# transformers' activation names -> kbert's (Google semantics: kbert's "gelu" is the tanh form).
+HF_ACTIVATIONS = {
+    "gelu": "gelu_exact",
+    "gelu_new": "gelu",
+    "gelu_pytorch_tanh": "gelu",
+    "gelu_fast": "gelu",
+    "relu": "relu",
+    "silu": "silu",
+    "swish": "silu",
+    "tanh": "tanh",
+}
+
+_LAYER_RULES = [
+    (r"attention\.self\.(query|key|value)\.", r"attention/self/\1/"),
+    (r"attention\.output\.dense\.", "attention/output/dense/"),
+    (r"attention\.output\.LayerNorm\.", "attention/output/LayerNorm/"),
+    (r"intermediate\.dense\.", "intermediate/dense/"),
+    (r"output\.dense\.", "output/dense/"),
+    (r"output\.LayerNorm\.", "output/LayerNorm/"),
+]
+_SUFFIX = {"weight": "kernel", "bias": "bias", "gamma": "gamma", "beta": "beta"}
+_LN_SUFFIX = {"weight": "gamma", "bias": "beta", "gamma": "gamma", "beta": "beta"}
+# Buffers and tied copies, not weights of their own (checked, not silently dropped: see below).
+_BUFFERS = ("embeddings.position_ids",)
+
+
+def config_from_hf(hf: dict, source: str) -> BertConfig:
+    if hf.get("model_type", "bert") != "bert":
+        raise ConversionError(f"{source}: model_type is {hf.get('model_type')!r}, expected 'bert'")
+    act = hf.get("hidden_act", "gelu")
+    if act not in HF_ACTIVATIONS:
+        raise ConversionError(f"{source}: hidden_act {act!r} is not supported ({', '.join(HF_ACTIVATIONS)})")
+    eps = hf.get("layer_norm_eps", 1e-12)
+    if abs(eps - 1e-12) > 1e-15:
+        raise ConversionError(f"{source}: layer_norm_eps is {eps}; BERT (and kbert) use 1e-12")
+    if hf.get("position_embedding_type", "absolute") != "absolute":
+        raise ConversionError(
+            f"{source}: position_embedding_type {hf['position_embedding_type']!r}; only 'absolute' is BERT"
+        )
+    fields = {k: hf[k] for k in BertConfig.__dataclass_fields__ if k in hf}
+    fields["hidden_act"] = HF_ACTIVATIONS[act]
+    return BertConfig.from_dict(fields, source=source)
+
+
+def google_name(key: str) -> str | None:
+    """HF state-dict key -> Google variable name (None for buffers)."""
+    if key.startswith("bert."):
+        key = key[len("bert."):]
+    if key in _BUFFERS:
+        return None
+    m = re.fullmatch(r"embeddings\.(word|position|token_type)_embeddings\.weight", key)
+    if m:
+        return f"bert/embeddings/{m.group(1)}_embeddings"
+    m = re.fullmatch(r"embeddings\.LayerNorm\.(weight|bias|gamma|beta)", key)
+    if m:
+        return f"bert/embeddings/LayerNorm/{_LN_SUFFIX[m.group(1)]}"
+    m = re.fullmatch(r"encoder\.layer\.(\d+)\.(.+)\.(weight|bias|gamma|beta)", key)
+    if m:
+        index, middle, suffix = m.groups()
+        for pattern, replacement in _LAYER_RULES:
+            if re.fullmatch(pattern, middle + "."):
+                path = re.sub(pattern, replacement, middle + ".")
+                table = _LN_SUFFIX if "LayerNorm" in path else _SUFFIX
+                return f"bert/encoder/layer_{index}/{path}{table[suffix]}"
+    m = re.fullmatch(r"pooler\.dense\.(weight|bias)", key)
+    if m:
+        return f"bert/pooler/dense/{_SUFFIX[m.group(1)]}"
+    m = re.fullmatch(r"cls\.predictions\.transform\.dense\.(weight|bias)", key)
+    if m:
+        return f"cls/predictions/transform/dense/{_SUFFIX[m.group(1)]}"
+    m = re.fullmatch(r"cls\.predictions\.transform\.LayerNorm\.(weight|bias|gamma|beta)", key)
+    if m:
+        return f"cls/predictions/transform/LayerNorm/{_LN_SUFFIX[m.group(1)]}"
+    if key == "cls.predictions.bias":
+        return "cls/predictions/output_bias"
+    if key in ("cls.predictions.decoder.weight", "cls.predictions.decoder.bias"):
+        return None  # tied copies; verified in hf_to_google
+    m = re.fullmatch(r"cls\.seq_relationship\.(weight|bias)", key)
+    if m:
+        return f"cls/seq_relationship/output_{'weights' if m.group(1) == 'weight' else 'bias'}"
+    raise ConversionError(f"unknown Hugging Face BERT weight {key!r}")
+
+
+def hf_to_google(state: dict, source: str) -> dict:
+    arrays, unknown = {}, []
+    for key, value in state.items():
+        try:
+            name = google_name(key)
+        except ConversionError:
+            unknown.append(key)
+            continue
+        if name is None:
+            continue
+        value = np.asarray(value, dtype=np.float32)
+        # nn.Linear stores [out, in]; Google's dense kernels are [in, out]. The NSP matrix is [2, H]
+        # in both.
+        if name.endswith("/kernel"):
+            value = value.T
+        arrays[name] = np.ascontiguousarray(value)
+    if unknown:
+        raise ConversionError(f"{source} holds weights that are not BERT's: {', '.join(sorted(unknown))}")
+    _check_tied(state, arrays, source)
+    return arrays
+
+
+def _check_tied(state, arrays, source):
+    decoder = state.get("cls.predictions.decoder.weight")
+    if decoder is not None and not np.array_equal(np.asarray(decoder), arrays["bert/embeddings/word_embeddings"]):
+        raise ConversionError(
+            f"{source}: cls.predictions.decoder.weight differs from the word embeddings; BERT ties them"
+        )
+    bias = state.get("cls.predictions.decoder.bias")
+    if bias is not None and "cls/predictions/output_bias" in arrays:
+        if not np.array_equal(np.asarray(bias), arrays["cls/predictions/output_bias"]):
+            raise ConversionError(f"{source}: cls.predictions.decoder.bias differs from cls.predictions.bias")
+    elif bias is not None:
+        arrays["cls/predictions/output_bias"] = np.asarray(bias, dtype=np.float32)
+
+
+def load_state(hf_dir: pathlib.Path) -> tuple[dict, str]:
+    st = hf_dir / "model.safetensors"
+    if st.exists():
+        from safetensors.numpy import load_file
+
+        return load_file(str(st)), str(st)
+    pt = hf_dir / "pytorch_model.bin"
+    if pt.exists():
+        try:
+            import torch
+        except ImportError:
+            raise ConversionError(
+                f"{pt} is a PyTorch file and torch is not installed; install torch or save the model "
+                "as model.safetensors"
+            ) from None
+        # weights_only=True: a checkpoint must never execute code while loading.
+        state = torch.load(str(pt), map_location="cpu", weights_only=True)
+        return {k: v.float().numpy() for k, v in state.items()}, str(pt)
+    raise ConversionError(f"{hf_dir} holds neither model.safetensors nor pytorch_model.bin")
+
+
+def convert(hf_dir, out_dir) -> pathlib.Path:
+    hf_dir = pathlib.Path(hf_dir)
+    config_path = hf_dir / "config.json"
+    if not config_path.exists():
+        raise ConversionError(f"{hf_dir} has no config.json")
+    try:
+        hf_config = json.loads(config_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ConversionError(f"{config_path} is not valid JSON: {e}") from None
+    config = config_from_hf(hf_config, str(config_path))
+    state, source = load_state(hf_dir)
+    arrays = hf_to_google(state, source)
+    do_lower_case = True
+    tok_config = hf_dir / "tokenizer_config.json"
+    if tok_config.exists():
+        do_lower_case = bool(json.loads(tok_config.read_text(encoding="utf-8")).get("do_lower_case", True))
+    return write_model_dir(config, arrays, hf_dir / "vocab.txt", out_dir, do_lower_case, source)

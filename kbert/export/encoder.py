@@ -1,0 +1,106 @@
+"""TF Hub-style BERT encoder SavedModel.
+
+The contract of TF Hub's BERT encoders (``bert_en_uncased_L-12_H-768_A-12/4`` and friends):
+
+    outputs = encoder(dict(input_word_ids=..., input_mask=..., input_type_ids=...), training=False)
+    outputs: pooled_output [batch, H], sequence_output [batch, seq, H],
+             encoder_outputs (list of L [batch, seq, H]), default (= pooled_output)
+    encoder.mlm(dict(..., masked_lm_positions=[batch, P]))["mlm_logits"]  # [batch, P, vocab]
+    encoder.vocab_file (asset), encoder.do_lower_case (bool variable),
+    encoder.variables / trainable_variables / regularization_losses (for hub.KerasLayer)
+
+Loads with ``tf.saved_model.load`` in a process that has never imported kbert or keras.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import tensorflow as tf
+
+from kbert.model_dir import VOCAB_FILE, load_encoder, load_heads, read_metadata
+
+INPUT_SPEC = {
+    name: tf.TensorSpec([None, None], tf.int32, name=name)
+    for name in ("input_word_ids", "input_mask", "input_type_ids")
+}
+
+
+def _tf_variables(variables):
+    # Keras 3 variables wrap a tf.Variable (``.value``); SavedModel tracks the tf.Variable.
+    return [getattr(v, "value", v) for v in variables]
+
+
+class _Mlm(tf.__internal__.tracking.AutoTrackable):
+    def __init__(self, encoder, head):
+        self._encoder = encoder
+        self._head = head
+
+    @tf.function(input_signature=[{**INPUT_SPEC, "masked_lm_positions": tf.TensorSpec(
+        [None, None], tf.int32, name="masked_lm_positions")}])
+    def __call__(self, inputs):
+        outputs = self._encoder(
+            {k: inputs[k] for k in INPUT_SPEC}, training=False
+        )
+        logits = self._head(
+            outputs["sequence_output"], inputs["masked_lm_positions"], self._encoder.word_embeddings
+        )
+        return {**_hub_outputs(outputs), "mlm_logits": logits}
+
+
+def _hub_outputs(outputs):
+    return {
+        "sequence_output": outputs["sequence_output"],
+        "pooled_output": outputs["pooled_output"],
+        "default": outputs["pooled_output"],
+        "encoder_outputs": list(outputs["encoder_outputs"]),
+    }
+
+
+class HubEncoder(tf.__internal__.tracking.AutoTrackable):
+    def __init__(self, encoder, vocab_file, do_lower_case, mlm_head=None):
+        self._encoder = encoder
+        self.vocab_file = tf.saved_model.Asset(str(vocab_file))
+        self.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False, name="do_lower_case")
+        self.variables = _tf_variables(encoder.variables)
+        self.trainable_variables = _tf_variables(encoder.trainable_variables)
+        self.regularization_losses = []
+        if mlm_head is not None:
+            self.mlm = _Mlm(encoder, mlm_head)
+
+    @tf.function
+    def __call__(self, inputs, training=False):
+        return _hub_outputs(self._encoder(inputs, training=training))
+
+
+def _flat_signature(fn, spec):
+    @tf.function(input_signature=[spec])
+    def serve(inputs):
+        outputs = dict(fn(inputs))
+        for i, x in enumerate(outputs.pop("encoder_outputs")):
+            outputs[f"encoder_outputs_{i}"] = x
+        return outputs
+
+    return serve.get_concrete_function()
+
+
+def export_encoder(model_dir, out_dir) -> pathlib.Path:
+    model_dir = pathlib.Path(model_dir)
+    encoder = load_encoder(model_dir)
+    heads = load_heads(model_dir, encoder.config, names=("mlm",))
+    module = HubEncoder(
+        encoder,
+        model_dir / VOCAB_FILE,
+        read_metadata(model_dir)["do_lower_case"],
+        mlm_head=heads.get("mlm"),
+    )
+    # Trace both modes so that the SavedModel answers ``training=True`` (fine-tuning) too.
+    for training in (False, True):
+        module.__call__.get_concrete_function(INPUT_SPEC, training=training)
+    # Signatures (TF Serving) need flat outputs: encoder_outputs become encoder_outputs_0..L-1.
+    signatures = {"serving_default": _flat_signature(module, INPUT_SPEC)}
+    if heads.get("mlm") is not None:
+        signatures["mlm"] = _flat_signature(module.mlm, module.mlm.__call__.input_signature[0])
+    out_dir = pathlib.Path(out_dir)
+    tf.saved_model.save(module, str(out_dir), signatures=signatures)
+    return out_dir

@@ -1,0 +1,99 @@
+import math
+
+import keras
+import numpy as np
+import pytest
+
+from kbert import BertConfig, BertEncoder
+from kbert.layers.activations import get_activation
+
+
+def _inputs(batch, seq, vocab=30522, seed=0, pad_from=None):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(1, vocab, size=(batch, seq)).astype("int32")
+    mask = np.ones((batch, seq), "int32")
+    if pad_from is not None:
+        mask[:, pad_from:] = 0
+        ids[:, pad_from:] = 0
+    types = np.zeros((batch, seq), "int32")
+    return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    keras.utils.set_random_seed(1)
+    return BertEncoder(BertConfig.preset("tiny", max_position_embeddings=64))
+
+
+def test_outputs_follow_tf_hub_names_and_shapes(tiny):
+    out = tiny(_inputs(3, 10))
+    assert set(out) == {"sequence_output", "pooled_output", "encoder_outputs"}
+    assert out["sequence_output"].shape == (3, 10, 128)
+    assert out["pooled_output"].shape == (3, 128)
+    assert len(out["encoder_outputs"]) == 2
+    np.testing.assert_array_equal(out["encoder_outputs"][-1], out["sequence_output"])
+    assert sorted(i.name for i in tiny.inputs) == ["input_mask", "input_type_ids", "input_word_ids"]
+
+
+def test_padding_does_not_change_real_positions(tiny):
+    short = _inputs(2, 7, seed=3)
+    long = {k: np.pad(v, ((0, 0), (0, 9))) for k, v in short.items()}
+    a = tiny(short)["sequence_output"].numpy()
+    b = tiny(long)["sequence_output"].numpy()[:, :7]
+    np.testing.assert_allclose(a, b, atol=1e-5)
+    # and the padded tokens' contents are irrelevant
+    noisy = {k: v.copy() for k, v in long.items()}
+    noisy["input_word_ids"][:, 7:] = 999
+    c = tiny(noisy)["sequence_output"].numpy()[:, :7]
+    np.testing.assert_allclose(b, c, atol=1e-6)
+
+
+def test_any_length_up_to_max_and_clear_error_beyond(tiny):
+    assert tiny(_inputs(1, 64))["sequence_output"].shape == (1, 64, 128)
+    assert tiny(_inputs(1, 1))["sequence_output"].shape == (1, 1, 128)
+    with pytest.raises(Exception, match="max_position_embeddings"):
+        tiny(_inputs(1, 65))
+
+
+def test_dropout_only_in_training(tiny):
+    x = _inputs(2, 8)
+    a, b = tiny(x, training=False), tiny(x, training=False)
+    np.testing.assert_array_equal(a["pooled_output"], b["pooled_output"])
+    c = tiny(x, training=True)
+    assert not np.allclose(a["sequence_output"], c["sequence_output"])
+
+
+def test_pooler_is_tanh_dense_on_first_token(tiny):
+    out = tiny(_inputs(2, 5))
+    first = out["sequence_output"].numpy()[:, 0]
+    kernel, bias = (w.numpy() for w in tiny.pooler.weights)
+    np.testing.assert_allclose(out["pooled_output"], np.tanh(first @ kernel + bias), atol=1e-5)
+
+
+def test_gelu_variants_match_their_formulas():
+    x = np.linspace(-6, 6, 101).astype("float32")
+    exact = 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+    tanh = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    np.testing.assert_allclose(get_activation("gelu_exact")(x), exact, atol=1e-6)
+    np.testing.assert_allclose(get_activation("gelu")(x), tanh, atol=1e-6)
+    assert np.abs(exact - tanh).max() > 1e-4  # the two really are different functions
+
+
+def test_hidden_act_selects_the_ffn_activation():
+    keras.utils.set_random_seed(2)
+    a = BertEncoder(BertConfig.preset("tiny", hidden_act="gelu"))
+    b = BertEncoder(BertConfig.preset("tiny", hidden_act="gelu_exact"))
+    b.set_weights(a.get_weights())
+    x = _inputs(1, 6)
+    diff = np.abs(a(x)["sequence_output"] - b(x)["sequence_output"]).max()
+    assert 0 < diff < 0.1
+
+
+def test_config_round_trip_and_serialization(tiny, tmp_path):
+    clone = BertEncoder.from_config(tiny.get_config())
+    assert clone.config == tiny.config
+    path = tmp_path / "tiny.weights.h5"
+    tiny.save_weights(path)
+    clone.load_weights(path)
+    x = _inputs(2, 9)
+    np.testing.assert_array_equal(tiny(x)["sequence_output"], clone(x)["sequence_output"])
