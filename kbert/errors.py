@@ -1,0 +1,59 @@
+"""Errors for bad input data, shared by every reader in kbert.
+
+A DataError always says where (file and 1-based line, or a record such as a SQuAD question id),
+which field, what value was found and what was expected, so a user can fix the file without a
+debugger.
+"""
+
+from __future__ import annotations
+
+import os
+
+_MISSING = object()
+_MAX_VALUE_CHARS = 200
+
+
+def _show(value) -> str:
+    text = repr(value)
+    if len(text) > _MAX_VALUE_CHARS:
+        text = text[: _MAX_VALUE_CHARS - 3] + "..."
+    return text
+
+
+class DataError(ValueError):
+    """A malformed input file: bad row, bad field value, bad encoding, empty file.
+
+    Args:
+      file: the file (path or name) the data came from.
+      expected: what a valid value/row looks like.
+      line: 1-based line number in the file, if the format is line based.
+      record: a record name (e.g. 'question id 56be...' or 'data[3].paragraphs[1]'), where
+        lines do not identify the data.
+      field: the column / key / field name that is wrong.
+      value: the offending value (omit when there is none, e.g. a missing column).
+    """
+
+    def __init__(self, file, expected: str, *, line: int | None = None, record: str | None = None,
+                 field: str | None = None, value=_MISSING):
+        self.file = os.fspath(file) if not isinstance(file, str) else file
+        self.line = line
+        self.record = record
+        self.field = field
+        self.value = None if value is _MISSING else value
+        self.expected = expected
+        where = self.file
+        if line is not None:
+            where += f", line {line}"
+        if record is not None:
+            where += f", {record}"
+        if line is None and record is None:
+            where += " (whole file)"
+        message = where
+        if field is not None:
+            message += f": field {field!r}"
+        if value is not _MISSING:
+            message += f": got {_show(value)}"
+        elif field is not None:
+            message += ": missing"
+        message += f"; expected {expected}"
+        super().__init__(message)
