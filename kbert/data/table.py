@@ -1,0 +1,119 @@
+"""Generic task files: CSV (quoted), TSV (no quoting) or JSONL, with named text and label columns."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from kbert.data.examples import TaskData
+from kbert.data.labels import collect_label_names, label_index, parse_score
+from kbert.data.textio import csv_rows, header_index, read_text, split_lines, tsv_rows
+from kbert.errors import DataError
+
+FORMATS = {".csv": "csv", ".tsv": "tsv", ".txt": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
+
+
+def _format_of(path, fmt):
+    if fmt is not None:
+        if fmt not in ("csv", "tsv", "jsonl"):
+            raise ValueError(f"format must be 'csv', 'tsv' or 'jsonl', not {fmt!r}")
+        return fmt
+    ext = os.path.splitext(os.fspath(path))[1].lower()
+    if ext not in FORMATS:
+        raise ValueError(f"cannot tell the format of {os.fspath(path)!r} from its extension; "
+                         "pass format='csv', 'tsv' or 'jsonl'")
+    return FORMATS[ext]
+
+
+def _table_records(path, data, fmt):
+    """Yields (line, {column: value}) for each data row."""
+    if fmt == "jsonl":
+        for number, line in enumerate(split_lines(read_text(path, data)), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(path, "one JSON object per line", line=number,
+                                field=f"column {e.colno}", value=e.msg) from None
+            if not isinstance(record, dict):
+                raise DataError(path, "a JSON object", line=number, field="record", value=record)
+            yield number, record
+        return
+    rows = csv_rows(path, data) if fmt == "csv" else tsv_rows(path, data)
+    first = next(rows, None)
+    if first is None:
+        raise DataError(path, "a header line", value="empty file")
+    header = first[1]
+    for line, fields in rows:
+        if len(fields) != len(header):
+            raise DataError(path, f"{len(header)} columns ({', '.join(header)})", line=line,
+                            field=f"row with {len(fields)} columns", value=fields)
+        yield line, dict(zip(header, fields))
+
+
+def _text(path, line, record, column):
+    if column not in record:
+        raise DataError(path, f"a {column!r} column", line=line, field=column)
+    value = record[column]
+    if not isinstance(value, str):
+        raise DataError(path, "a string", line=line, field=column, value=value)
+    return value
+
+
+def read_table(path, text_columns, label_column: str | None = None, *, label_names=None,
+               regression: bool = False, id_column: str | None = None, format: str | None = None,
+               data: bytes | None = None) -> TaskData:
+    """Reads a generic text-classification/regression file.
+
+    Args:
+      text_columns: one or two column names (text_a, text_b).
+      label_column: the label's column, or None for unlabelled data.
+      label_names: the label vocabulary (values must be in it); None collects the distinct values
+        (sorted; numerically when all are integers). JSON labels are compared as strings
+        (1 and "1" are the same label).
+      regression: labels are decimal numbers (floats), not classes.
+      id_column: column with the example id; default "<line number>".
+      format: "csv" (RFC 4180 quoting), "tsv" (tab, no quoting) or "jsonl"; default from the
+        extension (.csv, .tsv/.txt, .jsonl/.json).
+
+    Returns:
+      TaskData whose examples are {"id", "text_a", "text_b", "label"}.
+    """
+    if isinstance(text_columns, str):
+        text_columns = (text_columns,)
+    if not 1 <= len(text_columns) <= 2:
+        raise ValueError(f"text_columns must name one or two columns, got {text_columns!r}")
+    fmt = _format_of(path, format)
+    rows = []
+    for line, record in _table_records(path, data, fmt):
+        texts = [_text(path, line, record, c) for c in text_columns]
+        raw_label = None
+        if label_column is not None:
+            if label_column not in record:
+                raise DataError(path, f"a {label_column!r} column", line=line, field=label_column)
+            raw_label = record[label_column]
+            if isinstance(raw_label, bool) or not isinstance(raw_label, (str, int, float)):
+                raise DataError(path, "a string or number label", line=line, field=label_column,
+                                value=raw_label)
+            raw_label = raw_label if isinstance(raw_label, str) else json.dumps(raw_label)
+        rid = str(record.get(id_column, "")) if id_column else str(line)
+        if id_column and id_column not in record:
+            raise DataError(path, f"a {id_column!r} column", line=line, field=id_column)
+        rows.append((line, rid, texts, raw_label))
+    if not rows:
+        raise DataError(path, "at least one data row", value="no rows")
+
+    names = None
+    if label_column is not None and not regression:
+        names = tuple(label_names) if label_names is not None else collect_label_names(
+            r[3] for r in rows)
+    examples = []
+    for line, rid, texts, raw in rows:
+        label = None
+        if label_column is not None:
+            label = (parse_score(path, line, label_column, raw) if regression
+                     else label_index(path, line, label_column, raw, names))
+        examples.append({"id": rid, "text_a": texts[0],
+                         "text_b": texts[1] if len(texts) > 1 else None, "label": label})
+    return TaskData(examples, names, str(path), {"format": fmt})
