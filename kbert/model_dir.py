@@ -136,8 +136,22 @@ def save_model_dir(model_dir, encoder, vocab_file=None, vocab=None, do_lower_cas
 def _atomic_save_weights(layer, path: pathlib.Path) -> None:
     """Write to a temporary name, then rename: a crash mid-write leaves the old file intact."""
     tmp = path.with_name(path.name[: -len(".weights.h5")] + ".tmp.weights.h5")
-    layer.save_weights(tmp)
+    save_weights(layer, tmp)
     os.replace(tmp, path)
+
+
+# keras.Layer (unlike keras.Model) has no public save_weights/load_weights; these are the functions
+# Model.save_weights/load_weights call, so heads get the same .weights.h5 format as the encoder.
+def save_weights(layer, path) -> None:
+    from keras.src.saving import saving_lib
+
+    saving_lib.save_weights_only(layer, str(path))
+
+
+def load_weights(layer, path) -> None:
+    from keras.src.saving import saving_lib
+
+    saving_lib.load_weights_only(layer, str(path))
 
 
 def load_heads(model_dir, config: BertConfig | None = None, names=None) -> dict:
@@ -154,7 +168,7 @@ def load_heads(model_dir, config: BertConfig | None = None, names=None) -> dict:
             raise ModelDirError(f"{model_dir / METADATA_FILE} lists head {name!r} but {path} is missing")
         head = build_head(info.get("type", name), config)
         try:
-            head.load_weights(path)
+            load_weights(head, path)
         except ValueError as e:
             raise ModelDirError(f"{path} does not fit head {name!r} of {CONFIG_FILE}: {e}") from None
         heads[name] = head

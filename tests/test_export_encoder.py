@@ -1,0 +1,79 @@
+"""The TF Hub-style encoder SavedModel: contract, training mode, assets, MLM subobject."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kbert.export.encoder import export_encoder
+from kbert.layers.heads import build_head
+from kbert.model_dir import load_encoder, save_model_dir
+
+
+@pytest.fixture(scope="module")
+def tiny_with_mlm(tmp_path_factory, tiny_model_dir):
+    encoder = load_encoder(tiny_model_dir)
+    mlm = build_head("mlm", encoder.config)
+    out = tmp_path_factory.mktemp("mlm") / "model"
+    save_model_dir(out, encoder, vocab_file=tiny_model_dir / "vocab.txt",
+                   heads={"mlm": (mlm, {"type": "mlm"})})
+    export_encoder(out, out.parent / "sm")
+    return out, encoder, mlm, tf.saved_model.load(str(out.parent / "sm"))
+
+
+def _inputs(batch=2, seq=12):
+    rng = np.random.default_rng(0)
+    mask = np.ones((batch, seq), np.int32)
+    mask[0, 8:] = 0
+    return {"input_word_ids": tf.constant(rng.integers(1, 30000, (batch, seq)), tf.int32),
+            "input_mask": tf.constant(mask), "input_type_ids": tf.zeros((batch, seq), tf.int32)}
+
+
+def test_hub_contract(tiny_with_mlm):
+    _, encoder, _, sm = tiny_with_mlm
+    x = _inputs()
+    out = sm(x, training=False)
+    assert set(out) == {"sequence_output", "pooled_output", "default", "encoder_outputs"}
+    ref = encoder(x)
+    np.testing.assert_allclose(out["sequence_output"], ref["sequence_output"], atol=1e-5)
+    np.testing.assert_array_equal(out["default"], out["pooled_output"])
+    assert len(out["encoder_outputs"]) == 2
+    assert bool(sm.do_lower_case.numpy()) is True
+    vocab = open(sm.vocab_file.asset_path.numpy().decode()).read().splitlines()
+    assert len(vocab) == 30522 and vocab[101] == "[CLS]"
+    assert len(sm.trainable_variables) == len(encoder.trainable_variables)
+    assert len(sm.variables) >= len(sm.trainable_variables)
+
+
+def test_training_flag_turns_dropout_on(tiny_with_mlm):
+    sm = tiny_with_mlm[3]
+    x = _inputs()
+    a = sm(x, training=False)["pooled_output"]
+    b = sm(x, training=True)["pooled_output"]
+    assert not np.allclose(a, b)
+
+
+def test_mlm_subobject_gives_logits_at_masked_positions(tiny_with_mlm):
+    _, encoder, mlm, sm = tiny_with_mlm
+    x = _inputs()
+    positions = tf.constant([[1, 3, 5], [0, 2, 11]], tf.int32)
+    out = sm.mlm({**x, "masked_lm_positions": positions})
+    assert out["mlm_logits"].shape == (2, 3, 30522)
+    seq = encoder(x)["sequence_output"]
+    expected = mlm(seq, positions, encoder.word_embeddings)
+    np.testing.assert_allclose(out["mlm_logits"], expected, atol=1e-4)
+    assert "mlm" in sm.signatures
+
+
+def test_serving_signature_is_flat(tiny_with_mlm):
+    sig = tiny_with_mlm[3].signatures["serving_default"]
+    out = sig(**_inputs())
+    assert {"encoder_outputs_0", "encoder_outputs_1", "pooled_output", "sequence_output", "default"} == set(out)
+
+
+def test_wrong_dtype_is_rejected(tiny_with_mlm):
+    sm = tiny_with_mlm[3]
+    x = {k: tf.cast(v, tf.float32) for k, v in _inputs().items()}
+    with pytest.raises(tf.errors.InvalidArgumentError, match="expected to be a int32 tensor"):
+        sm.signatures["serving_default"](**x)
+    with pytest.raises((TypeError, ValueError)):
+        sm(x)  # the Python-level call refuses a dtype it has no function for
