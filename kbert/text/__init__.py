@@ -1,0 +1,9 @@
+"""BERT's input side in the TensorFlow graph: tokenizer, packer, preprocessor, vocabularies."""
+
+from kbert.text.packer import BertPacker
+from kbert.text.preprocessor import BertPreprocessor
+from kbert.text.tokenizer import BertTokenizer
+from kbert.text.vocab import VocabError, load_vocab, special_token_ids
+
+__all__ = ["BertPacker", "BertPreprocessor", "BertTokenizer", "VocabError", "load_vocab",
+           "special_token_ids"]

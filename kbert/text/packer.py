@@ -1,0 +1,127 @@
+"""BertPacker: tokenized segments -> ``input_word_ids``, ``input_mask``, ``input_type_ids``.
+
+``[CLS] A [SEP]``, ``[CLS] A [SEP] B [SEP]``, ... truncated to ``seq_length`` and padded, with
+tensorflow-text's trimmers, ``combine_segments`` and ``pad_model_inputs`` (the ops TF Hub's
+BERT preprocessors are built from).
+
+Truncation (``seq_length - num_segments - 1`` WordPiece tokens are kept in all):
+  * ``round_robin`` (default, as TF Hub): segments take one token each in turn until the budget
+    is spent. For two segments this is google-research/bert's ``_truncate_seq_pair`` (pop from
+    the longer one, from B on ties): both end with the shorter segment whole if it fits in half
+    the budget, otherwise ``ceil(budget/2)`` tokens of A and ``floor(budget/2)`` of B.
+  * ``waterfall``: the first segments keep all they can, the last ones are cut first.
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+TRUNCATORS = ("round_robin", "waterfall")
+OUTPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+class BertPacker(keras.layers.Layer):
+    """Packs a list of tokenized segments into BERT's three int32 [batch, seq_length] inputs.
+
+    Args:
+      seq_length: default total length, special tokens included.
+      start_of_sequence_id, end_of_segment_id, padding_id: the ids of [CLS], [SEP], [PAD]
+        (see ``BertTokenizer.special_token_ids``).
+      truncator: "round_robin" or "waterfall".
+
+    ``call(segments, seq_length=None)``: ``segments`` is one RaggedTensor or a list of them,
+    each [batch, words, pieces] or [batch, tokens] of integer ids; ``seq_length`` overrides the
+    default for this call (a Python int or a scalar int tensor).
+    """
+
+    def __init__(self, seq_length, start_of_sequence_id, end_of_segment_id, padding_id,
+                 truncator="round_robin", **kwargs):
+        kwargs.setdefault("dtype", "int32")
+        kwargs.setdefault("trainable", False)
+        super().__init__(**kwargs)
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        if truncator not in TRUNCATORS:
+            raise ValueError(f"truncator must be one of {TRUNCATORS}, got {truncator!r}")
+        self.seq_length = _check_seq_length(seq_length, 1)
+        self.start_of_sequence_id = int(start_of_sequence_id)
+        self.end_of_segment_id = int(end_of_segment_id)
+        self.padding_id = int(padding_id)
+        self.truncator = truncator
+        self.built = True
+
+    def call(self, segments, seq_length=None):
+        segments = _as_segment_list(segments)
+        num_special = len(segments) + 1
+        if seq_length is None:
+            seq_length = self.seq_length
+        if isinstance(seq_length, (tf.Tensor, tf.Variable)):
+            seq_length = tf.cast(tf.reshape(seq_length, []), tf.int32)
+        seq_length = _check_seq_length(seq_length, len(segments))
+        budget = seq_length - num_special
+        if self.truncator == "round_robin":
+            trimmer = tf_text.RoundRobinTrimmer(max_seq_length=budget)
+        else:
+            trimmer = tf_text.WaterfallTrimmer(max_seq_length=budget)
+        trimmed = trimmer.trim(segments)
+        ids, type_ids = tf_text.combine_segments(
+            trimmed, start_of_sequence_id=self.start_of_sequence_id,
+            end_of_segment_id=self.end_of_segment_id)
+        word_ids, mask = tf_text.pad_model_inputs(ids, max_seq_length=seq_length, pad_value=self.padding_id)
+        type_ids, _ = tf_text.pad_model_inputs(type_ids, max_seq_length=seq_length, pad_value=0)
+        return {
+            "input_word_ids": tf.cast(word_ids, tf.int32),
+            "input_mask": tf.cast(mask, tf.int32),
+            "input_type_ids": tf.cast(type_ids, tf.int32),
+        }
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(seq_length=self.seq_length, start_of_sequence_id=self.start_of_sequence_id,
+                      end_of_segment_id=self.end_of_segment_id, padding_id=self.padding_id,
+                      truncator=self.truncator)
+        return config
+
+
+def _check_seq_length(seq_length, num_segments):
+    """A Python seq_length must leave room for [CLS] and one [SEP] per segment."""
+    if isinstance(seq_length, tf.Tensor):
+        return seq_length  # a traced value: the trimmer and padding ops check it at run time
+    if isinstance(seq_length, bool) or not hasattr(seq_length, "__index__"):
+        raise TypeError(f"seq_length must be an int, got {seq_length!r}")
+    seq_length = int(seq_length)
+    if seq_length < num_segments + 1:
+        raise ValueError(
+            f"seq_length={seq_length} is too short: {num_segments} segment(s) need "
+            f"{num_segments + 1} special tokens ([CLS] and one [SEP] each)")
+    return seq_length
+
+
+def _as_segment_list(segments):
+    if isinstance(segments, dict):
+        raise TypeError("BertPacker expects a list of tokenized segments, got a dict")
+    if not isinstance(segments, (list, tuple)):
+        segments = [segments]
+    if not segments:
+        raise ValueError("BertPacker needs at least one segment")
+    out = []
+    for i, segment in enumerate(segments):
+        if not isinstance(segment, tf.RaggedTensor):
+            segment = tf.convert_to_tensor(segment)
+            if segment.shape.rank != 2:
+                raise ValueError(
+                    f"segment {i}: expected token ids [batch, tokens] or [batch, words, pieces], "
+                    f"got shape {segment.shape}")
+            segment = tf.RaggedTensor.from_tensor(segment)
+        if not segment.dtype.is_integer:
+            raise TypeError(f"segment {i}: expected integer token ids, got {segment.dtype.name}")
+        if segment.shape.rank not in (2, 3):
+            raise ValueError(
+                f"segment {i}: expected rank 2 [batch, tokens] or rank 3 [batch, words, pieces], "
+                f"got shape {segment.shape}")
+        if segment.shape.rank == 3:
+            segment = segment.merge_dims(-2, -1)
+        out.append(tf.cast(segment, tf.int32))
+    return out

@@ -1,0 +1,208 @@
+"""BertTokenizer: strings -> WordPiece ids [batch, words, pieces], in the TensorFlow graph.
+
+The rules are google-research/bert's ``FullTokenizer`` (see ``kbert.text.normalize``). The
+work is split between our in-graph cleaning (``normalize``) and tensorflow-text's
+``FastWordpieceTokenizer`` (splitting on whitespace, punctuation and CJK ideographs, then
+greedy longest-match-first WordPiece; a linear-time C++ kernel, the fastest exact choice
+measured: see ``python -m kbert.bench tokenize``).
+
+Two details are added around the tensorflow-text kernel:
+  * words: it returns the pieces of a string as one flat list; the word a piece belongs to is
+    recovered from the vocabulary (a piece starts a word unless it is a ``##`` continuation);
+  * the word-length limit: the original turns a word of more than 200 *characters* into
+    ``[UNK]``, tensorflow-text counts *bytes*. We give the kernel a byte limit that no word
+    within the character limit can reach (4 bytes per character) and then replace words whose
+    pieces add up to more than 200 characters by one ``[UNK]``.
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from kbert.text import vocab as vocab_lib
+from kbert.text.inputs import as_string_tensor, map_flat
+from kbert.text.normalize import normalize, normalize_per_char
+
+SUFFIX_INDICATOR = "##"
+# google-research/bert tokenization.py WordpieceTokenizer(max_input_chars_per_word=200).
+MAX_CHARS_PER_WORD = 200
+_MAX_UTF8_BYTES_PER_CHAR = 4
+OFFSET_UNITS = ("BYTE", "UTF8_CHAR")
+
+
+class BertTokenizer(keras.layers.Layer):
+    """BERT's WordPiece tokenizer as a Keras layer (eager, ``tf.function``, ``tf.data``, SavedModel).
+
+    Args:
+      vocab: path to ``vocab.txt`` or a list of tokens (id = position).
+      lower_case: True for uncased models (lower-case, strip accents), False for cased ones.
+      max_chars_per_word: longer words become ``[UNK]`` (200 as in google-research/bert).
+
+    Calling it on strings of shape ``S`` gives int32 ids of shape ``S + [words, pieces]``
+    (a RaggedTensor). ``tokenize_flat`` merges words and pieces, ``tokenize_with_offsets``
+    also gives each piece's span in the input.
+    """
+
+    def __init__(self, vocab, lower_case=True, max_chars_per_word=MAX_CHARS_PER_WORD, **kwargs):
+        kwargs.setdefault("dtype", "int32")
+        kwargs.setdefault("trainable", False)
+        super().__init__(**kwargs)
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.vocab = vocab_lib.as_token_list(vocab)
+        self.lower_case = bool(lower_case)
+        self.max_chars_per_word = int(max_chars_per_word)
+        if self.max_chars_per_word < 1:
+            raise ValueError(f"max_chars_per_word must be >= 1, got {max_chars_per_word}")
+        source = vocab if isinstance(vocab, str) else "vocab list"
+        self._special_ids = vocab_lib.special_token_ids(self.vocab, source)
+        self._wordpiece = tf_text.FastWordpieceTokenizer(
+            self.vocab,
+            suffix_indicator=SUFFIX_INDICATOR,
+            max_bytes_per_word=self.max_chars_per_word * _MAX_UTF8_BYTES_PER_CHAR,
+            token_out_type=tf.int32,
+            unknown_token=vocab_lib.UNK,
+            no_pretokenization=False,
+        )
+        is_suffix = [t.startswith(SUFFIX_INDICATOR) and len(t) > len(SUFFIX_INDICATOR) for t in self.vocab]
+        self._is_suffix = tf.constant(is_suffix, tf.bool)
+        self._piece_chars = tf.constant(
+            [len(t) - (len(SUFFIX_INDICATOR) if s else 0) for t, s in zip(self.vocab, is_suffix)], tf.int32)
+        self.built = True
+
+    # -- vocabulary ---------------------------------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab)
+
+    @property
+    def special_token_ids(self) -> dict:
+        """padding_id, start_of_sequence_id, end_of_segment_id, mask_id, unknown_id."""
+        return dict(self._special_ids)
+
+    def get_vocabulary(self) -> list:
+        return list(self.vocab)
+
+    def get_special_tokens_dict(self) -> dict:
+        """TF Hub's ``tokenize.get_special_tokens_dict()``: int32 scalars."""
+        ids = self._special_ids
+        return {
+            "vocab_size": tf.constant(self.vocab_size, tf.int32),
+            "start_of_sequence_id": tf.constant(ids["start_of_sequence_id"], tf.int32),
+            "end_of_segment_id": tf.constant(ids["end_of_segment_id"], tf.int32),
+            "padding_id": tf.constant(ids["padding_id"], tf.int32),
+            "mask_id": tf.constant(ids["mask_id"], tf.int32),
+        }
+
+    def id_to_token(self, token_id: int) -> str:
+        return self.vocab[int(token_id)]
+
+    def token_to_id(self, token: str) -> int:
+        try:
+            return self.vocab.index(token)
+        except ValueError:
+            raise KeyError(f"{token!r} is not in the vocabulary") from None
+
+    # -- tokenization -------------------------------------------------------------------------
+    def call(self, inputs):
+        return self.tokenize(inputs)
+
+    def tokenize(self, strings):
+        """int32 RaggedTensor ``strings.shape + [words, pieces]``."""
+        strings = as_string_tensor(strings, type(self).__name__)
+        return map_flat(strings, self._tokenize_1d)
+
+    def tokenize_flat(self, strings):
+        """int32 RaggedTensor ``strings.shape + [pieces]`` (words merged)."""
+        return _merge_last(self.tokenize(strings))
+
+    def tokenize_with_offsets(self, strings, unit="BYTE"):
+        """``(ids, starts, ends)``, each ``strings.shape + [words, pieces]``.
+
+        ``[starts, ends)`` is the span of the input that a piece comes from: byte offsets into
+        the UTF-8 input (``unit="BYTE"``, as tensorflow-text) or code point offsets
+        (``unit="UTF8_CHAR"``, i.e. Python ``str`` indices of ``input.decode("utf-8",
+        "replace")``). Pieces of one word that the normalization produced from one character
+        (e.g. a ligature) all get that character's span.
+        """
+        if unit not in OFFSET_UNITS:
+            raise ValueError(f"unit must be one of {OFFSET_UNITS}, got {unit!r}")
+        strings = as_string_tensor(strings, type(self).__name__)
+        return map_flat(strings, lambda s: self._tokenize_1d_with_offsets(s, unit))
+
+    def _tokenize_1d(self, strings):
+        pieces = self._wordpiece.tokenize(normalize(strings, self.lower_case))
+        return self._words(pieces)[0]
+
+    def _tokenize_1d_with_offsets(self, strings, unit):
+        text = normalize(strings, self.lower_case)
+        pieces, norm_starts, norm_ends = self._wordpiece.tokenize_with_offsets(text)
+        char_lengths, char_starts, char_ends = normalize_per_char(strings, self.lower_case)
+        # Map byte positions of the normalized text back to input characters. Every input
+        # character occupies [cum, cum + len) of the concatenation of all normalized strings;
+        # the last character with cum <= position holds the byte (empty ones are skipped).
+        lengths = tf.cast(char_lengths.flat_values, tf.int64)
+        cum = tf.cumsum(lengths, exclusive=True)
+        row_base = tf.cumsum(tf.reduce_sum(tf.cast(char_lengths, tf.int64), axis=1), exclusive=True)
+        piece_rows = pieces.value_rowids()
+        base = tf.gather(row_base, piece_rows)
+        lo = tf.gather(char_lengths.row_starts(), piece_rows)
+        hi = tf.gather(char_lengths.row_limits(), piece_rows) - 1
+
+        def char_index(positions):
+            found = tf.searchsorted(cum[tf.newaxis], (positions + base)[tf.newaxis],
+                                    side="right", out_type=tf.int64)[0] - 1
+            return tf.minimum(tf.maximum(found, lo), hi)
+
+        first = char_index(norm_starts.flat_values)
+        last = char_index(norm_ends.flat_values - 1)
+        if unit == "BYTE":
+            starts = tf.gather(char_starts.flat_values, first)
+            ends = tf.gather(char_ends.flat_values, last)
+        else:
+            starts, ends = first - lo, last - lo + 1
+        return self._words(pieces, tf.cast(starts, tf.int64), tf.cast(ends, tf.int64))
+
+    def _words(self, pieces, starts=None, ends=None):
+        """Flat pieces [n, pieces] -> [n, words, pieces]; over-long words -> one [UNK]."""
+        flat = pieces.flat_values
+        begins_word = tf.logical_not(tf.gather(self._is_suffix, flat))
+        word_starts = tf.where(begins_word)[:, 0]
+        words = tf.RaggedTensor.from_row_starts(flat, word_starts, validate=False)
+        words_per_row = tf.math.unsorted_segment_sum(
+            tf.cast(begins_word, tf.int64), pieces.value_rowids(), pieces.nrows())
+        word_chars = tf.reduce_sum(words.with_flat_values(tf.gather(self._piece_chars, flat)), axis=1)
+        too_long = word_chars > self.max_chars_per_word
+        piece_word = words.value_rowids()
+        long_piece = tf.gather(too_long, piece_word)
+        keep = tf.logical_or(tf.logical_not(long_piece), begins_word)
+        unk = tf.constant(self._special_ids["unknown_id"], tf.int32)
+        lengths = tf.where(too_long, tf.ones_like(words.row_lengths()), words.row_lengths())
+
+        def regroup(values):
+            grouped = tf.RaggedTensor.from_row_lengths(
+                tf.boolean_mask(values, keep), lengths, validate=False)
+            return tf.RaggedTensor.from_row_lengths(grouped, words_per_row, validate=False)
+
+        ids = regroup(tf.where(long_piece, unk, flat))
+        if starts is None:
+            return ids, None, None
+        # An over-long word's [UNK] spans the whole word.
+        word_ends = tf.gather(ends, words.row_limits() - 1)
+        ends = tf.where(long_piece, tf.gather(word_ends, piece_word), ends)
+        return ids, regroup(starts), regroup(ends)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(vocab=list(self.vocab), lower_case=self.lower_case,
+                      max_chars_per_word=self.max_chars_per_word)
+        return config
+
+
+def _merge_last(ragged):
+    """Merges the last two (words, pieces) dimensions of a tokenizer output."""
+    if isinstance(ragged, tuple):
+        return tuple(_merge_last(r) for r in ragged)
+    return ragged.merge_dims(-2, -1)
