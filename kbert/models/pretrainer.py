@@ -1,0 +1,88 @@
+"""BertPretrainer: the encoder with the original pre-training heads and loss.
+
+Loss = mean MLM cross-entropy over real (weight 1) masked positions + NSP cross-entropy,
+as google-research/bert ``run_pretraining.py``; ``use_nsp=False`` trains MLM alone (the paper's
+"No NSP" ablation).
+
+Inputs: the encoder's three inputs plus ``masked_lm_positions`` [batch, P].
+Targets (``y``): ``masked_lm_ids`` [batch, P], ``masked_lm_weights`` [batch, P] (1.0 real, 0.0 pad)
+and, with NSP, ``next_sentence_labels`` [batch] (0 IsNext, 1 NotNext).
+"""
+
+import keras
+from keras import ops
+
+from kbert.layers.heads import build_head
+from kbert.models.encoder import INPUT_NAMES
+
+
+class BertPretrainer(keras.Model):
+    def __init__(self, encoder, mlm_head=None, nsp_head=None, use_nsp=True, **kwargs):
+        super().__init__(**kwargs)
+        self.encoder = encoder
+        self.use_nsp = use_nsp
+        self.mlm_head = mlm_head or build_head("mlm", encoder.config)
+        self.nsp_head = (nsp_head or build_head("nsp", encoder.config)) if use_nsp else None
+        self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
+        self.mlm_accuracy = keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")
+        if use_nsp:
+            self.nsp_loss_tracker = keras.metrics.Mean(name="nsp_loss")
+            self.nsp_accuracy = keras.metrics.SparseCategoricalAccuracy(name="nsp_accuracy")
+
+    def call(self, inputs, training=None):
+        outputs = self.encoder({k: inputs[k] for k in INPUT_NAMES}, training=training)
+        result = {
+            "mlm_logits": self.mlm_head(
+                outputs["sequence_output"], inputs["masked_lm_positions"], self.encoder.word_embeddings
+            )
+        }
+        if self.use_nsp:
+            result["nsp_logits"] = self.nsp_head(outputs["pooled_output"])
+        return result
+
+    # -- loss and metrics ---------------------------------------------------------------------
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        from kbert.training.distribute import cross_replica_sum, num_replicas
+
+        weights = ops.cast(y["masked_lm_weights"], "float32")
+        mlm_ce = keras.losses.sparse_categorical_crossentropy(
+            y["masked_lm_ids"], ops.cast(y_pred["mlm_logits"], "float32"), from_logits=True
+        )
+        # Normalise by the number of real predictions in the *global* batch, so that the sum over
+        # replicas is exactly the single-device loss (Keras sums replica losses' gradients).
+        mlm_loss = ops.sum(mlm_ce * weights) / (cross_replica_sum(ops.sum(weights)) + 1e-5)
+        loss = mlm_loss
+        # Plain attribute (not tracked by Keras): read back by compute_metrics in the same step.
+        parts = {"mlm_loss": mlm_loss * num_replicas()}
+        object.__setattr__(self, "_loss_parts", parts)
+        if self.use_nsp:
+            nsp_ce = keras.losses.sparse_categorical_crossentropy(
+                y["next_sentence_labels"], ops.cast(y_pred["nsp_logits"], "float32"), from_logits=True
+            )
+            nsp_loss = ops.mean(nsp_ce)
+            loss = loss + nsp_loss / num_replicas()
+            parts["nsp_loss"] = nsp_loss
+        return loss
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        weights = ops.cast(y["masked_lm_weights"], "float32")
+        self.mlm_loss_tracker.update_state(self._loss_parts["mlm_loss"])
+        self.mlm_accuracy.update_state(y["masked_lm_ids"], y_pred["mlm_logits"], sample_weight=weights)
+        if self.use_nsp:
+            self.nsp_loss_tracker.update_state(self._loss_parts["nsp_loss"])
+            self.nsp_accuracy.update_state(y["next_sentence_labels"], y_pred["nsp_logits"])
+        return self.get_metrics_result()
+
+    @property
+    def metrics(self):
+        metrics = [self._loss_tracker] if getattr(self, "_loss_tracker", None) is not None else []
+        metrics += [self.mlm_loss_tracker, self.mlm_accuracy]
+        if self.use_nsp:
+            metrics += [self.nsp_loss_tracker, self.nsp_accuracy]
+        return metrics
+
+    def heads(self):
+        heads = {"mlm": self.mlm_head}
+        if self.use_nsp:
+            heads["nsp"] = self.nsp_head
+        return heads

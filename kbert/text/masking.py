@@ -1,0 +1,101 @@
+"""Dynamic masked-LM masking in the graph (tensorflow-text's ``mask_language_model``).
+
+15% of the non-special tokens (``selection_rate``), at most ``max_predictions`` per sequence,
+are selected; of those 80% become [MASK], 10% a random token, 10% stay unchanged (the rates are
+arguments: the paper's ablation table varies them). With ``whole_word=True`` whole words are
+selected: every piece of a word (a token and the ``##`` pieces after it) is masked together.
+
+Works on packed inputs (``BertPacker``'s output) so that packing has one implementation.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+
+class MlmMasker:
+    def __init__(
+        self,
+        vocabulary,
+        max_predictions=20,
+        selection_rate=0.15,
+        mask_token_rate=0.8,
+        random_token_rate=0.1,
+        whole_word=False,
+        mask_token="[MASK]",
+        unselectable_tokens=("[CLS]", "[SEP]", "[PAD]", "[UNK]"),
+    ):
+        """``vocabulary``: the list of tokens (id = index)."""
+        if not 0.0 < selection_rate <= 1.0:
+            raise ValueError(f"selection_rate must be in (0, 1], got {selection_rate}")
+        if mask_token_rate < 0 or random_token_rate < 0 or mask_token_rate + random_token_rate > 1:
+            raise ValueError(
+                f"mask_token_rate ({mask_token_rate}) + random_token_rate ({random_token_rate}) must be in [0, 1]"
+            )
+        if max_predictions < 1:
+            raise ValueError(f"max_predictions must be >= 1, got {max_predictions}")
+        vocab = list(vocabulary)
+        index = {t: i for i, t in enumerate(vocab)}
+        if mask_token not in index:
+            raise ValueError(f"the vocabulary has no {mask_token} token")
+        self.vocab_size = len(vocab)
+        self.max_predictions = int(max_predictions)
+        self.whole_word = whole_word
+        unselectable = [index[t] for t in unselectable_tokens if t in index]
+        self._selector = tf_text.RandomItemSelector(
+            max_selections_per_batch=self.max_predictions,
+            selection_rate=selection_rate,
+            unselectable_ids=unselectable,
+        )
+        self._chooser = tf_text.MaskValuesChooser(
+            self.vocab_size, index[mask_token], mask_token_rate=mask_token_rate,
+            random_token_rate=random_token_rate,
+        )
+        # A token starts a word unless it is a "##" continuation piece.
+        self._word_start = tf.constant([not t.startswith("##") for t in vocab])
+
+    def __call__(self, packed: dict) -> dict:
+        """Adds ``masked_lm_positions``/``_ids``/``_weights`` and masks ``input_word_ids``."""
+        ids = packed["input_word_ids"]
+        seq_length = tf.shape(ids)[1]
+        lengths = tf.reduce_sum(tf.cast(packed["input_mask"], tf.int32), axis=1)
+        tokens = tf.RaggedTensor.from_tensor(ids, lengths=lengths)
+        if self.whole_word:
+            tokens = self._group_words(tokens)
+        masked, positions, masked_ids = tf_text.mask_language_model(
+            tokens, item_selector=self._selector, mask_values_chooser=self._chooser
+        )
+        if self.whole_word:
+            if masked.ragged_rank > 1:
+                masked = masked.merge_dims(1, 2)
+            positions, masked_ids = _truncate(positions, masked_ids, self.max_predictions)
+        word_ids = masked.to_tensor(default_value=0, shape=[None, None])
+        word_ids = tf.pad(word_ids, [[0, 0], [0, seq_length - tf.shape(word_ids)[1]]])
+        positions, weights = tf_text.pad_model_inputs(positions, self.max_predictions)
+        masked_ids, _ = tf_text.pad_model_inputs(masked_ids, self.max_predictions)
+        return {
+            **packed,
+            "input_word_ids": tf.cast(word_ids, tf.int32),
+            "masked_lm_positions": tf.cast(positions, tf.int32),
+            "masked_lm_ids": tf.cast(masked_ids, tf.int32),
+            "masked_lm_weights": tf.cast(weights, tf.float32),
+        }
+
+    def _group_words(self, tokens: tf.RaggedTensor) -> tf.RaggedTensor:
+        """[batch, tokens] -> [batch, words, pieces] using the ``##`` continuation marks."""
+        starts = tf.gather(self._word_start, tokens.flat_values)
+        # Special tokens and the first token of each row always start a word.
+        starts = starts | tf.scatter_nd(
+            tf.expand_dims(tokens.row_starts(), 1), tf.ones_like(tokens.row_starts(), tf.bool),
+            tf.shape(starts, out_type=tf.int64),
+        )
+        words = tf.RaggedTensor.from_row_starts(tokens.flat_values, tf.where(starts)[:, 0])
+        words_per_row = tf.math.segment_sum(tf.cast(starts, tf.int64), tokens.value_rowids())
+        words_per_row = tf.pad(words_per_row, [[0, tokens.nrows() - tf.shape(words_per_row, out_type=tf.int64)[0]]])
+        return tf.RaggedTensor.from_row_lengths(words, words_per_row)
+
+
+def _truncate(positions, ids, limit):
+    """Whole words can overshoot the per-sequence budget by a few pieces: keep the first ``limit``."""
+    return positions[:, :limit], ids[:, :limit]

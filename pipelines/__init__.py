@@ -1,0 +1,1 @@
+"""Apache Beam pipelines: corpora and task datasets -> TFRecords of raw text."""
