@@ -84,6 +84,9 @@ def test_registry():
     assert TASKS["mrpc"].metrics == ("accuracy", "f1")
     assert TASKS["stsb"].metrics == ("pearson", "spearman")
     assert TASKS["mnli"].file("dev_mismatched") == "dev_mismatched.tsv"
+    # data_dir may be the task folder or the GLUE root
+    assert TASKS["sst2"].path(GLUE, "dev") == str(GLUE / "SST-2" / "dev.tsv")
+    assert TASKS["sst2"].path(GLUE / "SST-2", "dev") == str(GLUE / "SST-2" / "dev.tsv")
     assert TASKS["mnli"].labels == ("contradiction", "entailment", "neutral")
     with pytest.raises(ValueError, match="dev_matched"):
         TASKS["mnli"].file("dev")

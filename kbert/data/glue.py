@@ -80,8 +80,11 @@ class GlueTask:
             ) from None
 
     def path(self, data_dir, split: str) -> str:
-        """The split's file in data_dir, the task's own folder (as run_classifier's --data_dir)."""
-        return os.path.join(os.fspath(data_dir), self.file(split))
+        """The split's file in data_dir, the task's own folder (as run_classifier's --data_dir);
+        a GLUE root folder (glue_data/, holding SST-2/ etc.) works too."""
+        direct = os.path.join(os.fspath(data_dir), self.file(split))
+        nested = os.path.join(os.fspath(data_dir), self.directory, self.file(split))
+        return nested if not os.path.exists(direct) and os.path.exists(nested) else direct
 
 
 _NLI3 = ("contradiction", "entailment", "neutral")  # run_classifier.py MnliProcessor order

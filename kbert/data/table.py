@@ -7,7 +7,7 @@ import os
 
 from kbert.data.examples import TaskData
 from kbert.data.labels import collect_label_names, label_index, parse_score
-from kbert.data.textio import csv_rows, header_index, read_text, split_lines, tsv_rows
+from kbert.data.textio import csv_rows, read_text, split_lines, tsv_rows
 from kbert.errors import DataError
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".txt": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 
 from kbert.errors import DataError
 
@@ -104,7 +103,3 @@ def header_index(path, header: list, name: str, line: int = 1) -> int:
     except ValueError:
         raise DataError(path, f"a header with a column named {name!r}", line=line, field="header",
                         value=header) from None
-
-
-def file_name(path) -> str:
-    return os.fspath(path)
