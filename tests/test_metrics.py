@@ -46,6 +46,8 @@ def test_logits_are_argmaxed_and_argument_order_matters():
     assert m.f1(pred, true, average="weighted") == pytest.approx(0.38)
     with pytest.raises(ValueError, match="shape"):
         m.accuracy([0, 1], [0, 1, 1])
+    with pytest.raises(ValueError, match="threshold"):
+        m.accuracy([[0.9], [0.2]], [1, 0])
 
 
 @SETTINGS

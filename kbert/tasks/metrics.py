@@ -24,6 +24,9 @@ def _class_ids(predictions, labels):
     """Class ids from ids, or from scores/logits (argmax over the last axis)."""
     predictions, labels = np.asarray(predictions), np.asarray(labels)
     if predictions.ndim == labels.ndim + 1:
+        if predictions.shape[-1] == 1:  # argmax over one column would always say class 0
+            raise ValueError("predictions have a single score per example; threshold them into "
+                             "class ids first")
         predictions = predictions.argmax(axis=-1)
     if predictions.shape != labels.shape:
         raise ValueError(f"predictions of shape {predictions.shape} do not match labels of shape "
