@@ -16,6 +16,8 @@ def as_string_tensor(inputs, who: str):
         if inputs.dtype != tf.string:
             raise TypeError(f"{who} expects strings (a tf.string tensor), got {inputs.dtype.name}")
         return inputs
+    if isinstance(inputs, (list, tuple)) and len(inputs) == 0:
+        return tf.constant([], tf.string)
     if isinstance(inputs, np.ndarray) and inputs.dtype.kind not in "OSU":
         raise TypeError(f"{who} expects strings, got a numpy array of {inputs.dtype}")
     try:

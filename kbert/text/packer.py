@@ -50,17 +50,28 @@ class BertPacker(keras.layers.Layer):
         self.end_of_segment_id = int(end_of_segment_id)
         self.padding_id = int(padding_id)
         self.truncator = truncator
+        # Eager calls run as one graph (traced per segment count and seq_length) instead of
+        # op by op; inside tf.function and tf.data it is inlined.
+        self._graph = tf.function(self._pack, reduce_retracing=True, autograph=False)
         self.built = True
 
     def call(self, segments, seq_length=None):
         segments = _as_segment_list(segments)
-        num_special = len(segments) + 1
         if seq_length is None:
             seq_length = self.seq_length
         if isinstance(seq_length, (tf.Tensor, tf.Variable)):
             seq_length = tf.cast(tf.reshape(seq_length, []), tf.int32)
         seq_length = _check_seq_length(seq_length, len(segments))
-        budget = seq_length - num_special
+        return self._graph(segments, seq_length)
+
+    def _pack(self, segments, seq_length):
+        if isinstance(seq_length, tf.Tensor):
+            check = tf.debugging.assert_greater_equal(
+                seq_length, len(segments) + 1,
+                message=f"seq_length is too short for {len(segments)} segment(s) ([CLS] and one [SEP] each)")
+            with tf.control_dependencies([check]):
+                seq_length = tf.identity(seq_length)
+        budget = seq_length - (len(segments) + 1)
         if self.truncator == "round_robin":
             trimmer = tf_text.RoundRobinTrimmer(max_seq_length=budget)
         else:

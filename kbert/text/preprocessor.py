@@ -63,7 +63,11 @@ class BertPreprocessor(keras.layers.Layer):
     def call(self, inputs, seq_length=None):
         if isinstance(inputs, dict):
             raise TypeError("BertPreprocessor expects strings or a list of string tensors, got a dict")
-        segments = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        # A list of tensors (or of lists of strings) is a list of segments; a list of Python
+        # strings is one batch.
+        is_segment_list = isinstance(inputs, (list, tuple)) and not all(
+            isinstance(x, (str, bytes)) for x in inputs)
+        segments = list(inputs) if is_segment_list else [inputs]
         if not segments:
             raise ValueError("BertPreprocessor needs at least one segment of strings")
         tokenized = [self.tokenizer(_as_batch(s, i)) for i, s in enumerate(segments)]

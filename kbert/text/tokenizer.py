@@ -17,6 +17,8 @@ Two details are added around the tensorflow-text kernel:
 
 from __future__ import annotations
 
+import functools
+
 import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
@@ -70,6 +72,15 @@ class BertTokenizer(keras.layers.Layer):
         self._is_suffix = tf.constant(is_suffix, tf.bool)
         self._piece_chars = tf.constant(
             [len(t) - (len(SUFFIX_INDICATOR) if s else 0) for t, s in zip(self.vocab, is_suffix)], tf.int32)
+        # One graph per entry point: eager calls then run as one graph call instead of some 40
+        # op dispatches (~1 ms instead of ~12 ms for a small batch); inside tf.function and
+        # tf.data they are inlined.
+        spec = [tf.TensorSpec([None], tf.string)]
+        self._graphs = {
+            None: tf.function(self._tokenize_1d, input_signature=spec, autograph=False),
+            **{unit: tf.function(functools.partial(self._tokenize_1d_with_offsets, unit=unit),
+                                 input_signature=spec, autograph=False) for unit in OFFSET_UNITS},
+        }
         self.built = True
 
     # -- vocabulary ---------------------------------------------------------------------------
@@ -112,7 +123,7 @@ class BertTokenizer(keras.layers.Layer):
     def tokenize(self, strings):
         """int32 RaggedTensor ``strings.shape + [words, pieces]``."""
         strings = as_string_tensor(strings, type(self).__name__)
-        return map_flat(strings, self._tokenize_1d)
+        return map_flat(strings, self._graphs[None])
 
     def tokenize_flat(self, strings):
         """int32 RaggedTensor ``strings.shape + [pieces]`` (words merged)."""
@@ -130,7 +141,7 @@ class BertTokenizer(keras.layers.Layer):
         if unit not in OFFSET_UNITS:
             raise ValueError(f"unit must be one of {OFFSET_UNITS}, got {unit!r}")
         strings = as_string_tensor(strings, type(self).__name__)
-        return map_flat(strings, lambda s: self._tokenize_1d_with_offsets(s, unit))
+        return map_flat(strings, self._graphs[unit])
 
     def _tokenize_1d(self, strings):
         pieces = self._wordpiece.tokenize(normalize(strings, self.lower_case))

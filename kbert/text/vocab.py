@@ -31,9 +31,11 @@ class VocabError(ValueError):
 def load_vocab(path) -> list[str]:
     """The tokens of a ``vocab.txt``, in id order.
 
-    Like google-research/bert's ``load_vocab`` each line is stripped of surrounding whitespace.
-    A missing or empty file, an empty line and a token that occurs twice are errors naming the
-    file and the line(s), since each of them silently shifts or shadows ids.
+    Like google-research/bert's ``load_vocab`` each line is stripped of surrounding whitespace,
+    except a line that is nothing but whitespace (Google's Chinese vocabulary has U+2028 as a
+    token): it is kept as it is, a token that no text can produce, so that it neither becomes
+    empty nor collides with another token. A missing or empty file, an empty line and a token
+    that occurs twice are errors naming the file and the line(s): each would shift or shadow ids.
     """
     path = os.fspath(path)
     if not os.path.isfile(path):
@@ -48,20 +50,22 @@ def load_vocab(path) -> list[str]:
         lines.pop()  # the newline that ends the last line
     if not lines:
         raise DataError(path, "at least one token", value="empty file")
-    tokens = [line.strip() for line in lines]
+    tokens = [line.strip() or line.rstrip("\r") for line in lines]
     _check_tokens(tokens, path)
     return tokens
 
 
-def _check_tokens(tokens, source) -> None:
+def _check_tokens(tokens, source, in_file=True) -> None:
+    def where(i):  # 1-based line of a file, 0-based index (= id) of a list
+        return {"line": i + 1} if in_file else {"record": f"entry {i}"}
+
     seen: dict[str, int] = {}
     for i, token in enumerate(tokens):
         if not token:
-            raise DataError(source, "a non-empty token on every line", line=i + 1,
-                            value=tokens[i] if isinstance(tokens[i], str) else None)
+            raise DataError(source, "a non-empty token on every line", value=token, **where(i))
         if token in seen:
-            raise DataError(source, f"each token once (first seen on line {seen[token] + 1})",
-                            line=i + 1, value=token)
+            first = f"line {seen[token] + 1}" if in_file else f"entry {seen[token]}"
+            raise DataError(source, f"each token once (first seen at {first})", value=token, **where(i))
         seen[token] = i
 
 
@@ -81,7 +85,7 @@ def as_token_list(vocab) -> list[str]:
         raise VocabError(f"vocab list entry {bad[0][0]} is {bad[0][1]!r}, expected a string")
     if not tokens:
         raise VocabError("vocab list is empty")
-    _check_tokens(tokens, "vocab list")
+    _check_tokens(tokens, "vocab list", in_file=False)
     return tokens
 
 
