@@ -31,13 +31,18 @@ import random
 import re
 import zlib
 
-SENTENCE_END = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c\u2018(\[]?[A-Z0-9])")
+SENTENCE_END = re.compile(r"[.!?][\"'\u201d\u2019)\]]*(\s+)(?=[\"'\u201c\u2018(\[]?[A-Z0-9])")
 
 
 # -- documents ------------------------------------------------------------------------------------
 def split_sentences(text: str) -> list[str]:
     """A light rule-based splitter: ends at . ! ? (plus closing quotes) before a capital or digit."""
-    return [s.strip() for s in SENTENCE_END.split(text) if s.strip()]
+    sentences, start = [], 0
+    for m in SENTENCE_END.finditer(text):
+        sentences.append(text[start:m.start(1)])
+        start = m.end(1)
+    sentences.append(text[start:])
+    return [s.strip() for s in sentences if s.strip()]
 
 
 def parse_documents(text: str, fmt: str = "sentences", doc_sentences: int = 64) -> list[list[str]]:

@@ -85,3 +85,28 @@ def run_fresh_python(code: str, timeout: int = 300) -> str:
     if result.returncode != 0:
         raise AssertionError(f"fresh process failed:\n{result.stdout}\n{result.stderr[-4000:]}")
     return result.stdout
+
+
+@pytest.fixture(scope="session")
+def small_vocab(tmp_path_factory) -> pathlib.Path:
+    """A ~1.4k-token WordPiece vocab learned from one novel: keeps pre-training tests fast
+    (the MLM softmax over 30k tokens dominates a BERT-Tiny step on CPU)."""
+    from kbert.text.vocab_learning import learn_vocab, write_vocab
+
+    path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
+    write_vocab(learn_vocab([str(SHARED / "corpus" / "en" / "northangerabbey.txt")], 2000, log=None), path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def pretraining_records(tmp_path_factory, small_vocab) -> pathlib.Path:
+    """Pre-training TFRecords (train: two Austen novels, eval: a third) written by the Beam pipeline."""
+    from pipelines.pretraining_data import run
+
+    out = tmp_path_factory.mktemp("pretraining")
+    en = SHARED / "corpus" / "en"
+    run(["--input", str(en / "northangerabbey.txt"), "--output", str(out / "train"), "--vocab",
+         str(small_vocab), "--format", "prose", "--num-shards", "2", "--doc-sentences", "32"])
+    run(["--input", str(en / "persuasion.txt"), "--output", str(out / "eval"), "--vocab", str(small_vocab),
+         "--format", "prose", "--num-shards", "1", "--doc-sentences", "32"])
+    return out

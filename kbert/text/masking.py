@@ -24,7 +24,7 @@ class MlmMasker:
         random_token_rate=0.1,
         whole_word=False,
         mask_token="[MASK]",
-        unselectable_tokens=("[CLS]", "[SEP]", "[PAD]", "[UNK]"),
+        unselectable_tokens=("[CLS]", "[SEP]", "[PAD]"),  # the original masks [UNK] too
     ):
         """``vocabulary``: the list of tokens (id = index)."""
         if not 0.0 < selection_rate <= 1.0:
@@ -43,7 +43,7 @@ class MlmMasker:
         self.max_predictions = int(max_predictions)
         self.whole_word = whole_word
         unselectable = [index[t] for t in unselectable_tokens if t in index]
-        self._selector = tf_text.RandomItemSelector(
+        self._selector = _OriginalCountSelector(
             max_selections_per_batch=self.max_predictions,
             selection_rate=selection_rate,
             unselectable_ids=unselectable,
@@ -94,6 +94,47 @@ class MlmMasker:
         words_per_row = tf.math.segment_sum(tf.cast(starts, tf.int64), tokens.value_rowids())
         words_per_row = tf.pad(words_per_row, [[0, tokens.nrows() - tf.shape(words_per_row, out_type=tf.int64)[0]]])
         return tf.RaggedTensor.from_row_lengths(words, words_per_row)
+
+
+class _OriginalCountSelector(tf_text.RandomItemSelector):
+    """tensorflow-text's RandomItemSelector with the original per-sequence count.
+
+    tensorflow-text selects ``ceil(rate * selectable)`` items per row, which over-masks short
+    sequences (16.6% instead of 15% at 64 tokens). google-research/bert selects
+    ``min(max_predictions, max(1, round(rate * num_tokens)))`` where ``num_tokens`` counts every
+    token, [CLS] and [SEP] included. Only the count differs; selection is the library's
+    (``get_selection_mask`` is overridden because that is where the count is computed).
+    """
+
+    def get_selection_mask(self, input_ids, axis):
+        selectable = self.get_selectable(input_ids, axis)
+        positions = input_ids.with_flat_values(tf.range(tf.size(input_ids.flat_values)))
+        positions = tf.ragged.boolean_mask(positions, selectable)
+        positions = positions.merge_dims(1, axis) if axis > 1 else positions
+        # Tokens per sequence, or words with whole-word masking ([batch, words, pieces], axis 1).
+        num_items = input_ids.row_lengths()
+        # Python's round() (half to even), as the original.
+        num = tf.math.round(tf.cast(num_items, tf.float32) * self.selection_rate)
+        num = tf.minimum(tf.maximum(num, 1.0), float(self.max_selections_per_batch))
+        num = tf.minimum(tf.cast(num, tf.int64), positions.row_lengths())
+
+        def shuffle_and_trim(x):  # as the library's
+            row, top_n = x
+            if isinstance(row, tf.RaggedTensor):
+                return tf.gather(row, self._shuffle_fn(tf.range(row.nrows()))[:top_n])
+            return self._shuffle_fn(row)[:top_n]
+
+        chosen = tf.map_fn(
+            shuffle_and_trim, (positions, num),
+            fn_output_signature=tf.RaggedTensorSpec(ragged_rank=positions.ragged_rank - 1, dtype=positions.dtype),
+        )
+        flat = tf.cast(chosen.flat_values, tf.int64)
+        mask = tf.scatter_nd(tf.expand_dims(flat, -1), tf.ones_like(flat, tf.bool),
+                             tf.shape(input_ids.flat_values, out_type=tf.int64))
+        result = input_ids.with_flat_values(mask)
+        if axis < result.ragged_rank:
+            result = tf.reduce_all(result, list(range(result.ragged_rank, axis, -1)))
+        return result
 
 
 def _truncate(positions, ids, limit):

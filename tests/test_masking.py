@@ -1,0 +1,92 @@
+"""Dynamic MLM masking on real text: rates, exclusions, positions, whole-word masking."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kbert.text import BertPreprocessor, load_vocab
+from kbert.text.masking import MlmMasker
+from conftest import SHARED, UNCASED_VOCAB
+
+VOCAB = load_vocab(UNCASED_VOCAB)
+SPECIAL = {VOCAB.index(t) for t in ("[CLS]", "[SEP]", "[PAD]")}
+
+
+@pytest.fixture(scope="module")
+def packed():
+    lines = [line for line in (SHARED / "corpus" / "en" / "emma.txt").read_text().splitlines() if line.strip()]
+    pre = BertPreprocessor(VOCAB, seq_length=64)
+    a, b = tf.constant(lines[0:8000:2]), tf.constant(lines[1:8000:2])
+    return {k: v.numpy() for k, v in pre([a, b]).items()}  # 4,000 pairs, >100k real tokens
+
+
+def _mask(packed, **kw):
+    tf.random.set_seed(0)
+    out = MlmMasker(VOCAB, **kw)({k: tf.constant(v) for k, v in packed.items()})
+    return {k: v.numpy() for k, v in out.items()}
+
+
+def test_rates_over_100k_tokens(packed):
+    out = _mask(packed, max_predictions=32)
+    real = packed["input_mask"].astype(bool)
+    selectable = real & ~np.isin(packed["input_word_ids"], list(SPECIAL))
+    assert selectable.sum() > 100_000
+    w = out["masked_lm_weights"].astype(bool)
+    rows = np.nonzero(w)[0]
+    pos = out["masked_lm_positions"][w]
+    original = packed["input_word_ids"][rows, pos]
+    np.testing.assert_array_equal(out["masked_lm_ids"][w], original)  # targets are the original ids
+    # google-research/bert's count: min(max_predictions, max(1, round(15% of all tokens))), per sequence
+    lengths = real.sum(axis=1)
+    expected = np.minimum(32, np.maximum(1, np.round(lengths * 0.15)))
+    np.testing.assert_array_equal(w.sum(axis=1), expected)
+    assert abs(w.sum() / real.sum() - 0.15) < 0.005
+    now = out["input_word_ids"][rows, pos]
+    mask_id = VOCAB.index("[MASK]")
+    frac_mask = np.mean(now == mask_id)
+    frac_same = np.mean(now == original)
+    frac_random = 1 - frac_mask - frac_same
+    assert abs(frac_mask - 0.8) < 0.02 and abs(frac_same - 0.1) < 0.02 and abs(frac_random - 0.1) < 0.02
+    # nothing else changed
+    untouched = np.ones_like(real)
+    untouched[rows, pos] = False
+    np.testing.assert_array_equal(out["input_word_ids"][untouched], packed["input_word_ids"][untouched])
+
+
+def test_special_tokens_and_padding_are_never_masked_and_positions_unique(packed):
+    out = _mask(packed, max_predictions=20)
+    for row in range(len(out["masked_lm_positions"])):
+        n = int(out["masked_lm_weights"][row].sum())
+        pos = out["masked_lm_positions"][row, :n]
+        assert len(set(pos.tolist())) == n  # unique
+        assert packed["input_mask"][row, pos].all()  # never padding
+        assert not np.isin(packed["input_word_ids"][row, pos], list(SPECIAL)).any()
+        assert (out["masked_lm_weights"][row, n:] == 0).all() and (out["masked_lm_positions"][row, n:] == 0).all()
+    assert out["masked_lm_weights"].sum(axis=1).max() <= 20
+
+
+def test_configurable_rates(packed):
+    out = _mask(packed, max_predictions=64, selection_rate=0.3, mask_token_rate=0.5, random_token_rate=0.5)
+    w = out["masked_lm_weights"].astype(bool)
+    rows, pos = np.nonzero(w)[0], out["masked_lm_positions"][w]
+    now = out["input_word_ids"][rows, pos]
+    assert abs(np.mean(now == VOCAB.index("[MASK]")) - 0.5) < 0.03
+    assert np.mean(now == packed["input_word_ids"][rows, pos]) < 0.01
+    with pytest.raises(ValueError, match="mask_token_rate"):
+        MlmMasker(VOCAB, mask_token_rate=0.9, random_token_rate=0.2)
+
+
+def test_whole_word_masking_masks_every_piece_of_a_word(packed):
+    out = _mask(packed, max_predictions=64, whole_word=True)
+    is_cont = np.array([t.startswith("##") for t in VOCAB])
+    for row in range(500):
+        n = int(out["masked_lm_weights"][row].sum())
+        chosen = set(out["masked_lm_positions"][row, :n].tolist())
+        ids = packed["input_word_ids"][row]
+        length = int(packed["input_mask"][row].sum())
+        for p in chosen:
+            # the word's neighbours: a continuation piece before or after must be chosen too
+            if p + 1 < length and is_cont[ids[p + 1]]:
+                assert p + 1 in chosen
+            if is_cont[ids[p]]:
+                assert p - 1 in chosen
