@@ -1,0 +1,152 @@
+"""BertPreprocessor: the TF Hub preprocessing contract, tf.data, and the exported SavedModel."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import UNCASED_VOCAB, run_fresh_python
+from kbert.export.preprocessor import resolve_vocab
+from kbert.text import BertPreprocessor
+from test_text_google_reference import expected_ids, minilm_rows, reference_lines, to_lists
+
+KEYS = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+@pytest.fixture(scope="module")
+def preprocessor():
+    return BertPreprocessor(UNCASED_VOCAB)
+
+
+@pytest.fixture(scope="module")
+def texts():
+    lines = reference_lines()
+    return [line["text"] for line in lines[::10]], [expected_ids(line) for line in lines[::10]]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """Exported once through the CLI entry point: ``python -m kbert.export preprocessor VOCAB OUT``."""
+    from kbert.export.__main__ import main
+
+    out = tmp_path_factory.mktemp("export") / "preprocessor"
+    assert main(["preprocessor", str(UNCASED_VOCAB), str(out), "--seq-length", "64"]) == 0
+    return out
+
+
+def test_contract(preprocessor, texts):
+    strings, ids = texts
+    out = preprocessor(tf.constant(strings[:8]))
+    assert sorted(out) == sorted(KEYS)
+    for key in KEYS:
+        assert out[key].dtype == tf.int32 and out[key].shape == (8, 128)
+    for row, expected in enumerate(ids[:8]):
+        n = len(expected[:126]) + 2
+        assert out["input_word_ids"][row, :n].numpy().tolist() == [101] + expected[:126] + [102]
+        assert out["input_mask"][row].numpy().sum() == n
+    tokens = preprocessor.tokenize(tf.constant(strings[:8]))
+    assert isinstance(tokens, tf.RaggedTensor) and tokens.shape.rank == 3 and tokens.dtype == tf.int32
+    assert [[i for w in ws for i in w] for ws in to_lists(tokens)] == ids[:8]
+    specials = {k: int(v) for k, v in preprocessor.tokenize.get_special_tokens_dict().items()}
+    assert specials == {"vocab_size": 30522, "padding_id": 0, "start_of_sequence_id": 101,
+                        "end_of_segment_id": 102, "mask_id": 103}
+    pair = preprocessor.bert_pack_inputs([tokens, tokens], seq_length=32)
+    assert pair["input_word_ids"].shape == (8, 32) and pair["input_type_ids"].numpy().max() == 1
+    # [batch, 1] (Keras' usual string input) is accepted; pairs as a list of two batches.
+    assert preprocessor(tf.constant(strings[:2])[:, tf.newaxis])["input_word_ids"].shape == (2, 128)
+    both = preprocessor([strings[:2], strings[2:4]])
+    assert both["input_type_ids"].numpy().max() == 1
+
+
+@pytest.mark.parametrize("bad,error,match", [
+    (tf.constant([[["a"]]]), ValueError, "shape"),
+    (tf.constant("a"), ValueError, "shape"),
+    (tf.constant([1, 2]), TypeError, "strings"),
+    ({"text": ["a"]}, TypeError, "dict"),
+    (tf.ragged.constant([["a"], ["b", "c"]]), ValueError, "dense"),
+])
+def test_bad_inputs_are_clear_errors(preprocessor, bad, error, match):
+    with pytest.raises(error, match=match):
+        preprocessor(bad)
+
+
+def test_same_ids_eager_and_in_tf_data(preprocessor, texts):
+    strings = texts[0]
+    eager = preprocessor(strings)
+    dataset = tf.data.Dataset.from_tensor_slices(strings).batch(50).map(preprocessor)
+    for key in KEYS:
+        np.testing.assert_array_equal(np.concatenate([batch[key].numpy() for batch in dataset]), eager[key].numpy())
+
+
+def test_in_a_keras_model(preprocessor):
+    import keras
+
+    text = keras.Input(shape=(), dtype="string")
+    model = keras.Model(text, preprocessor(text))
+    out = model(tf.constant(["hello world"]))
+    assert out["input_word_ids"][0, :4].numpy().tolist() == [101, 7592, 2088, 102]
+
+
+def test_resolve_vocab(tmp_path):
+    (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n", encoding="utf-8")
+    assert resolve_vocab(tmp_path) == (tmp_path / "vocab.txt", True)
+    (tmp_path / "kbert.json").write_text(json.dumps({"do_lower_case": False, "heads": {}}), encoding="utf-8")
+    assert resolve_vocab(tmp_path) == (tmp_path / "vocab.txt", False)
+    assert resolve_vocab(tmp_path, lower_case=True)[1] is True
+    assert resolve_vocab(tmp_path / "vocab.txt") == (tmp_path / "vocab.txt", True)
+    with pytest.raises(FileNotFoundError, match="neither"):
+        resolve_vocab(tmp_path / "missing")
+    (tmp_path / "vocab.txt").unlink()
+    with pytest.raises(FileNotFoundError, match="no vocab.txt"):
+        resolve_vocab(tmp_path)
+
+
+def test_exported_preprocessor_in_a_fresh_process(exported, preprocessor, texts):
+    """Loads with only tensorflow + tensorflow_text imported; same ids as eager kbert."""
+    strings = texts[0][:200]
+    rows = minilm_rows()
+    pairs = [(r["text_a"], r["text_b"]) for r in rows if r["text_b"] is not None]
+    code = f"""
+import json, sys
+import tensorflow as tf, tensorflow_text
+assert not [m for m in sys.modules if m == "kbert" or m.startswith("kbert.")]
+pre = tf.saved_model.load({str(exported)!r})
+strings = tf.constant({json.dumps(strings)})
+out = pre(strings)
+tokens = pre.tokenize(strings)
+a = pre.tokenize(tf.constant({json.dumps([p[0] for p in pairs])}))
+b = pre.tokenize(tf.constant({json.dumps([p[1] for p in pairs])}))
+pair = pre.bert_pack_inputs([a, b], seq_length=128)
+ids, starts, ends = pre.tokenize_with_offsets(strings[:3])
+serving = pre.signatures["serving_default"](text=strings)
+print(json.dumps({{
+    "single": {{k: v.numpy().tolist() for k, v in out.items()}},
+    "serving": {{k: v.numpy().tolist() for k, v in serving.items()}},
+    "tokens": tokens.to_list(),
+    "pair_ids": pair["input_word_ids"].numpy().tolist(),
+    "pair_types": pair["input_type_ids"].numpy().tolist(),
+    "starts": starts.to_list(),
+    "specials": {{k: int(v) for k, v in pre.tokenize.get_special_tokens_dict().items()}},
+    "vocab_file": pre.vocab_file.asset_path.numpy().decode(),
+    "do_lower_case": bool(pre.do_lower_case.numpy()),
+}}))
+"""
+    result = json.loads(run_fresh_python(code).strip().splitlines()[-1])
+    eager = preprocessor(strings, seq_length=64)
+    for key in KEYS:
+        assert result["single"][key] == eager[key].numpy().tolist(), key
+        assert result["serving"][key] == eager[key].numpy().tolist(), key
+    assert result["tokens"] == to_lists(preprocessor.tokenize(strings))
+    assert [[i for w in ws for i in w] for ws in result["tokens"]] == texts[1][:200]
+    eager_pair = preprocessor([[p[0] for p in pairs], [p[1] for p in pairs]])
+    assert result["pair_ids"] == eager_pair["input_word_ids"].numpy().tolist()
+    assert result["pair_types"] == eager_pair["input_type_ids"].numpy().tolist()
+    assert result["starts"] == to_lists(preprocessor.tokenizer.tokenize_with_offsets(strings[:3])[1])
+    assert result["specials"] == {"vocab_size": 30522, "padding_id": 0, "start_of_sequence_id": 101,
+                                  "end_of_segment_id": 102, "mask_id": 103}
+    assert result["vocab_file"].endswith("vocab.txt") and result["do_lower_case"] is True
+    with open(result["vocab_file"], encoding="utf-8") as f, open(UNCASED_VOCAB, encoding="utf-8") as g:
+        assert f.read() == g.read()
