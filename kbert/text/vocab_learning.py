@@ -1,0 +1,130 @@
+"""Learning a WordPiece vocabulary from raw text.
+
+Words are counted with the tokenizer's own cleaning (``kbert.text.normalize``) and the same word
+splitting as its tensorflow-text kernel (whitespace, punctuation, CJK ideographs), in a
+``tf.data`` pipeline; the vocabulary is then learned from the counts by tensorflow-text's
+WordPiece learner (``wordpiece_tokenizer_learner_lib.learn``, the algorithm behind its
+``bert_vocab_from_dataset``). We do not call ``bert_vocab_from_dataset`` itself because its
+word splitting is tensorflow-text's ``BertTokenizer``, whose lower-casing is NFKC_Casefold and
+whose whitespace is ASCII only: a vocabulary learned that way would not fit our tokenizer.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+import time
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+from kbert.text.normalize import normalize
+from kbert.text.vocab import RESERVED_TOKENS
+
+# The word boundaries of FastWordpieceTokenizer's pre-tokenization (u_isUWhiteSpace,
+# IsPunctuationOrChineseChar): Unicode White_Space; ASCII non-alphanumerics and P*; the CJK
+# ideograph ranges of google-research/bert's _is_chinese_char. Punctuation and CJK characters
+# are words of their own.
+_WHITESPACE = r"[\t\n\x0B\x0C\r \x{85}\p{Zs}\x{2028}\x{2029}]"
+_PUNCTUATION = r"[!-/:-@\[-`{-~\p{P}]"
+_CJK = (r"[\x{4E00}-\x{9FFF}\x{3400}-\x{4DBF}\x{20000}-\x{2A6DF}\x{2A700}-\x{2B73F}"
+        r"\x{2B740}-\x{2B81F}\x{2B820}-\x{2CEAF}\x{F900}-\x{FAFF}\x{2F800}-\x{2FA1F}]")
+_KEEP = f"{_PUNCTUATION}|{_CJK}"
+_DELIMITERS = f"{_WHITESPACE}|{_KEEP}"
+
+
+class CorpusError(ValueError):
+    """A corpus that cannot be learned from (no files, only empty files, no words)."""
+
+
+def split_words(strings, lower_case=True):
+    """Cleaned words of each string: RaggedTensor [batch, words] of the tokenizer's words."""
+    return tf_text.regex_split(normalize(strings, lower_case), _DELIMITERS, _KEEP)
+
+
+def resolve_corpus(patterns) -> list[str]:
+    """Files matching the glob patterns; a pattern matching nothing or an empty corpus is an error."""
+    if isinstance(patterns, (str, os.PathLike)):
+        patterns = [patterns]
+    files = []
+    for pattern in patterns:
+        pattern = os.fspath(pattern)
+        matched = sorted(p for p in glob.glob(pattern, recursive=True) if os.path.isfile(p))
+        if not matched:
+            raise CorpusError(f"--input {pattern!r} matches no files")
+        files.extend(m for m in matched if m not in files)
+    if sum(os.path.getsize(f) for f in files) == 0:
+        raise CorpusError(f"the corpus is empty: {len(files)} file(s), all of 0 bytes: {', '.join(files[:5])}")
+    return files
+
+
+def count_words(files, lower_case=True, batch_size=4096, log=None) -> dict:
+    """{word: count} over the lines of ``files`` (UTF-8 text), with progress lines to ``log``."""
+    total = sum(os.path.getsize(f) for f in files)
+    dataset = (tf.data.TextLineDataset(files)
+               .batch(batch_size)
+               .map(lambda lines: (split_words(lines, lower_case).flat_values,
+                                   tf.reduce_sum(tf.strings.length(lines)) + tf.size(lines)),
+                    num_parallel_calls=tf.data.AUTOTUNE)
+               .prefetch(tf.data.AUTOTUNE))
+    counts: dict = {}
+    done, start, last_report = 0, time.monotonic(), 0.0
+    for words, nbytes in dataset.as_numpy_iterator():
+        for word in words:
+            counts[word] = counts.get(word, 0) + 1
+        done += int(nbytes)
+        now = time.monotonic()
+        if log and now - last_report >= 2.0:
+            _log(log, f"counting words: {done / 1e6:.1f}/{total / 1e6:.1f} MB ({100 * done / max(total, 1):.0f}%), "
+                      f"{len(counts)} distinct words, {now - start:.0f} s")
+            last_report = now
+    if log:
+        _log(log, f"counted {len(counts)} distinct words in {done / 1e6:.1f} MB, {time.monotonic() - start:.0f} s")
+    return {w.decode("utf-8"): c for w, c in counts.items()}
+
+
+def reserved_tokens(num_unused=0) -> list[str]:
+    return list(RESERVED_TOKENS) + [f"[unused{i}]" for i in range(num_unused)]
+
+
+def learn_vocab(patterns, vocab_size, lower_case=True, num_unused=0, max_unique_chars=1000,
+                log="stderr") -> list[str]:
+    """A WordPiece vocabulary of at most ``vocab_size`` tokens learned from text files.
+
+    It starts with ``[PAD] [UNK] [CLS] [SEP] [MASK]`` and ``num_unused`` ``[unusedN]`` slots,
+    then every kept character (the ``max_unique_chars`` most frequent) alone and as ``##c``,
+    then learned pieces, most frequent first. Progress lines go to ``log`` (a text stream;
+    "stderr" for the current ``sys.stderr``, None for none).
+    """
+    if log == "stderr":
+        log = sys.stderr
+    reserved = reserved_tokens(num_unused)
+    if vocab_size < len(reserved) + 1:
+        raise ValueError(f"vocab size {vocab_size} leaves no room after {len(reserved)} reserved tokens")
+    files = resolve_corpus(patterns)
+    if log:
+        _log(log, f"corpus: {len(files)} file(s), {sum(map(os.path.getsize, files)) / 1e6:.1f} MB")
+    counts = count_words(files, lower_case, log=log)
+    if not counts:
+        raise CorpusError(f"the corpus has no words (only whitespace or control characters) in {len(files)} file(s)")
+    start = time.monotonic()
+    if log:
+        _log(log, f"learning up to {vocab_size} WordPiece tokens (tensorflow-text learner: binary search "
+                  f"over frequency thresholds, a few passes each) ...")
+    vocab = learner.learn(counts, vocab_size, reserved, max_unique_chars=max_unique_chars)
+    if log:
+        _log(log, f"learned {len(vocab)} tokens in {time.monotonic() - start:.0f} s")
+    return vocab
+
+
+def write_vocab(tokens, path) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        f.writelines(t + "\n" for t in tokens)
+    os.replace(tmp, path)
+
+
+def _log(stream, message):
+    print(message, file=stream, flush=True)

@@ -1,0 +1,55 @@
+"""python -m kbert.vocab --input 'GLOB' --size 30000 [--cased] --out vocab.txt
+
+Learns a WordPiece vocabulary from raw UTF-8 text files (one or more --input globs, ``**``
+allowed) with the same normalisation and word splitting as kbert's tokenizer. The vocabulary
+starts with [PAD] [UNK] [CLS] [SEP] [MASK] and --unused [unusedN] slots. Progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kbert.vocab", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--input", action="append", required=True, metavar="GLOB",
+                        help="text files to learn from (repeatable; quote the glob)")
+    parser.add_argument("--size", type=int, required=True, help="maximum vocabulary size")
+    parser.add_argument("--out", required=True, help="vocab.txt to write")
+    parser.add_argument("--cased", action="store_true", help="keep case and accents (cased model)")
+    parser.add_argument("--unused", type=int, default=0, help="number of [unusedN] slots (default 0)")
+    parser.add_argument("--max-unique-chars", type=int, default=1000,
+                        help="alphabet size: rarer characters become [UNK] (default 1000)")
+    args = parser.parse_args(argv)
+    if args.size < 1:
+        parser.error(f"--size must be positive, got {args.size}")
+    if args.unused < 0:
+        parser.error(f"--unused must be >= 0, got {args.unused}")
+    out_dir = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(out_dir):
+        parser.error(f"--out {args.out}: directory {out_dir} does not exist")
+
+    from kbert.text.vocab_learning import CorpusError, learn_vocab, write_vocab
+
+    start = time.monotonic()
+    try:
+        tokens = learn_vocab(args.input, args.size, lower_case=not args.cased, num_unused=args.unused,
+                             max_unique_chars=args.max_unique_chars, log=sys.stderr)
+    except (CorpusError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    write_vocab(tokens, args.out)
+    note = ""
+    if len(tokens) < 0.95 * args.size:
+        note = (f" (fewer than --size {args.size}: the corpus has no more pieces that occur at least "
+                f"10 times)")
+    print(f"wrote {len(tokens)} tokens to {args.out} in {time.monotonic() - start:.0f} s{note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""Vocabulary files and vocabulary learning (``python -m kbert.vocab``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import SHARED
+from kbert.errors import DataError
+from kbert.text import BertTokenizer, VocabError, load_vocab
+from kbert.text.vocab import as_token_list
+from kbert.text.vocab_learning import learn_vocab, split_words
+from kbert.vocab import main as vocab_main
+from test_text_google_reference import GoogleBertTokenizer, reference_lines, to_lists
+
+CORPUS = SHARED / "corpus" / "en"
+
+
+def test_load_vocab_errors_name_the_file_and_line(tmp_path):
+    path = tmp_path / "vocab.txt"
+    with pytest.raises(DataError, match=f"{path}.*file not found"):
+        load_vocab(path)
+    path.write_text("", encoding="utf-8")
+    with pytest.raises(DataError, match=f"{path}.*empty file"):
+        load_vocab(path)
+    path.write_text("[PAD]\n\nhello\n", encoding="utf-8")
+    with pytest.raises(DataError, match=f"{path}, line 2.*non-empty token"):
+        load_vocab(path)
+    path.write_text("[PAD]\nhello\nworld\nhello\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"line 4: got 'hello'; expected each token once \(first seen at line 2\)"):
+        load_vocab(path)
+    # Google's rules: surrounding whitespace and CRLF stripped; a whitespace-only token is kept.
+    path.write_text("[PAD]\r\n hello \r\n\u2028\n##\u2028\n", encoding="utf-8")
+    assert load_vocab(path) == ["[PAD]", "hello", "\u2028", "##"]
+    with pytest.raises(VocabError, match="entry 1 is 3"):
+        as_token_list(["a", 3])
+    with pytest.raises(DataError, match="entry 2.*first seen at entry 0"):
+        as_token_list(["a", "b", "a"])
+
+
+def test_split_words_are_the_tokenizers_words():
+    """The words counted for learning are exactly the original BasicTokenizer's words."""
+    lines = reference_lines()
+    texts = [line["text"] for line in lines[::3]]
+    oracle = GoogleBertTokenizer([])
+    words = [[w.decode("utf-8") for w in row] for row in to_lists(split_words(texts))]
+    assert words == [oracle.basic_tokenize(t) for t in texts]
+    cased = GoogleBertTokenizer([], do_lower_case=False)
+    words = [[w.decode("utf-8") for w in row] for row in to_lists(split_words(texts[:200], lower_case=False))]
+    assert words == [cased.basic_tokenize(t) for t in texts[:200]]
+
+
+def test_learned_vocab_round_trips_on_held_out_text(tmp_path, capsys):
+    out = tmp_path / "vocab.txt"
+    code = vocab_main(["--input", str(CORPUS / "northangerabbey.txt"), "--size", "3000", "--unused", "2",
+                       "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "counting words" in captured.err and "learned" in captured.err
+    assert f"to {out}" in captured.out
+    vocab = load_vocab(out)  # also checks: no empty or duplicate tokens
+    assert vocab[:7] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[unused0]", "[unused1]"]
+    assert 500 < len(vocab) <= 3000
+    assert {"the", "##s", "catherine"} <= set(vocab)
+    tokenizer = BertTokenizer(out)
+    with open(CORPUS / "persuasion.txt", encoding="utf-8") as f:
+        held_out = [line for line in f.read().split("\n")[:3000] if line.strip()]
+    ids = tokenizer.tokenize_flat(held_out).flat_values.numpy()
+    unk_rate = (ids == tokenizer.special_token_ids["unknown_id"]).mean()
+    assert len(ids) > 30_000 and unk_rate < 0.01, unk_rate
+
+
+def test_cased_learning_keeps_case(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("Hello World, hello Ölwelt.\n" * 30, encoding="utf-8")
+    cased = learn_vocab([str(corpus)], 100, lower_case=False, log=None)
+    uncased = learn_vocab([str(corpus)], 100, lower_case=True, log=None)
+    assert {"Hello", "World", "Ö"} <= set(cased)
+    assert "hello" in uncased and "Hello" not in uncased and "Ö" not in uncased and "o" in uncased
+
+
+def test_cli_errors_before_any_work(tmp_path, capsys):
+    out = str(tmp_path / "vocab.txt")
+    assert vocab_main(["--input", str(tmp_path / "nothing" / "*.txt"), "--size", "100", "--out", out]) == 2
+    assert "matches no files" in capsys.readouterr().err
+    (tmp_path / "empty.txt").write_text("", encoding="utf-8")
+    assert vocab_main(["--input", str(tmp_path / "*.txt"), "--size", "100", "--out", out]) == 2
+    assert "corpus is empty" in capsys.readouterr().err
+    (tmp_path / "blank.txt").write_text(" \n\x00\n\u3000\n", encoding="utf-8")
+    assert vocab_main(["--input", str(tmp_path / "*.txt"), "--size", "100", "--out", out]) == 2
+    assert "no words" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        vocab_main(["--input", str(tmp_path / "*.txt"), "--size", "100", "--out", str(tmp_path / "no" / "v.txt")])
+    assert not (tmp_path / "vocab.txt").exists()
