@@ -81,13 +81,19 @@ def test_same_ids_eager_and_in_tf_data(preprocessor, texts):
         np.testing.assert_array_equal(np.concatenate([batch[key].numpy() for batch in dataset]), eager[key].numpy())
 
 
-def test_in_a_keras_model(preprocessor):
+def test_in_a_keras_model_and_its_export(preprocessor, tmp_path):
+    """Task exports embed the layers in Keras models: model.export must save them."""
     import keras
 
     text = keras.Input(shape=(), dtype="string")
     model = keras.Model(text, preprocessor(text))
     out = model(tf.constant(["hello world"]))
     assert out["input_word_ids"][0, :4].numpy().tolist() == [101, 7592, 2088, 102]
+    model.export(tmp_path / "model", format="tf_saved_model", verbose=False)
+    reloaded = tf.saved_model.load(str(tmp_path / "model"))
+    again = reloaded.serve(tf.constant(["hello world"]))
+    for key in KEYS:
+        np.testing.assert_array_equal(again[key].numpy(), out[key].numpy())
 
 
 def test_resolve_vocab(tmp_path):

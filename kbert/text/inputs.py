@@ -59,3 +59,14 @@ def _each(result, transform):
     if isinstance(result, tuple):
         return tuple(transform(r) for r in result)
     return transform(result)
+
+
+class Untracked:
+    """Holds attributes out of Keras / TensorFlow object tracking.
+
+    The layers keep their per-layer ``tf.function`` graphs here: they are an eager speed-up,
+    not state, and a tracked dict of them would be written into (and can break) SavedModels.
+    """
+
+    def __init__(self, **values):
+        self.__dict__.update(values)

@@ -18,6 +18,8 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from kbert.text.inputs import Untracked
+
 TRUNCATORS = ("round_robin", "waterfall")
 OUTPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -52,7 +54,7 @@ class BertPacker(keras.layers.Layer):
         self.truncator = truncator
         # Eager calls run as one graph (traced per segment count and seq_length) instead of
         # op by op; inside tf.function and tf.data it is inlined.
-        self._graph = tf.function(self._pack, reduce_retracing=True, autograph=False)
+        self._graphs = Untracked(pack=tf.function(self._pack, reduce_retracing=True, autograph=False))
         self.built = True
 
     def call(self, segments, seq_length=None):
@@ -62,7 +64,7 @@ class BertPacker(keras.layers.Layer):
         if isinstance(seq_length, (tf.Tensor, tf.Variable)):
             seq_length = tf.cast(tf.reshape(seq_length, []), tf.int32)
         seq_length = _check_seq_length(seq_length, len(segments))
-        return self._graph(segments, seq_length)
+        return self._graphs.pack(segments, seq_length)
 
     def _pack(self, segments, seq_length):
         if isinstance(seq_length, tf.Tensor):

@@ -24,7 +24,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from kbert.text import vocab as vocab_lib
-from kbert.text.inputs import as_string_tensor, map_flat
+from kbert.text.inputs import Untracked, as_string_tensor, map_flat
 from kbert.text.normalize import normalize, normalize_per_char
 
 SUFFIX_INDICATOR = "##"
@@ -76,11 +76,11 @@ class BertTokenizer(keras.layers.Layer):
         # op dispatches (~1 ms instead of ~12 ms for a small batch); inside tf.function and
         # tf.data they are inlined.
         spec = [tf.TensorSpec([None], tf.string)]
-        self._graphs = {
-            None: tf.function(self._tokenize_1d, input_signature=spec, autograph=False),
+        self._graphs = Untracked(
+            ids=tf.function(self._tokenize_1d, input_signature=spec, autograph=False),
             **{unit: tf.function(functools.partial(self._tokenize_1d_with_offsets, unit=unit),
                                  input_signature=spec, autograph=False) for unit in OFFSET_UNITS},
-        }
+        )
         self.built = True
 
     # -- vocabulary ---------------------------------------------------------------------------
@@ -123,7 +123,7 @@ class BertTokenizer(keras.layers.Layer):
     def tokenize(self, strings):
         """int32 RaggedTensor ``strings.shape + [words, pieces]``."""
         strings = as_string_tensor(strings, type(self).__name__)
-        return map_flat(strings, self._graphs[None])
+        return map_flat(strings, self._graphs.ids)
 
     def tokenize_flat(self, strings):
         """int32 RaggedTensor ``strings.shape + [pieces]`` (words merged)."""
@@ -141,7 +141,7 @@ class BertTokenizer(keras.layers.Layer):
         if unit not in OFFSET_UNITS:
             raise ValueError(f"unit must be one of {OFFSET_UNITS}, got {unit!r}")
         strings = as_string_tensor(strings, type(self).__name__)
-        return map_flat(strings, self._graphs[unit])
+        return map_flat(strings, getattr(self._graphs, unit))
 
     def _tokenize_1d(self, strings):
         pieces = self._wordpiece.tokenize(normalize(strings, self.lower_case))

@@ -1,0 +1,22 @@
+"""python -m kbert.bench tokenize: runs, prints every candidate and ends with the ratio."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import SHARED, UNCASED_VOCAB
+
+
+def test_tokenize_bench_smoke(capsys):
+    from kbert.bench.__main__ import main
+
+    text = str(SHARED / "glue" / "SST-2" / "dev.tsv")
+    assert main(["tokenize", "--text", text, "--vocab", str(UNCASED_VOCAB), "--batch-size", "32",
+                 "--batches", "2", "--rounds", "1"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert any(line.startswith("kbert tokenizer+packer") for line in lines)
+    assert any(line.startswith("keras-hub WordPieceTokenizer") for line in lines)
+    rates = [float(m.group(1).replace(",", "")) for line in lines
+             if (m := re.search(r"\s([\d,]+) sentences/s", line))]
+    assert len(rates) >= 4 and min(rates) > 0
+    assert re.fullmatch(r"ratio kbert tokenizer\+packer / .+: \d+\.\d\d", lines[-1])
