@@ -24,9 +24,13 @@ def main(argv=None) -> int:
     parser.add_argument("--unused", type=int, default=0, help="number of [unusedN] slots (default 0)")
     parser.add_argument("--max-unique-chars", type=int, default=1000,
                         help="alphabet size: rarer characters become [UNK] (default 1000)")
+    parser.add_argument("--min-count", type=int, default=10,
+                        help="pieces seen fewer times are not learned (default 10)")
     args = parser.parse_args(argv)
     if args.size < 1:
         parser.error(f"--size must be positive, got {args.size}")
+    if args.min_count < 1:
+        parser.error(f"--min-count must be >= 1, got {args.min_count}")
     if args.unused < 0:
         parser.error(f"--unused must be >= 0, got {args.unused}")
     out_dir = os.path.dirname(os.path.abspath(args.out))
@@ -38,7 +42,8 @@ def main(argv=None) -> int:
     start = time.monotonic()
     try:
         tokens = learn_vocab(args.input, args.size, lower_case=not args.cased, num_unused=args.unused,
-                             max_unique_chars=args.max_unique_chars, log=sys.stderr)
+                             max_unique_chars=args.max_unique_chars, min_count=args.min_count,
+                             log=sys.stderr)
     except (CorpusError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -46,7 +51,7 @@ def main(argv=None) -> int:
     note = ""
     if len(tokens) < 0.95 * args.size:
         note = (f" (fewer than --size {args.size}: the corpus has no more pieces that occur at least "
-                f"10 times)")
+                f"--min-count {args.min_count} times)")
     print(f"wrote {len(tokens)} tokens to {args.out} in {time.monotonic() - start:.0f} s{note}")
     return 0
 

@@ -8,7 +8,7 @@ from conftest import SHARED
 from kbert.errors import DataError
 from kbert.text import BertTokenizer, VocabError, load_vocab
 from kbert.text.vocab import as_token_list
-from kbert.text.vocab_learning import learn_vocab, split_words
+from kbert.text.vocab_learning import count_words, learn_from_counts, learn_vocab, reserved_tokens, split_words
 from kbert.vocab import main as vocab_main
 from test_text_google_reference import GoogleBertTokenizer, reference_lines, to_lists
 
@@ -67,6 +67,18 @@ def test_learned_vocab_round_trips_on_held_out_text(tmp_path, capsys):
     ids = tokenizer.tokenize_flat(held_out).flat_values.numpy()
     unk_rate = (ids == tokenizer.special_token_ids["unknown_id"]).mean()
     assert len(ids) > 30_000 and unk_rate < 0.01, unk_rate
+
+
+def test_progress_driver_is_the_library_learner(tmp_path):
+    """learn_from_counts only adds progress lines to tensorflow-text's learn()."""
+    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+    with open(CORPUS / "nltk_gutenberg" / "blake-poems.txt", encoding="utf-8") as f:
+        (tmp_path / "blake.txt").write_text(f.read(), encoding="utf-8")
+    counts = count_words([str(tmp_path / "blake.txt")])
+    ours = learn_from_counts(counts, 1000, reserved_tokens(1), min_count=2)
+    assert ours == learner.learn(counts, 1000, reserved_tokens(1), lower_thresh=2)
+    assert 900 <= len(ours) <= 1000
 
 
 def test_cased_learning_keeps_case(tmp_path):

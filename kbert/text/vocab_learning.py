@@ -90,12 +90,13 @@ def reserved_tokens(num_unused=0) -> list[str]:
 
 
 def learn_vocab(patterns, vocab_size, lower_case=True, num_unused=0, max_unique_chars=1000,
-                log="stderr") -> list[str]:
+                min_count=10, log="stderr") -> list[str]:
     """A WordPiece vocabulary of at most ``vocab_size`` tokens learned from text files.
 
     It starts with ``[PAD] [UNK] [CLS] [SEP] [MASK]`` and ``num_unused`` ``[unusedN]`` slots,
     then every kept character (the ``max_unique_chars`` most frequent) alone and as ``##c``,
-    then learned pieces, most frequent first. Progress lines go to ``log`` (a text stream;
+    then learned pieces, most frequent first. Pieces seen fewer than ``min_count`` times are not
+    learned (so a small corpus may give fewer than ``vocab_size`` tokens). Progress lines go to ``log`` (a text stream;
     "stderr" for the current ``sys.stderr``, None for none).
     """
     if log == "stderr":
@@ -109,11 +110,45 @@ def learn_vocab(patterns, vocab_size, lower_case=True, num_unused=0, max_unique_
     counts = count_words(files, lower_case, log=log)
     if not counts:
         raise CorpusError(f"the corpus has no words (only whitespace or control characters) in {len(files)} file(s)")
+    return learn_from_counts(counts, vocab_size, reserved, max_unique_chars=max_unique_chars,
+                             min_count=min_count, log=log)
+
+
+def learn_from_counts(counts, vocab_size, reserved, max_unique_chars=1000, min_count=10, log=None):
+    """tensorflow-text's ``learn`` with a progress line per step of its threshold search.
+
+    This re-states the few lines of ``wordpiece_tokenizer_learner_lib.learn`` /
+    ``learn_binary_search`` (filter the words, then binary-search the frequency threshold
+    whose vocabulary is within 5% below ``vocab_size``) only to report each step; every step
+    of the algorithm is the library's.
+    """
     start = time.monotonic()
+    params = learner.Params(
+        upper_thresh=int(1e7), lower_thresh=min_count, num_iterations=4, max_input_tokens=int(5e6),
+        max_token_length=50, max_unique_chars=max_unique_chars, vocab_size=vocab_size,
+        slack_ratio=0.05, include_joiner_token=True, joiner="##", reserved_tokens=reserved)
+    items = list(counts.items())
+    upper, lower = learner.get_search_threshs(items, params.upper_thresh, params.lower_thresh)
+    words = learner.get_input_words(items, params.reserved_tokens, params.max_token_length)
+    allowed = learner.get_allowed_chars(words, params.max_unique_chars)
+    words = learner.filter_input_words(words, allowed, params.max_input_tokens)
     if log:
-        _log(log, f"learning up to {vocab_size} WordPiece tokens (tensorflow-text learner: binary search "
-                  f"over frequency thresholds, a few passes each) ...")
-    vocab = learner.learn(counts, vocab_size, reserved, max_unique_chars=max_unique_chars)
+        _log(log, f"learning up to {vocab_size} tokens from {len(words)} words (alphabet of {len(allowed)} "
+                  f"characters): search for the frequency threshold in [{lower}, {upper}]")
+    step = 0
+    while True:
+        step += 1
+        thresh = (upper + lower) // 2
+        vocab = learner.learn_with_thresh(words, thresh, params)
+        if log:
+            _log(log, f"step {step}: threshold {thresh} -> {len(vocab)} tokens, {time.monotonic() - start:.0f} s")
+        within = len(vocab) <= vocab_size and vocab_size - len(vocab) <= params.slack_ratio * vocab_size
+        if within or lower >= upper or thresh <= 1:
+            break
+        if len(vocab) > vocab_size:
+            lower = thresh + 1
+        else:
+            upper = thresh - 1
     if log:
         _log(log, f"learned {len(vocab)} tokens in {time.monotonic() - start:.0f} s")
     return vocab
