@@ -181,29 +181,38 @@ class BertTokenizer(keras.layers.Layer):
         flat = pieces.flat_values
         begins_word = tf.logical_not(tf.gather(self._is_suffix, flat))
         word_starts = tf.where(begins_word)[:, 0]
-        words = tf.RaggedTensor.from_row_starts(flat, word_starts, validate=False)
         words_per_row = tf.math.unsorted_segment_sum(
             tf.cast(begins_word, tf.int64), pieces.value_rowids(), pieces.nrows())
-        word_chars = tf.reduce_sum(words.with_flat_values(tf.gather(self._piece_chars, flat)), axis=1)
+        piece_word = tf.cumsum(tf.cast(begins_word, tf.int64)) - 1
+        num_words = tf.shape(word_starts, out_type=tf.int64)[0]
+        word_chars = tf.math.unsorted_segment_sum(tf.gather(self._piece_chars, flat), piece_word, num_words)
         too_long = word_chars > self.max_chars_per_word
-        piece_word = words.value_rowids()
-        long_piece = tf.gather(too_long, piece_word)
-        keep = tf.logical_or(tf.logical_not(long_piece), begins_word)
-        unk = tf.constant(self._special_ids["unknown_id"], tf.int32)
-        lengths = tf.where(too_long, tf.ones_like(words.row_lengths()), words.row_lengths())
+        values = (flat,) if starts is None else (flat, starts, ends)
 
-        def regroup(values):
-            grouped = tf.RaggedTensor.from_row_lengths(
-                tf.boolean_mask(values, keep), lengths, validate=False)
+        def shorten():
+            # Keep the first piece of an over-long word: [UNK], spanning the whole word.
+            long_piece = tf.gather(too_long, piece_word)
+            keep = tf.logical_or(tf.logical_not(long_piece), begins_word)
+            ids = tf.where(long_piece, self._special_ids["unknown_id"], flat)
+            kept = [tf.boolean_mask(ids, keep)]
+            if starts is not None:
+                word_limits = tf.concat([word_starts[1:], tf.shape(flat, out_type=tf.int64)], axis=0)
+                word_ends = tf.gather(ends, word_limits - 1)
+                long_ends = tf.where(long_piece, tf.gather(word_ends, piece_word), ends)
+                kept += [tf.boolean_mask(starts, keep), tf.boolean_mask(long_ends, keep)]
+            kept_starts = tf.where(tf.boolean_mask(begins_word, keep))[:, 0]
+            return (*kept, kept_starts)
+
+        # Words over the limit are rare: the common case skips the masking entirely.
+        *values, value_word_starts = tf.cond(
+            tf.reduce_any(too_long), shorten, lambda: (*values, word_starts))
+
+        def regroup(v):
+            grouped = tf.RaggedTensor.from_row_starts(v, value_word_starts, validate=False)
             return tf.RaggedTensor.from_row_lengths(grouped, words_per_row, validate=False)
 
-        ids = regroup(tf.where(long_piece, unk, flat))
-        if starts is None:
-            return ids, None, None
-        # An over-long word's [UNK] spans the whole word.
-        word_ends = tf.gather(ends, words.row_limits() - 1)
-        ends = tf.where(long_piece, tf.gather(word_ends, piece_word), ends)
-        return ids, regroup(starts), regroup(ends)
+        out = [regroup(v) for v in values]
+        return (out[0], None, None) if starts is None else tuple(out)
 
     def get_config(self):
         config = super().get_config()
