@@ -18,6 +18,7 @@ Two details are added around the tensorflow-text kernel:
 from __future__ import annotations
 
 import functools
+import os
 
 import keras
 import tensorflow as tf
@@ -58,7 +59,7 @@ class BertTokenizer(keras.layers.Layer):
         self.max_chars_per_word = int(max_chars_per_word)
         if self.max_chars_per_word < 1:
             raise ValueError(f"max_chars_per_word must be >= 1, got {max_chars_per_word}")
-        source = vocab if isinstance(vocab, str) else "vocab list"
+        source = os.fspath(vocab) if isinstance(vocab, (str, os.PathLike)) else "vocab list"
         self._special_ids = vocab_lib.special_token_ids(self.vocab, source)
         self._wordpiece = tf_text.FastWordpieceTokenizer(
             self.vocab,
@@ -111,9 +112,11 @@ class BertTokenizer(keras.layers.Layer):
         return self.vocab[int(token_id)]
 
     def token_to_id(self, token: str) -> int:
+        if not hasattr(self, "_index"):
+            self._index = Untracked(ids={t: i for i, t in enumerate(self.vocab)})
         try:
-            return self.vocab.index(token)
-        except ValueError:
+            return self._index.ids[token]
+        except KeyError:
             raise KeyError(f"{token!r} is not in the vocabulary") from None
 
     # -- tokenization -------------------------------------------------------------------------
@@ -135,8 +138,9 @@ class BertTokenizer(keras.layers.Layer):
         ``[starts, ends)`` is the span of the input that a piece comes from: byte offsets into
         the UTF-8 input (``unit="BYTE"``, as tensorflow-text) or code point offsets
         (``unit="UTF8_CHAR"``, i.e. Python ``str`` indices of ``input.decode("utf-8",
-        "replace")``). Pieces of one word that the normalization produced from one character
-        (e.g. a ligature) all get that character's span.
+        "replace")``). Where normalization turned one character into several (a Hangul
+        syllable into jamo) and WordPiece split them, each of those pieces gets the whole
+        character's span.
         """
         if unit not in OFFSET_UNITS:
             raise ValueError(f"unit must be one of {OFFSET_UNITS}, got {unit!r}")
