@@ -71,7 +71,9 @@ class BertPretrainer(keras.Model):
         if self.use_nsp:
             self.nsp_loss_tracker.update_state(self._loss_parts["nsp_loss"])
             self.nsp_accuracy.update_state(y["next_sentence_labels"], y_pred["nsp_logits"])
-        return self.get_metrics_result()
+        from kbert.training.distribute import multi_worker_logs
+
+        return multi_worker_logs(self.get_metrics_result())
 
     @property
     def metrics(self):
@@ -80,6 +82,27 @@ class BertPretrainer(keras.Model):
         if self.use_nsp:
             metrics += [self.nsp_loss_tracker, self.nsp_accuracy]
         return metrics
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Keras 3.15's TensorFlow trainer builds from the first distributed batch by
+        # strategy.reduce("MEAN", batch), which MultiWorkerMirroredStrategy cannot do for a nested
+        # batch (ValueError converting PerReplica). Build from the first local replica's batch.
+        if iterator is not None and self._distribute_strategy is not None:
+            import tensorflow as tf
+            from keras.src import tree
+
+            for _, _, it in iterator:
+                batch = next(it)
+                data_batch = tree.map_structure(
+                    lambda v: self._distribute_strategy.experimental_local_results(v)[0]
+                    if isinstance(v, tf.distribute.DistributedValues) else v,
+                    batch,
+                )
+                break
+            with self._distribute_strategy.scope():
+                self._symbolic_build(data_batch=data_batch)
+            return
+        return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
 
     def heads(self):
         heads = {"mlm": self.mlm_head}

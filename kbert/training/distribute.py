@@ -32,6 +32,20 @@ def cross_replica_sum(value):
     return ctx.all_reduce(tf.distribute.ReduceOp.SUM, value)
 
 
+def multi_worker_logs(logs: dict) -> dict:
+    """Work around Keras 3 under MultiWorkerMirroredStrategy (tensorflow/tensorflow#72388): its
+    trainer reduces step logs with ``strategy.reduce("MEAN", v, axis=0)``, which fails on the
+    scalar metric results. Give them a leading axis of 1 there; elsewhere logs are unchanged."""
+    tf = _tf()
+    if tf is None:
+        return logs
+    strategy = tf.distribute.get_strategy()
+    if not (isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+            and strategy.extended._in_multi_worker_mode()):
+        return logs
+    return {k: tf.reshape(v, [1]) for k, v in logs.items()}
+
+
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
 
 

@@ -37,6 +37,42 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         return dict(peak=self.peak, total_steps=self.total_steps, warmup_steps=self.warmup_steps, end=self.end)
 
 
+class _ClipAfterAllReduce:
+    """Gradient clipping on the *global* gradient under tf.distribute.
+
+    Keras clips each replica's partial gradient and only then all-reduces (sums) them, so a
+    2-replica run clips differently from a 1-device run with the same global batch. Here the
+    gradients are summed first, clipped, and divided by the replica count so that Keras' own sum
+    afterwards gives back exactly the clipped global gradient.
+    """
+
+    def _clip_gradients(self, grads):
+        if keras.backend.backend() != "tensorflow" or (
+            self.clipnorm is None and self.global_clipnorm is None and self.clipvalue is None
+        ):
+            return super()._clip_gradients(grads)
+        import tensorflow as tf
+
+        ctx = tf.distribute.get_replica_context()
+        if ctx is None or ctx.num_replicas_in_sync == 1:
+            return super()._clip_gradients(grads)
+        present = [i for i, g in enumerate(grads) if g is not None]
+        summed = ctx.all_reduce(tf.distribute.ReduceOp.SUM, [grads[i] for i in present])
+        clipped = super()._clip_gradients(list(summed))
+        out = list(grads)
+        for i, g in zip(present, clipped):
+            out[i] = g / ctx.num_replicas_in_sync
+        return out
+
+
+class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
+    pass
+
+
+class Lamb(_ClipAfterAllReduce, keras.optimizers.Lamb):
+    pass
+
+
 def create_optimizer(
     learning_rate,
     total_steps,
@@ -47,12 +83,12 @@ def create_optimizer(
 ):
     schedule = WarmupLinearDecay(learning_rate, total_steps, warmup_steps)
     if optimizer == "adamw":
-        opt = keras.optimizers.AdamW(
+        opt = AdamW(
             learning_rate=schedule, weight_decay=weight_decay, beta_1=0.9, beta_2=0.999,
             epsilon=1e-6, global_clipnorm=clipnorm,
         )
     elif optimizer == "lamb":
-        opt = keras.optimizers.Lamb(
+        opt = Lamb(
             learning_rate=schedule, weight_decay=weight_decay, beta_1=0.9, beta_2=0.999,
             epsilon=1e-6, global_clipnorm=clipnorm,
         )
