@@ -99,7 +99,8 @@ def main(argv=None) -> int:
     shared = default_shared_data()
     parser.add_argument("--text", default=str(shared / "corpus" / "en" / "**" / "*.txt") if shared else None,
                         help="text files, one sentence per line (default: the shared English corpus)")
-    parser.add_argument("--vocab", default=str(shared / "vocab" / "bert-base-uncased" / "vocab.txt") if shared else None)
+    parser.add_argument("--vocab", default=str(shared / "vocab" / "bert-base-uncased" / "vocab.txt")
+                        if shared else None, help="vocab.txt (default: the shared bert-base-uncased one)")
     parser.add_argument("--cased", action="store_true")
     parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--batches", type=int, default=8)
