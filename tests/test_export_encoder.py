@@ -77,3 +77,41 @@ def test_wrong_dtype_is_rejected(tiny_with_mlm):
         sm.signatures["serving_default"](**x)
     with pytest.raises((TypeError, ValueError)):
         sm(x)  # the Python-level call refuses a dtype it has no function for
+
+
+def test_keras3_tfsmlayer_consumes_the_export(tiny_with_mlm):
+    import keras
+
+    out_dir = tiny_with_mlm[0].parent / "sm"
+    layer = keras.layers.TFSMLayer(str(out_dir), call_endpoint="serve")
+    x = _inputs()
+    out = layer(x)
+    np.testing.assert_allclose(out["pooled_output"], tiny_with_mlm[1](x)["pooled_output"], atol=1e-5)
+
+
+def test_hub_keraslayer_fine_tunes_the_encoder_in_tf_keras(tiny_with_mlm, tmp_path):
+    from conftest import run_fresh_python
+
+    out_dir = tiny_with_mlm[0].parent / "sm"
+    result = run_fresh_python(f"""
+import numpy as np, tensorflow as tf, tensorflow_hub as hub, tf_keras
+enc = hub.KerasLayer({str(out_dir)!r}, trainable=True)
+names = ("input_word_ids", "input_mask", "input_type_ids")
+inputs = {{n: tf_keras.Input(shape=(None,), dtype=tf.int32, name=n) for n in names}}
+pooled = enc(inputs)["pooled_output"]
+model = tf_keras.Model(inputs, tf_keras.layers.Dense(2)(pooled))
+model.compile(tf_keras.optimizers.Adam(1e-3),
+              tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+rng = np.random.default_rng(0)
+x = {{"input_word_ids": rng.integers(1, 30000, (16, 10)).astype("int32"),
+      "input_mask": np.ones((16, 10), "int32"), "input_type_ids": np.zeros((16, 10), "int32")}}
+y = rng.integers(0, 2, (16,))
+before = [v.numpy().copy() for v in enc.trainable_variables]
+assert len(before) > 20, len(before)
+h = model.fit(x, y, epochs=5, batch_size=8, verbose=0).history["loss"]
+changed = sum(not np.allclose(a, v.numpy()) for a, v in zip(before, enc.trainable_variables))
+print("CHANGED", changed, len(before), h[0], h[-1])
+""")
+    changed, total, first, last = result.split("CHANGED")[1].split()
+    assert int(changed) > int(total) // 2  # the encoder's own weights were fine-tuned
+    assert float(last) < float(first)

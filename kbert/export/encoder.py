@@ -81,7 +81,8 @@ def _flat_signature(fn, spec):
             outputs[f"encoder_outputs_{i}"] = x
         return outputs
 
-    return serve.get_concrete_function()
+    serve.get_concrete_function()
+    return serve
 
 
 def export_encoder(model_dir, out_dir) -> pathlib.Path:
@@ -98,9 +99,12 @@ def export_encoder(model_dir, out_dir) -> pathlib.Path:
     for training in (False, True):
         module.__call__.get_concrete_function(INPUT_SPEC, training=training)
     # Signatures (TF Serving) need flat outputs: encoder_outputs become encoder_outputs_0..L-1.
-    signatures = {"serving_default": _flat_signature(module, INPUT_SPEC)}
+    # ``serve`` takes the dict positionally (keras.layers.TFSMLayer(path, call_endpoint="serve"));
+    # the serving_default signature is the same function called with keyword arguments.
+    module.serve = _flat_signature(module, INPUT_SPEC)
+    signatures = {"serving_default": module.serve.get_concrete_function()}
     if heads.get("mlm") is not None:
-        signatures["mlm"] = _flat_signature(module.mlm, module.mlm.__call__.input_signature[0])
+        signatures["mlm"] = _flat_signature(module.mlm, module.mlm.__call__.input_signature[0]).get_concrete_function()
     out_dir = pathlib.Path(out_dir)
     tf.saved_model.save(module, str(out_dir), signatures=signatures)
     return out_dir
