@@ -86,7 +86,7 @@ def demo_args():
     return parse_args([
         "--config", "tiny", "--vocab", str(vocab), "--train-data", str(data / "train-*.tfrecord"),
         "--eval-data", str(data / "eval-*.tfrecord"), "--model-dir", str(DEMO_DIR / "model"),
-        "--steps", "1500", "--batch-size", "32", "--seq-length", "128", "--learning-rate", "5e-4",
+        "--steps", "1000", "--batch-size", "32", "--seq-length", "128", "--learning-rate", "5e-4",
         "--warmup-steps", "100", "--checkpoint-every", "250", "--export", "--seed", "0",
     ])
 
