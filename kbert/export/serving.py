@@ -1,0 +1,88 @@
+"""TF Serving conventions for exports: versioned directories, warm-up requests, models.config,
+and the list of ops a server must link.
+
+* Layout: ``saved_models/NAME/VERSION/`` (TF Serving loads the highest VERSION of each NAME).
+* Warm-up: ``VERSION/assets.extra/tf_serving_warmup_requests``, a TFRecord of
+  ``PredictionLog`` protos (tensorflow-serving-api) that the server replays at load time, so the
+  first real request does not pay for graph initialisation.
+* ``models.config``: a ModelServerConfig text proto listing every model under ``saved_models/``.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import tensorflow as tf
+
+WARMUP_FILE = "tf_serving_warmup_requests"
+
+
+def write_warmup_requests(export_dir, model_name: str, signature_name: str, requests: list[dict]) -> pathlib.Path:
+    """Writes ``requests`` (each a dict input name -> array-like) as PredictionLogs."""
+    from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
+
+    extra = pathlib.Path(export_dir) / "assets.extra"
+    extra.mkdir(parents=True, exist_ok=True)
+    path = extra / WARMUP_FILE
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for inputs in requests:
+            request = predict_pb2.PredictRequest(
+                model_spec=model_pb2.ModelSpec(name=model_name, signature_name=signature_name)
+            )
+            for name, value in inputs.items():
+                request.inputs[name].CopyFrom(tf.make_tensor_proto(_as_array(value)))
+            log = prediction_log_pb2.PredictionLog(predict_log=prediction_log_pb2.PredictLog(request=request))
+            writer.write(log.SerializeToString())
+    return path
+
+
+def read_warmup_requests(export_dir) -> list:
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    path = pathlib.Path(export_dir) / "assets.extra" / WARMUP_FILE
+    logs = []
+    for record in tf.data.TFRecordDataset(str(path)):
+        logs.append(prediction_log_pb2.PredictionLog.FromString(record.numpy()))
+    return logs
+
+
+def _as_array(value):
+    array = np.asarray(value)
+    if array.dtype.kind == "U":
+        array = np.char.encode(array, "utf-8")
+    return array
+
+
+def write_models_config(root="saved_models") -> pathlib.Path:
+    """``models.config`` for ``tensorflow_model_server --model_config_file=...``: one entry per
+    ``root/NAME/`` that holds at least one numbered version."""
+    root = pathlib.Path(root)
+    entries = []
+    for model in sorted(p for p in root.iterdir() if p.is_dir()):
+        if any(v.name.isdigit() and (v / "saved_model.pb").exists() for v in model.iterdir()):
+            entries.append(
+                "  config {\n"
+                f"    name: \"{model.name}\"\n"
+                f"    base_path: \"/models/{model.name}\"\n"
+                "    model_platform: \"tensorflow\"\n"
+                "  }\n"
+            )
+    path = root / "models.config"
+    path.write_text("model_config_list {\n" + "".join(entries) + "}\n")
+    return path
+
+
+def saved_model_ops(export_dir) -> set[str]:
+    """Every op type in the SavedModel's graphs and function library."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    proto = saved_model_pb2.SavedModel()
+    proto.ParseFromString((pathlib.Path(export_dir) / "saved_model.pb").read_bytes())
+    ops = set()
+    for meta in proto.meta_graphs:
+        ops.update(node.op for node in meta.graph_def.node)
+        for function in meta.graph_def.library.function:
+            ops.update(node.op for node in function.node_def)
+    function_names = {f.signature.name for m in proto.meta_graphs for f in m.graph_def.library.function}
+    return ops - function_names  # calls to library functions are not ops
