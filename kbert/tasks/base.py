@@ -1,0 +1,252 @@
+"""TaskModel: encoder + task head + the preprocessing settings, saved as a model directory.
+
+A fine-tuned task model is a model directory (see kbert.model_dir) whose ``kbert.json`` has a
+``task`` object next to ``heads``::
+
+    {"format": 1, "do_lower_case": true,
+     "heads": {"classifier": {"weights": "classifier.weights.h5", "type": "text_classifier"}},
+     "task": {"type": "text_classifier", "head": "classifier", "seq_length": 128, ...}}
+
+``task`` holds everything needed to rebuild the model around the encoder: the task type (the
+class, see TASK_TYPES), the head's name and size, label names and the preprocessing settings
+(seq_length, truncator, number of text inputs, ...). ``load_task_model(dir)`` rebuilds any of
+them; ``<Class>.from_model_dir(dir, ...)`` starts a new task from a pre-trained directory or
+reloads a fine-tuned one of the same type.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from kbert import model_dir as model_dir_lib
+from kbert.text import BertPreprocessor, load_vocab
+
+TASK_TYPES: dict = {}
+
+
+def register_task(cls):
+    TASK_TYPES[cls.task_type] = cls
+    return cls
+
+
+class TaskModelError(ValueError):
+    """A task model directory or setting that does not fit: names the file, field and value."""
+
+
+def trim_to_longest(inputs: dict) -> dict:
+    """Cuts packed inputs to the longest real sequence of the batch (dynamic sequence length).
+
+    The packer pads to seq_length; positions past the longest input_mask are padding for every
+    row, so dropping them changes no output at real positions and saves their compute.
+    """
+    length = tf.maximum(tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1)), 1)
+    return {k: v[:, :length] for k, v in inputs.items()}
+
+
+def _string_tensors(data):
+    """Strings given as numpy arrays (unicode, bytes or object) or (nested) lists -> tf.string
+    tensors: Keras' data adapters refuse numpy '<U' arrays and object arrays of rank > 1."""
+    def is_text(x):
+        if isinstance(x, np.ndarray):
+            return x.dtype.kind in "USO" and x.size > 0 and all(isinstance(v, (str, bytes)) for v in x.flat)
+        if isinstance(x, list) and x:
+            flat = x if not isinstance(x[0], (list, tuple)) else [v for row in x for v in row]
+            return all(isinstance(v, (str, bytes)) for v in flat)
+        return False
+
+    def convert(x):
+        return tf.constant(x.tolist() if isinstance(x, np.ndarray) else x, tf.string) if is_text(x) else x
+
+    if isinstance(data, dict):
+        return {k: convert(v) for k, v in data.items()}
+    if isinstance(data, tuple) and data and not all(isinstance(v, (str, bytes)) for v in data):
+        return tuple(convert(v) for v in data)
+    return convert(data)
+
+
+class TaskModel(keras.Model):
+    """Base class: holds ``encoder``, ``head`` and ``preprocessor``; saves and reloads them.
+
+    Subclasses set ``task_type``, ``head_name`` and ``head_shape_keys`` (the settings that fix
+    the head's weights' shapes, which a reload may not change) and implement ``call``,
+    ``task_settings`` and ``default_loss``.
+    """
+
+    task_type = ""
+    head_name = "head"
+    head_shape_keys: tuple = ()
+
+    def __init__(self, encoder, vocab, lower_case=True, seq_length=128, truncator="round_robin",
+                 dynamic_length=True, **kwargs):
+        super().__init__(**kwargs)
+        # Inputs are strings (or dicts of them): Keras must not cast them to floats.
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.encoder = encoder
+        self.vocab = list(vocab) if not isinstance(vocab, (str, pathlib.Path)) else load_vocab(vocab)
+        self.lower_case = bool(lower_case)
+        self.dynamic_length = bool(dynamic_length)
+        max_positions = encoder.config.max_position_embeddings
+        if int(seq_length) > max_positions:
+            raise TaskModelError(f"seq_length {seq_length} exceeds the encoder's max_position_embeddings "
+                                 f"{max_positions}")
+        self.preprocessor = BertPreprocessor(self.vocab, lower_case=self.lower_case, seq_length=int(seq_length),
+                                             truncator=truncator, name="preprocessor")
+        self.saved_task_info: dict = {}
+
+    # -- settings ---------------------------------------------------------------------------------
+    @property
+    def seq_length(self) -> int:
+        return self.preprocessor.seq_length
+
+    @property
+    def tokenizer(self):
+        return self.preprocessor.tokenizer
+
+    def preprocessing_settings(self) -> dict:
+        return {"seq_length": self.seq_length, "truncator": self.preprocessor.packer.truncator,
+                "dynamic_length": self.dynamic_length}
+
+    def task_settings(self) -> dict:
+        """The constructor arguments (besides encoder/vocab/lower_case) that rebuild this model."""
+        return self.preprocessing_settings()
+
+    def task_metadata(self) -> dict:
+        """The ``task`` object of kbert.json."""
+        return {"type": self.task_type, "head": self.head_name, **self.task_settings()}
+
+    # -- the encoder ------------------------------------------------------------------------------
+    def encode(self, inputs: dict, training=None) -> dict:
+        """Encoder outputs for packed int32 inputs, trimmed to the batch's longest sequence when
+        dynamic_length is on."""
+        if self.dynamic_length:
+            inputs = trim_to_longest(inputs)
+        outputs = self.encoder(inputs, training=training)
+        return {**outputs, "input_mask": inputs["input_mask"]}
+
+    # -- Keras ------------------------------------------------------------------------------------
+    def default_loss(self):
+        raise NotImplementedError
+
+    def default_metrics(self):
+        return None
+
+    def compile(self, optimizer="adam", loss=None, metrics=None, **kwargs):
+        """Keras compile; loss and metrics default to the task's (e.g. cross-entropy)."""
+        super().compile(optimizer=optimizer, loss=loss if loss is not None else self.default_loss(),
+                        metrics=metrics if metrics is not None else self.default_metrics(), **kwargs)
+
+    def fit(self, x=None, y=None, *args, **kwargs):
+        return super().fit(_string_tensors(x), y, *args, **kwargs)
+
+    def evaluate(self, x=None, y=None, *args, **kwargs):
+        return super().evaluate(_string_tensors(x), y, *args, **kwargs)
+
+    def predict(self, x, *args, **kwargs):
+        return super().predict(_string_tensors(x), *args, **kwargs)
+
+    # -- model directories -----------------------------------------------------------------------
+    def save_model_dir(self, model_dir, extra_info: dict | None = None) -> pathlib.Path:
+        """Writes encoder, head and kbert.json (``task``; ``extra_info`` is stored in it under
+        ``info``, e.g. the task name and dev metrics). Heads of an older model there are dropped."""
+        model_dir = pathlib.Path(model_dir)
+        info = {"type": self.task_type, "config": _head_config(self.head)}
+        model_dir_lib.save_model_dir(model_dir, self.encoder, vocab=self.vocab, do_lower_case=self.lower_case,
+                                     heads={self.head_name: (self.head, info)})
+        metadata = model_dir_lib.read_metadata(model_dir)
+        metadata["heads"] = {self.head_name: metadata["heads"][self.head_name]}
+        task = self.task_metadata()
+        if extra_info:
+            task["info"] = extra_info
+        metadata["task"] = task
+        model_dir_lib.write_metadata(model_dir, metadata)
+        return model_dir
+
+    @classmethod
+    def from_model_dir(cls, model_dir, *, load_head=None, encoder_overrides=None, **settings):
+        """A task model on the encoder of ``model_dir``.
+
+        If the directory holds a fine-tuned model of this task type (its kbert.json ``task``),
+        its settings and head weights are restored (``load_head=None`` or True); ``settings``
+        may then change preprocessing (e.g. seq_length) but not the head's size. Otherwise a new
+        head is initialised from ``settings`` (e.g. ``num_classes=2``); ``load_head=False``
+        forces that. ``encoder_overrides`` replace bert_config fields (e.g. dropout rates).
+        """
+        model_dir = pathlib.Path(model_dir)
+        metadata = model_dir_lib.read_metadata(model_dir)
+        saved = metadata.get("task")
+        where = model_dir / model_dir_lib.METADATA_FILE
+        if saved is not None and not isinstance(saved, dict):
+            raise TaskModelError(f"{where}: field 'task' must be an object, got {saved!r}")
+        if saved is not None and saved.get("type") != cls.task_type:
+            if load_head:
+                raise TaskModelError(f"{where}: task type is {saved.get('type')!r}, not {cls.task_type!r}")
+            saved = None
+        if load_head is True and saved is None:
+            raise TaskModelError(f"{where} holds no fine-tuned {cls.task_type!r} task (no 'task' object)")
+        if load_head is False:
+            saved = None
+        kwargs = dict(settings)
+        if saved is not None:
+            restored = {k: v for k, v in saved.items() if k not in ("type", "head", "info")}
+            for key in cls.head_shape_keys:
+                if key in settings and settings[key] is not None and _differs(settings[key], restored.get(key)):
+                    raise TaskModelError(
+                        f"{where}: the saved head has {key}={restored.get(key)!r} but {key}={settings[key]!r} "
+                        "was asked; pass load_head=False to start a new head")
+            kwargs = {**restored, **{k: v for k, v in settings.items() if v is not None}}
+        encoder = model_dir_lib.load_encoder(model_dir, **(encoder_overrides or {}))
+        vocab = load_vocab(model_dir / model_dir_lib.VOCAB_FILE)
+        model = cls(encoder, vocab, lower_case=metadata.get("do_lower_case", True), **kwargs)
+        if saved is not None:
+            model._load_head(model_dir, metadata, saved)
+            model.saved_task_info = dict(saved.get("info") or {})
+        return model
+
+    def _load_head(self, model_dir, metadata, saved):
+        name = saved.get("head", self.head_name)
+        where = model_dir / model_dir_lib.METADATA_FILE
+        entry = metadata.get("heads", {}).get(name)
+        if not isinstance(entry, dict) or "weights" not in entry:
+            raise TaskModelError(f"{where}: 'task' names head {name!r} but 'heads' has no weights for it")
+        path = model_dir_lib.resolve_file(model_dir, entry["weights"])
+        if not path.exists():
+            raise TaskModelError(f"{where} lists head {name!r} but {path} is missing")
+        if not self.head.built:
+            self.head.build()
+        try:
+            model_dir_lib.load_weights(self.head, path)
+        except ValueError as e:
+            raise TaskModelError(f"{path} does not fit the {self.task_type} head in {where}: {e}") from None
+
+
+def _head_config(head) -> dict:
+    config = head.get_config()
+    return {k: config[k] for k in ("num_outputs", "dropout", "hidden_size") if k in config}
+
+
+def _differs(a, b) -> bool:
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return list(a) != list(b)
+    return a != b
+
+
+def load_task_model(model_dir, **settings) -> TaskModel:
+    """Rebuilds whichever task model ``model_dir`` holds (its kbert.json ``task.type``)."""
+    import kbert.tasks.classifier  # noqa: F401  (importing the task modules registers their types)
+    import kbert.tasks.multiple_choice  # noqa: F401
+    import kbert.tasks.span_qa  # noqa: F401
+    import kbert.tasks.tagger  # noqa: F401
+
+    model_dir = pathlib.Path(model_dir)
+    task = model_dir_lib.read_metadata(model_dir).get("task")
+    where = model_dir / model_dir_lib.METADATA_FILE
+    if not isinstance(task, dict) or "type" not in task:
+        raise TaskModelError(f"{where} has no 'task' object: {model_dir} is not a fine-tuned task model")
+    if task["type"] not in TASK_TYPES:
+        raise TaskModelError(f"{where}: field 'task.type' is {task['type']!r}; expected one of {sorted(TASK_TYPES)}")
+    return TASK_TYPES[task["type"]].from_model_dir(model_dir, load_head=True, **settings)

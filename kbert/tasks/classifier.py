@@ -1,0 +1,194 @@
+"""Sentence and sentence-pair models on the pooled [CLS] output (Figure 3 (a), (b)).
+
+  TextClassifier        one label of N (softmax, sparse cross-entropy): SST-2, CoLA, MRPC, MNLI, ...
+  TextRegressor         one score (MSE): STS-B
+  MultiLabelClassifier  any subset of N labels (sigmoid per label, binary cross-entropy)
+
+Inputs are raw strings: a [batch] string tensor / object array for one text, a dict
+``{"text_a": ..., "text_b": ...}`` (or a 2-tuple) for pairs; tokenization and packing run in
+the graph (kbert.text.BertPreprocessor), so ``model.fit(texts, labels)`` trains and the same
+graph serves. ``call`` returns logits ([batch, N]; [batch] scores for the regressor);
+``serve(inputs)`` adds the post-processing (probabilities, class ids, label names).
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from kbert.tasks.base import TaskModel, TaskModelError, register_task
+from kbert.tasks.heads import PooledHead
+from kbert.tasks.text_inputs import take_rows, text_lengths, text_segments
+
+
+class _PooledTextModel(TaskModel):
+    head_name = "classifier"
+
+    def __init__(self, encoder, vocab, lower_case=True, *, num_outputs, num_segments=1, dropout=0.1,
+                 **kwargs):
+        super().__init__(encoder, vocab, lower_case, **kwargs)
+        if num_segments not in (1, 2):
+            raise TaskModelError(f"num_segments must be 1 (one text) or 2 (a pair), got {num_segments!r}")
+        self.num_segments = int(num_segments)
+        config = encoder.config
+        self.head = PooledHead(config.hidden_size, num_outputs, dropout=dropout,
+                               initializer_range=config.initializer_range, name=self.head_name)
+        self.head.build()
+
+    def task_settings(self):
+        return {**super().task_settings(), "num_segments": self.num_segments,
+                "dropout": self.head.dropout_rate}
+
+    def call(self, inputs, training=None):
+        segments = text_segments(inputs, self.num_segments, type(self).__name__)
+        packed = self.preprocessor(segments)
+        outputs = self.encode(packed, training=training)
+        return self.head(outputs["pooled_output"], training=training)
+
+    def predict_logits(self, inputs, batch_size=64) -> np.ndarray:
+        """call(inputs) for many examples, batched in order of length (little padding), returned
+        in the input order."""
+        lengths = text_lengths(inputs, self.num_segments)
+        order = np.argsort(lengths, kind="stable")
+        logits = self.predict(take_rows(inputs, order), batch_size=batch_size, verbose=0)
+        result = np.empty_like(logits)
+        result[order] = logits
+        return result
+
+
+def _label_names(num_classes, label_names, who):
+    if label_names is not None:
+        label_names = [str(n) for n in label_names]
+        if num_classes is not None and int(num_classes) != len(label_names):
+            raise TaskModelError(f"{who}: num_classes={num_classes} but {len(label_names)} label_names")
+        return len(label_names), label_names
+    if num_classes is None:
+        raise TaskModelError(f"{who} needs num_classes or label_names")
+    return int(num_classes), None
+
+
+@register_task
+class TextClassifier(_PooledTextModel):
+    """Single-label classification of one text or a pair.
+
+    Args:
+      encoder: a kbert.BertEncoder; vocab: vocab.txt or token list; lower_case: uncased model.
+      num_classes / label_names: the classes (label_names: strings, index = class id).
+      num_segments: 1 (one text) or 2 (a pair).
+      seq_length, truncator: packing (see kbert.text.BertPacker); dynamic_length: trim each batch
+        to its longest sequence.
+      dropout: before the dense layer (0.1 as in the paper).
+    """
+
+    task_type = "text_classifier"
+    head_shape_keys = ("num_classes", "label_names")
+
+    def __init__(self, encoder, vocab, lower_case=True, *, num_classes=None, label_names=None, **kwargs):
+        num_classes, label_names = _label_names(num_classes, label_names, type(self).__name__)
+        if num_classes < 2:
+            raise TaskModelError(f"TextClassifier needs num_classes >= 2, got {num_classes}")
+        self.num_classes = num_classes
+        self.label_names = label_names
+        super().__init__(encoder, vocab, lower_case, num_outputs=num_classes, **kwargs)
+
+    def task_settings(self):
+        return {**super().task_settings(), "num_classes": self.num_classes, "label_names": self.label_names}
+
+    def default_loss(self):
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def default_metrics(self):
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+    def serve(self, inputs):
+        """In-graph inference: logits, probabilities, class_ids (and labels when named)."""
+        logits = self(inputs, training=False)
+        result = {"logits": logits, "probabilities": tf.nn.softmax(logits),
+                  "class_ids": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+        if self.label_names:
+            result["labels"] = tf.gather(tf.constant(self.label_names), result["class_ids"])
+        return result
+
+    def predict_proba(self, inputs, batch_size=64) -> np.ndarray:
+        return _softmax(self.predict_logits(inputs, batch_size))
+
+    def predict_labels(self, inputs, batch_size=64) -> list:
+        """Label names (class ids when the model has no label names) for each example."""
+        ids = self.predict_logits(inputs, batch_size).argmax(axis=-1)
+        return [self.label_names[i] for i in ids] if self.label_names else ids.tolist()
+
+
+@register_task
+class TextRegressor(_PooledTextModel):
+    """One real-valued score for a text or a pair (STS-B), trained with mean squared error."""
+
+    task_type = "text_regressor"
+
+    def __init__(self, encoder, vocab, lower_case=True, **kwargs):
+        super().__init__(encoder, vocab, lower_case, num_outputs=1, **kwargs)
+
+    def call(self, inputs, training=None):
+        return tf.squeeze(super().call(inputs, training=training), axis=-1)
+
+    def default_loss(self):
+        return keras.losses.MeanSquaredError()
+
+    def default_metrics(self):
+        return [keras.metrics.MeanAbsoluteError(name="mae")]
+
+    def serve(self, inputs):
+        return {"scores": self(inputs, training=False)}
+
+
+@register_task
+class MultiLabelClassifier(_PooledTextModel):
+    """Any subset of the labels: one sigmoid per label, binary cross-entropy.
+
+    Labels are [batch, num_labels] 0/1 indicators. ``threshold`` (probability) decides a label.
+    """
+
+    task_type = "multi_label_classifier"
+    head_shape_keys = ("num_labels", "label_names")
+
+    def __init__(self, encoder, vocab, lower_case=True, *, num_labels=None, label_names=None, threshold=0.5,
+                 **kwargs):
+        num_labels, label_names = _label_names(num_labels, label_names, type(self).__name__)
+        if not 0.0 < float(threshold) < 1.0:
+            raise TaskModelError(f"MultiLabelClassifier: threshold must be in (0, 1), got {threshold}")
+        self.num_labels = num_labels
+        self.label_names = label_names
+        self.threshold = float(threshold)
+        super().__init__(encoder, vocab, lower_case, num_outputs=num_labels, **kwargs)
+
+    def task_settings(self):
+        return {**super().task_settings(), "num_labels": self.num_labels, "label_names": self.label_names,
+                "threshold": self.threshold}
+
+    def default_loss(self):
+        return keras.losses.BinaryCrossentropy(from_logits=True)
+
+    def default_metrics(self):
+        # On logits, threshold t in probability is logit(t).
+        return [keras.metrics.BinaryAccuracy(name="binary_accuracy", threshold=float(_logit(self.threshold)))]
+
+    def serve(self, inputs):
+        probabilities = tf.sigmoid(self(inputs, training=False))
+        return {"probabilities": probabilities, "predictions": tf.cast(probabilities > self.threshold, tf.int32)}
+
+    def predict_indicators(self, inputs, batch_size=64) -> np.ndarray:
+        """[n, num_labels] 0/1 predictions."""
+        return (self.predict_logits(inputs, batch_size) > _logit(self.threshold)).astype(np.int64)
+
+    def predict_labels(self, inputs, batch_size=64) -> list:
+        names = self.label_names or list(range(self.num_labels))
+        return [[names[j] for j in np.flatnonzero(row)] for row in self.predict_indicators(inputs, batch_size)]
+
+
+def _softmax(logits):
+    e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _logit(p):
+    return np.log(p) - np.log1p(-p)

@@ -1,0 +1,102 @@
+"""TextClassifier, TextRegressor, MultiLabelClassifier on BERT-Tiny: raw strings in, training,
+save/reload, and the in-graph path checked against the preprocessor + encoder + head by hand."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kbert.tasks import (MultiLabelClassifier, TaskModelError, TextClassifier, TextRegressor,
+                         load_task_model)
+from kbert.tasks.metrics import f1
+
+TEXTS = ["a great and moving film", "dull , lifeless and far too long", "i loved every minute",
+         "the worst script of the year", "brilliant acting", "a tedious mess",
+         "funny , warm and wise", "nothing works here"]
+LABELS = np.array([1, 0, 1, 0, 1, 0, 1, 0])
+
+
+def _fit_losses(model, x, y, epochs=12, lr=2e-3):
+    keras.utils.set_random_seed(1)
+    model.compile(keras.optimizers.Adam(lr))
+    return model.fit(x, y, epochs=epochs, batch_size=8, verbose=0, shuffle=False).history["loss"]
+
+
+def test_classifier_learns_tiny_data_and_reloads(tiny_model_dir, tmp_path):
+    model = TextClassifier.from_model_dir(tiny_model_dir, label_names=["negative", "positive"], seq_length=16)
+    losses = _fit_losses(model, TEXTS, LABELS)  # a plain list of str works as Keras input
+    assert losses[-1] < 0.5 * losses[0], losses
+    assert model.predict_labels(TEXTS) == [["negative", "positive"][i] for i in LABELS]
+
+    model.save_model_dir(tmp_path / "clf", extra_info={"task_name": "toy"})
+    meta = json.loads((tmp_path / "clf" / "kbert.json").read_text())
+    assert meta["task"]["type"] == "text_classifier"
+    assert meta["task"]["label_names"] == ["negative", "positive"]
+    assert meta["task"]["seq_length"] == 16 and meta["task"]["num_segments"] == 1
+    assert meta["heads"]["classifier"]["weights"] == "classifier.weights.h5"
+
+    reloaded = load_task_model(tmp_path / "clf")
+    assert isinstance(reloaded, TextClassifier) and reloaded.saved_task_info == {"task_name": "toy"}
+    np.testing.assert_array_equal(reloaded.predict_logits(TEXTS), model.predict_logits(TEXTS))
+    served = reloaded.serve(tf.constant(TEXTS[:3]))
+    assert [s.decode() for s in served["labels"].numpy()] == ["positive", "negative", "positive"]
+    np.testing.assert_allclose(served["probabilities"].numpy().sum(axis=1), 1.0, rtol=1e-6)
+
+
+def test_pair_inputs_match_preprocessor_encoder_and_head(tiny_model_dir):
+    """The model's in-graph path (pack a pair, trim the batch to its longest row) gives the logits
+    of packing to the full seq_length by hand and running encoder and head on that."""
+    model = TextClassifier.from_model_dir(tiny_model_dir, num_classes=3, num_segments=2, seq_length=64)
+    a = np.array(["the cat sat on the mat", "short"], dtype=object)
+    b = np.array(["a cat was sitting on a mat", "a much longer second sentence of the pair"], dtype=object)
+    by_dict = model({"text_a": a, "text_b": b}).numpy()
+    by_tuple = model((tf.constant(a), tf.constant(b))).numpy()
+    packed = model.preprocessor([tf.constant(a), tf.constant(b)])
+    assert packed["input_word_ids"].shape == (2, 64)
+    by_hand = model.head(model.encoder(packed, training=False)["pooled_output"]).numpy()
+    np.testing.assert_allclose(by_dict, by_hand, atol=2e-5)
+    np.testing.assert_array_equal(by_dict, by_tuple)
+    # Swapping the texts of a pair changes the input (segment ids), so the output changes.
+    assert not np.allclose(model({"text_a": b, "text_b": a}).numpy(), by_dict)
+    with pytest.raises(ValueError, match="built for 2 text input"):
+        model(tf.constant(a))
+
+
+def test_reload_refuses_another_head_size(tiny_model_dir, tmp_path):
+    model = TextClassifier.from_model_dir(tiny_model_dir, num_classes=2, seq_length=16)
+    model.save_model_dir(tmp_path / "m")
+    with pytest.raises(TaskModelError, match="num_classes=2 but num_classes=5"):
+        TextClassifier.from_model_dir(tmp_path / "m", num_classes=5)
+    fresh = TextClassifier.from_model_dir(tmp_path / "m", num_classes=5, load_head=False)
+    assert fresh.num_classes == 5
+    with pytest.raises(TaskModelError, match="no 'task' object"):
+        load_task_model(tiny_model_dir)
+
+
+def test_regressor_learns_scores(tiny_model_dir, tmp_path):
+    model = TextRegressor.from_model_dir(tiny_model_dir, num_segments=2, seq_length=24)
+    x = {"text_a": np.array(TEXTS, dtype=object), "text_b": np.array(TEXTS[::-1], dtype=object)}
+    y = (LABELS * 4.0 + 0.5).astype("float32")  # 4.5 for the positive texts, 0.5 for the others
+    losses = _fit_losses(model, x, y, epochs=60, lr=1e-3)  # (it first learns the mean, then the texts)
+    assert losses[-1] < 0.15 * losses[0], losses
+    scores = model.serve(x)["scores"].numpy()
+    assert scores.shape == (len(TEXTS),)
+    model.save_model_dir(tmp_path / "reg")
+    np.testing.assert_array_equal(load_task_model(tmp_path / "reg").predict_logits(x), model.predict_logits(x))
+
+
+def test_multi_label_sigmoid_per_label(tiny_model_dir):
+    names = ["funny", "sad", "long"]
+    y = np.array([[1, 0, 0], [0, 1, 1], [1, 0, 0], [0, 1, 0], [0, 0, 0], [0, 1, 1], [1, 0, 0], [0, 1, 0]])
+    model = MultiLabelClassifier.from_model_dir(tiny_model_dir, label_names=names, seq_length=16)
+    losses = _fit_losses(model, TEXTS, y.astype("float32"), epochs=30, lr=3e-3)
+    assert losses[-1] < 0.3 * losses[0], losses
+    predicted = model.predict_indicators(TEXTS)
+    assert predicted.shape == y.shape
+    assert f1(predicted, y, average="micro") == 1.0 and f1(predicted, y, average="macro") == 1.0
+    assert model.predict_labels(TEXTS)[1] == ["sad", "long"]
+    probabilities = model.serve(tf.constant(TEXTS))["probabilities"].numpy()
+    # Independent sigmoids: rows need not sum to 1 (row 4 has no label at all).
+    assert probabilities[4].max() < 0.5 and probabilities[1].sum() > 1.0
