@@ -1,0 +1,212 @@
+"""Token tagging (NER, Figure 3 (d)): a label for each word, predicted on its first WordPiece.
+
+The model runs on packed ids (``call(inputs)`` -> logits [batch, seq, num_tags]); the features
+are built in the graph with the model's own tokenizer (``features``), in tf.data for training:
+
+  words [batch, (words)] strings  --tokenizer-->  pieces [batch, (words), (pieces)]
+  --> input ids ([CLS] pieces [SEP], truncated to seq_length), labels (the word's tag id on its
+      first piece, IGNORE_INDEX = -100 on other pieces, [CLS], [SEP] and padding, so they are out
+      of the loss), word_ids (the word index on first pieces, -1 elsewhere)
+
+The conventions are those of kbert.tasks.ner_alignment (its numpy functions are the reference
+the tests check this graph code against). Predictions go back to words (``predict_words``);
+``predict_entities`` tags raw text, whose words are then BERT's (whitespace and punctuation
+split), and returns entity spans as character offsets into the text.
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from kbert.tasks.base import TaskModel, TaskModelError, register_task
+from kbert.tasks.datasets import make_dataset
+from kbert.tasks.heads import SequenceHead
+from kbert.tasks.ner_alignment import IGNORE_INDEX, entity_spans
+
+
+def _ragged_words(words) -> tf.RaggedTensor:
+    if isinstance(words, tf.RaggedTensor):
+        return words
+    return tf.ragged.constant([list(w) for w in words], dtype=tf.string, ragged_rank=1)
+
+
+def trim_batch(inputs, *rest):
+    """Cuts packed inputs (and [batch, seq] companions: labels, word ids) to the longest row."""
+    length = tf.maximum(tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1)), 1)
+    trimmed = ({k: v[:, :length] for k, v in inputs.items()},) + tuple(r[:, :length] for r in rest)
+    return trimmed if rest else trimmed[0]
+
+
+def words_from_tokens(token_tags, word_ids, num_words: int, fill_value: int = 0) -> np.ndarray:
+    """Word tag ids from token tag ids: each word takes its first piece's tag (the positions where
+    ``word_ids`` >= 0, as ``features`` makes them); words truncation cut off get ``fill_value``."""
+    token_tags = np.asarray(token_tags)
+    word_ids = np.asarray(word_ids)
+    if token_tags.shape != word_ids.shape:
+        raise ValueError(f"{token_tags.shape} token tags for word_ids of shape {word_ids.shape}")
+    tags = np.full(num_words, fill_value, dtype=np.int64)
+    first = word_ids >= 0
+    tags[word_ids[first]] = token_tags[first]
+    return tags
+
+
+@register_task
+class TokenTagger(TaskModel):
+    """Tags words with one of ``label_names`` (e.g. the CoNLL-2003 IOB2 tags, "O" first).
+
+    Args:
+      encoder, vocab, lower_case, seq_length, truncator, dynamic_length: as TaskModel.
+      label_names: the tags (index = tag id); num_labels = len(label_names).
+      dropout: before the per-token dense layer.
+      fill_label: tag id predicted for words that truncation left without a piece (default 0).
+      ignore_index: the label of positions out of the loss; always IGNORE_INDEX (-100).
+    """
+
+    task_type = "token_tagger"
+    head_name = "tagger"
+    head_shape_keys = ("label_names",)
+
+    def __init__(self, encoder, vocab, lower_case=True, *, label_names, dropout=0.1, fill_label=0,
+                 ignore_index=IGNORE_INDEX, **kwargs):
+        super().__init__(encoder, vocab, lower_case, **kwargs)
+        if ignore_index != IGNORE_INDEX:  # recorded in kbert.json for readers; not configurable
+            raise TaskModelError(f"ignore_index must be {IGNORE_INDEX}, got {ignore_index!r}")
+        if not label_names or len(label_names) < 2:
+            raise TaskModelError(f"TokenTagger needs at least 2 label_names, got {label_names!r}")
+        self.label_names = [str(n) for n in label_names]
+        if not 0 <= int(fill_label) < len(self.label_names):
+            raise TaskModelError(f"fill_label {fill_label} is not a tag id (0..{len(self.label_names) - 1})")
+        self.fill_label = int(fill_label)
+        config = encoder.config
+        self.head = SequenceHead(config.hidden_size, len(self.label_names), dropout=dropout,
+                                 initializer_range=config.initializer_range, name=self.head_name)
+        self.head.build()
+        # The pooler is not used here: freezing it keeps it out of the optimizer (no "gradients do
+        # not exist" warnings); its weights are saved unchanged.
+        encoder.pooler.trainable = False
+
+    @property
+    def num_labels(self) -> int:
+        return len(self.label_names)
+
+    def task_settings(self):
+        return {**super().task_settings(), "label_names": self.label_names, "dropout": self.head.dropout_rate,
+                "fill_label": self.fill_label, "ignore_index": IGNORE_INDEX}
+
+    def call(self, inputs, training=None):
+        outputs = self.encoder(inputs, training=training)
+        return self.head(outputs["sequence_output"], training=training)
+
+    def default_loss(self):
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE_INDEX)
+
+    # -- features (in-graph) ------------------------------------------------------------------
+    def pieces(self, words=None, texts=None) -> tf.RaggedTensor:
+        """WordPiece ids [batch, (words), (pieces)] of pre-split ``words`` ([batch, (words)]
+        strings: one word may give several BERT words, e.g. "U.S." -> u . s ., which are merged
+        back into it) or of raw ``texts`` ([batch] strings, BERT's own word split)."""
+        if (words is None) == (texts is None):
+            raise ValueError("pass exactly one of words= (pre-split) or texts= (raw strings)")
+        if texts is not None:
+            return self.tokenizer(tf.convert_to_tensor(texts, tf.string))
+        return self.tokenizer(_ragged_words(words)).merge_dims(2, 3)
+
+    def features(self, pieces: tf.RaggedTensor, word_labels=None):
+        """(inputs, labels, word_ids), each [batch, seq_length]; labels is None without
+        ``word_labels`` ([batch, (words)] tag ids)."""
+        seq_length = self.seq_length
+        inputs = self.preprocessor.packer([pieces], seq_length=seq_length)
+        words = pieces.values                      # [total words, (pieces)]
+        piece_word = words.value_rowids()          # global word index of each piece
+        first_piece = tf.equal(tf.ragged.range(words.row_lengths()).values, 0)
+        word_base = tf.gather(pieces.row_starts(), pieces.value_rowids())  # first word of its row
+        local_word = tf.gather(tf.range(tf.shape(word_base, out_type=tf.int64)[0]) - word_base, piece_word)
+        pieces_per_row = tf.reduce_sum(pieces.row_lengths(axis=2), axis=1)
+
+        def pack(per_piece, fill):
+            rows = tf.RaggedTensor.from_row_lengths(per_piece, pieces_per_row)[:, :seq_length - 2]
+            edge = tf.fill([rows.nrows(), 1], tf.cast(fill, per_piece.dtype))
+            return tf.concat([edge, rows, edge], axis=1).to_tensor(default_value=fill, shape=[None, seq_length])
+
+        word_ids = pack(tf.where(first_piece, local_word, -1), -1)
+        labels = None
+        if word_labels is not None:
+            word_labels = word_labels if isinstance(word_labels, tf.RaggedTensor) else tf.ragged.constant(
+                [list(x) for x in word_labels], dtype=tf.int64)
+            if word_labels.shape.rank != 2:
+                raise ValueError(f"word_labels must be [batch, (words)], got rank {word_labels.shape.rank}")
+            tf.debugging.assert_equal(word_labels.row_lengths(), pieces.row_lengths(),
+                                      message="each sentence needs one label per word")
+            tags = tf.gather(tf.cast(word_labels.values, tf.int64), piece_word)
+            labels = pack(tf.where(first_piece, tags, IGNORE_INDEX), IGNORE_INDEX)
+        return inputs, labels, word_ids
+
+    def dataset(self, words, word_labels=None, *, batch_size=32, shuffle=False, seed=None, boundaries=None,
+                chunk=4096):
+        """tf.data of (inputs, labels) (inputs alone without labels) for lists of word lists.
+
+        Features are computed once, in chunks, with the in-graph code above; batches are
+        trimmed to their longest row, and grouped by length when ``boundaries`` is given."""
+        inputs, labels, _ = self.numpy_features(words, word_labels, chunk=chunk)
+        lengths = inputs["input_mask"].sum(axis=1)
+        return make_dataset(inputs, labels, batch_size=batch_size, lengths=lengths, boundaries=boundaries,
+                            shuffle=shuffle, seed=seed, map_batch=trim_batch if self.dynamic_length else None)
+
+    def numpy_features(self, words, word_labels=None, chunk=4096):
+        parts = []
+        for start in range(0, len(words), chunk):
+            labels = None if word_labels is None else word_labels[start:start + chunk]
+            inputs, label_ids, word_ids = self.features(self.pieces(words=words[start:start + chunk]), labels)
+            parts.append(({k: v.numpy() for k, v in inputs.items()},
+                          None if label_ids is None else label_ids.numpy(), word_ids.numpy()))
+        inputs = {k: np.concatenate([p[0][k] for p in parts]) for k in parts[0][0]}
+        labels = None if word_labels is None else np.concatenate([p[1] for p in parts])
+        return inputs, labels, np.concatenate([p[2] for p in parts])
+
+    # -- predictions --------------------------------------------------------------------------
+    def _tag_ids(self, inputs, word_ids, num_words, batch_size):
+        """Word tag ids from packed features, batched by length."""
+        lengths = inputs["input_mask"].sum(axis=1)
+        order = np.argsort(lengths, kind="stable")
+        results = [None] * len(lengths)
+        step = tf.function(lambda x: tf.argmax(self(x, training=False), axis=-1), reduce_retracing=True)
+        for start in range(0, len(order), batch_size):
+            index = order[start:start + batch_size]
+            width = max(int(lengths[index].max()), 1)
+            predicted = step({k: tf.constant(v[index, :width]) for k, v in inputs.items()}).numpy()
+            for row, i in enumerate(index):
+                results[i] = words_from_tokens(predicted[row], word_ids[i, :width], num_words[i], self.fill_label)
+        return results
+
+    def predict_word_ids(self, words, batch_size=64) -> list:
+        """Tag ids per word for lists of pre-split words."""
+        inputs, _, word_ids = self.numpy_features(words)
+        return self._tag_ids(inputs, word_ids, [len(w) for w in words], batch_size)
+
+    def predict_words(self, words, batch_size=64) -> list:
+        """Tag names per word for lists of pre-split words (e.g. CoNLL sentences)."""
+        return [[self.label_names[t] for t in tags] for tags in self.predict_word_ids(words, batch_size)]
+
+    def predict_entities(self, texts, batch_size=64) -> list:
+        """Per raw text, {"words": [{"text", "start", "end", "tag"}], "entities": [{"type",
+        "text", "start", "end"}]} with character offsets into the text (entities only for IOB
+        tags: O, B-<type>, I-<type>)."""
+        texts = [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in texts]
+        strings = tf.constant(texts, tf.string)
+        _, starts, ends = self.tokenizer.tokenize_with_offsets(strings, unit="UTF8_CHAR")
+        word_starts = tf.reduce_min(starts, axis=2).to_list()
+        word_ends = tf.reduce_max(ends, axis=2).to_list()
+        inputs, _, word_ids = self.features(self.pieces(texts=strings))
+        inputs = {k: v.numpy() for k, v in inputs.items()}
+        tag_ids = self._tag_ids(inputs, word_ids.numpy(), [len(s) for s in word_starts], batch_size)
+        iob = all(n == "O" or n[:2] in ("B-", "I-") for n in self.label_names)
+        results = []
+        for text, s, e, ids in zip(texts, word_starts, word_ends, tag_ids):
+            tags = [self.label_names[t] for t in ids]
+            words = [{"text": text[a:b], "start": a, "end": b, "tag": t} for a, b, t in zip(s, e, tags)]
+            entities = [{"type": kind, "text": text[s[i]:e[j]], "start": s[i], "end": e[j]}
+                        for kind, i, j in (entity_spans(tags) if iob else [])]
+            results.append({"words": words, "entities": entities})
+        return results

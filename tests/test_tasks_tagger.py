@@ -1,0 +1,84 @@
+"""TokenTagger: the in-graph features against kbert.tasks.ner_alignment's numpy reference on real
+CoNLL-2003 sentences, word-level round trips, training, raw-text entities, save/reload."""
+
+import keras
+import numpy as np
+import pytest
+
+from kbert.data.conll import read_conll
+from kbert.tasks import TokenTagger, load_task_model
+from kbert.tasks.ner_alignment import IGNORE_INDEX, align_labels, first_token_mask, token_word_ids
+from kbert.tasks.tagger import words_from_tokens
+from conftest import SHARED
+
+TAGS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
+
+
+@pytest.fixture(scope="module")
+def sentences():
+    return read_conll(SHARED / "conll2003" / "valid.txt").examples[:60]
+
+
+@pytest.fixture(scope="module")
+def tagger(tiny_model_dir):
+    return TokenTagger.from_model_dir(tiny_model_dir, label_names=TAGS, seq_length=24)
+
+
+def test_features_match_the_numpy_alignment(tagger, sentences):
+    words = [s["words"] for s in sentences]
+    labels = [s["labels"] for s in sentences]
+    pieces = tagger.pieces(words=words)
+    inputs, token_labels, word_ids = tagger.features(pieces, labels)
+    truncated = 0
+    for i, row in enumerate(pieces.to_list()):
+        reference = token_word_ids(row, max_seq_length=24)
+        np.testing.assert_array_equal(token_labels.numpy()[i], align_labels(labels[i], reference))
+        np.testing.assert_array_equal(word_ids.numpy()[i], np.where(first_token_mask(reference), reference, -1))
+        flat = [p for word in row for p in word][:22]
+        np.testing.assert_array_equal(inputs["input_word_ids"].numpy()[i][1:1 + len(flat)], flat)
+        truncated += sum(len(w) for w in row) > 22
+    assert truncated > 0  # the check covered truncation too
+    assert (token_labels.numpy()[word_ids.numpy() < 0] == IGNORE_INDEX).all()
+
+
+def test_word_level_round_trip(tagger, sentences):
+    """Token labels taken as predictions map back to exactly the word labels; words cut off by
+    truncation get the fill tag."""
+    words = [s["words"] for s in sentences]
+    _, token_labels, word_ids = tagger.numpy_features(words, [s["labels"] for s in sentences])
+    for i, s in enumerate(sentences):
+        back = words_from_tokens(token_labels[i], word_ids[i], len(s["words"]), fill_value=-1)
+        kept = back >= 0
+        np.testing.assert_array_equal(back[kept], np.array(s["labels"])[kept])
+        assert kept.sum() == len(set(word_ids[i][word_ids[i] >= 0]))
+    # A word made of pieces that BERT splits further ("U.S." -> u . s .) stays one word.
+    pieces = tagger.pieces(words=[["U.S.", "troops"]]).to_list()[0]
+    assert len(pieces) == 2 and len(pieces[0]) == 4
+
+
+def test_training_lowers_the_loss_and_predictions_go_back_to_words(tiny_model_dir, sentences, tmp_path):
+    model = TokenTagger.from_model_dir(tiny_model_dir, label_names=TAGS, seq_length=32)
+    train = sentences[:16]
+    ds = model.dataset([s["words"] for s in train], [s["labels"] for s in train], batch_size=8,
+                       boundaries=[16, 24])
+    keras.utils.set_random_seed(0)
+    model.compile(keras.optimizers.Adam(1e-3))
+    losses = model.fit(ds, epochs=25, verbose=0, shuffle=False).history["loss"]
+    assert losses[-1] < 0.1 * losses[0], losses
+    predicted = model.predict_words([s["words"] for s in train])
+    assert [len(p) for p in predicted] == [len(s["words"]) for s in train]
+    accuracy = np.mean([p == t for s, ps in zip(train, predicted) for p, t in zip(ps, s["tags"])])
+    assert accuracy > 0.9, accuracy
+
+    model.save_model_dir(tmp_path / "ner")
+    reloaded = load_task_model(tmp_path / "ner")
+    assert reloaded.label_names == list(TAGS)
+    assert reloaded.predict_words([s["words"] for s in train]) == predicted
+
+    text = "Peter Blackburn went to Zürich with the EU delegation ."
+    result = model.predict_entities([text])[0]
+    assert [w["text"] for w in result["words"]] == text.split()
+    for word in result["words"]:
+        assert text[word["start"]:word["end"]] == word["text"]
+    for entity in result["entities"]:
+        assert text[entity["start"]:entity["end"]] == entity["text"] and entity["type"] in ("PER", "ORG", "LOC", "MISC")
