@@ -1,0 +1,86 @@
+"""Multiple choice (SWAG): each (context, choice) pair is scored from its [CLS], softmax over the
+choices (the paper's §4.4: a vector whose dot product with the pooled output is the choice's
+score).
+
+Inputs are raw strings: ``{"text_a": [batch], "choices": [batch, num_choices]}``; every choice is
+packed as the pair ``[CLS] text_a [SEP] choice [SEP]`` in the graph, the batch of
+batch * num_choices pairs goes through the encoder, and ``call`` returns [batch, num_choices]
+logits. For SWAG, text_a is the first sentence and each choice the second sentence's start
+followed by one ending.
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from kbert.tasks.base import TaskModel, TaskModelError, register_task
+from kbert.tasks.heads import PooledHead
+from kbert.tasks.text_inputs import take_rows
+
+INPUT_KEYS = ("text_a", "choices")
+
+
+@register_task
+class MultipleChoiceModel(TaskModel):
+    """Scores ``num_choices`` continuations of a text (any number when num_choices is None)."""
+
+    task_type = "multiple_choice"
+    head_name = "choice"
+
+    def __init__(self, encoder, vocab, lower_case=True, *, num_choices=None, dropout=0.1, **kwargs):
+        super().__init__(encoder, vocab, lower_case, **kwargs)
+        if num_choices is not None and int(num_choices) < 2:
+            raise TaskModelError(f"num_choices must be >= 2 (or None for any), got {num_choices}")
+        self.num_choices = None if num_choices is None else int(num_choices)
+        config = encoder.config
+        self.head = PooledHead(config.hidden_size, 1, dropout=dropout, initializer_range=config.initializer_range,
+                               name=self.head_name)
+        self.head.build()
+
+    def task_settings(self):
+        return {**super().task_settings(), "num_choices": self.num_choices, "dropout": self.head.dropout_rate}
+
+    def call(self, inputs, training=None):
+        if not isinstance(inputs, dict) or sorted(inputs) != sorted(INPUT_KEYS):
+            got = sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__
+            raise ValueError(f"MultipleChoiceModel takes a dict with keys {list(INPUT_KEYS)}, got {got}")
+        text_a = tf.convert_to_tensor(inputs["text_a"])
+        choices = tf.convert_to_tensor(inputs["choices"])
+        if text_a.shape.rank == 2 and text_a.shape[1] == 1:
+            text_a = tf.squeeze(text_a, 1)
+        if choices.shape.rank != 2:
+            raise ValueError(f"choices must be [batch, num_choices] strings, got shape {choices.shape}")
+        if self.num_choices is not None and choices.shape[1] not in (None, self.num_choices):
+            raise ValueError(f"this model scores {self.num_choices} choices, got {choices.shape[1]}")
+        num_choices = tf.shape(choices)[1]
+        packed = self.preprocessor([tf.repeat(text_a, num_choices), tf.reshape(choices, [-1])])
+        pooled = self.encode(packed, training=training)["pooled_output"]
+        scores = self.head(pooled, training=training)
+        return tf.reshape(scores, [-1, num_choices])
+
+    def default_loss(self):
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def default_metrics(self):
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+    def serve(self, inputs):
+        logits = self(inputs, training=False)
+        return {"logits": logits, "probabilities": tf.nn.softmax(logits),
+                "choice_ids": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+
+    def predict_logits(self, inputs, batch_size=32) -> np.ndarray:
+        """[n, num_choices] logits, batched in order of length."""
+        inputs = {"text_a": np.asarray(inputs["text_a"], dtype=object),
+                  "choices": np.asarray(inputs["choices"], dtype=object)}
+        lengths = np.array([len(a) + max(len(c) for c in cs) for a, cs in zip(inputs["text_a"], inputs["choices"])])
+        order = np.argsort(lengths, kind="stable")
+        logits = self.predict(take_rows(inputs, order), batch_size=batch_size, verbose=0)
+        result = np.empty_like(logits)
+        result[order] = logits
+        return result
+
+    def predict_choices(self, inputs, batch_size=32) -> np.ndarray:
+        return self.predict_logits(inputs, batch_size).argmax(axis=-1)
