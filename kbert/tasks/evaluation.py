@@ -1,0 +1,42 @@
+"""EvaluateEachEpoch: the fine-tuning CLI's dev evaluation after every epoch, keeping the best."""
+
+from __future__ import annotations
+
+import pathlib
+import time
+
+import keras
+import tensorflow as tf
+
+
+class EvaluateEachEpoch(keras.callbacks.Callback):
+    """After every epoch: ``recipe.evaluate(model)``, metrics to TensorBoard (``out_dir/logs/eval``)
+    and to ``history``; when the recipe's main metric improves, the model directory and the
+    predictions in ``out_dir`` are replaced by this epoch's."""
+
+    def __init__(self, recipe, task_model, out_dir, log=print):
+        super().__init__()
+        self.recipe, self.task_model, self.out_dir, self.log = recipe, task_model, pathlib.Path(out_dir), log
+        self.writer = tf.summary.create_file_writer(str(self.out_dir / "logs" / "eval"))
+        self.history, self.best, self.best_epoch, self.prediction_files = [], None, None, []
+
+    def on_epoch_end(self, epoch, logs=None):
+        start = time.time()
+        metrics, predictions = self.recipe.evaluate(self.task_model)
+        seconds = time.time() - start
+        main = metrics[self.recipe.main_metric]
+        self.history.append({"epoch": epoch + 1, "train_loss": float((logs or {}).get("loss", float("nan"))),
+                             "eval_seconds": round(seconds, 1), **{k: float(v) for k, v in metrics.items()}})
+        with self.writer.as_default(step=epoch + 1):
+            for k, v in metrics.items():
+                tf.summary.scalar(k, v)
+        self.writer.flush()
+        improved = self.best is None or main > self.best
+        shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
+        self.log(f"epoch {epoch + 1}: {shown}" + ("  (best so far: saved)" if improved else ""), flush=True)
+        if improved:
+            self.best, self.best_epoch = main, epoch + 1
+            info = {**self.recipe.task_info(), "epoch": epoch + 1,
+                    "eval_metrics": {k: float(v) for k, v in metrics.items()}}
+            self.task_model.save_model_dir(self.out_dir, extra_info=info)
+            self.prediction_files = [str(p) for p in self.recipe.write_predictions(self.out_dir, predictions)]

@@ -1,0 +1,153 @@
+"""python -m kbert.finetune end to end on tiny subsets with BERT-Tiny: metrics JSON, predictions in
+the submission formats, a model directory that reloads and reproduces the saved predictions, and
+malformed data reported with file and line."""
+
+import csv
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from kbert.data.glue import read_glue
+from kbert.errors import DataError
+from kbert.finetune import main
+from kbert.tasks import load_task_model
+from conftest import REPO, SHARED
+
+COMMON = ["--epochs", "2", "--batch-size", "8", "--learning-rate", "1e-3", "--seq-length", "32", "--quiet"]
+
+
+def test_sst2_command_line_end_to_end(tiny_model_dir, tmp_path):
+    out = tmp_path / "sst2"
+    result = subprocess.run(
+        [sys.executable, "-m", "kbert.finetune", "--task", "glue/sst2", "--data-dir", str(SHARED / "glue" / "SST-2"),
+         "--init", str(tiny_model_dir), "--model-dir", str(out), "--max-train-examples", "64",
+         "--max-eval-examples", "40", *COMMON],
+        capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "best epoch" in result.stdout
+    results = json.loads((out / "eval_results.json").read_text())
+    assert results["train_examples"] == 64 and results["eval_examples"] == 40
+    assert [h["epoch"] for h in results["history"]] == [1, 2]
+    assert 0.0 <= results["best"]["accuracy"] <= 1.0
+    assert results["best"]["accuracy"] == max(h["accuracy"] for h in results["history"])
+    assert list((out / "logs" / "eval").glob("events.out.tfevents.*"))
+
+    # GLUE submission file: index = row in dev.tsv, prediction = label string.
+    rows = (out / "SST-2.tsv").read_text().splitlines()
+    assert rows[0] == "index\tprediction" and len(rows) == 41
+    indices = [int(r.split("\t")[0]) for r in rows[1:]]
+    predicted = [r.split("\t")[1] for r in rows[1:]]
+    assert set(predicted) <= {"0", "1"} and indices == sorted(indices)
+
+    # The saved model is the best epoch's: reloaded, it reproduces the file and its accuracy.
+    model = load_task_model(out)
+    assert model.saved_task_info["task_name"] == "glue/sst2"
+    assert model.saved_task_info["epoch"] == results["best_epoch"]
+    dev = read_glue("sst2", "dev", SHARED / "glue" / "SST-2").examples
+    texts = [dev[i]["text_a"] for i in indices]
+    assert model.predict_labels(texts) == predicted
+    accuracy = np.mean([int(p) == dev[i]["label"] for p, i in zip(predicted, indices)])
+    assert accuracy == pytest.approx(results["best"]["accuracy"])
+
+
+def test_stsb_regression_writes_scores(tiny_model_dir, tmp_path):
+    main(["--task", "glue/stsb", "--data-dir", str(SHARED / "glue"), "--init", str(tiny_model_dir),
+          "--model-dir", str(tmp_path / "stsb"), "--max-train-examples", "32", "--max-eval-examples", "24",
+          *COMMON])
+    results = json.loads((tmp_path / "stsb" / "eval_results.json").read_text())
+    assert {"pearson", "spearman"} <= set(results["best"]) and results["main_metric"] == "spearman"
+    rows = [r.split("\t") for r in (tmp_path / "stsb" / "STS-B.tsv").read_text().splitlines()[1:]]
+    assert len(rows) == 24 and all(len(r[1].split(".")[1]) == 3 for r in rows)
+    assert load_task_model(tmp_path / "stsb").num_segments == 2
+
+
+def test_conll_tagging_writes_conlleval_file(tiny_model_dir, tmp_path):
+    out = tmp_path / "ner"
+    main(["--task", "conll2003", "--data-dir", str(SHARED / "conll2003"), "--init", str(tiny_model_dir),
+          "--model-dir", str(out), "--max-train-examples", "32", "--max-eval-examples", "16", *COMMON])
+    results = json.loads((out / "eval_results.json").read_text())
+    assert {"ner_precision", "ner_recall", "ner_f1"} <= set(results["best"])
+    sentences = (out / "predictions.txt").read_text().strip("\n").split("\n\n")
+    assert len(sentences) == 16
+    model = load_task_model(out)
+    for sentence in sentences:
+        for line in sentence.splitlines():
+            word, gold, predicted = line.split(" ")
+            assert gold in model.label_names and predicted in model.label_names
+
+
+def test_squad_on_held_out_articles(tiny_model_dir, tmp_path):
+    out = tmp_path / "squad"
+    dev_file = SHARED / "squad" / "dev-v1.1.json"
+    main(["--task", "squad/v1.1", "--train-file", str(dev_file), "--eval-file", str(dev_file),
+          "--train-articles", ":36", "--eval-articles", "47:", "--max-train-examples", "24",
+          "--max-eval-examples", "12", "--doc-stride", "32", "--max-query-length", "16", "--epochs", "1",
+          "--batch-size", "8", "--seq-length", "64", "--quiet", "--init", str(tiny_model_dir),
+          "--model-dir", str(out)])
+    results = json.loads((out / "eval_results.json").read_text())
+    assert {"exact_match", "f1"} <= set(results["best"])
+    predictions = json.loads((out / "predictions.json").read_text())
+    assert len(predictions) == 12 and all(isinstance(v, str) for v in predictions.values())
+    nbest = json.loads((out / "nbest_predictions.json").read_text())
+    assert all(nbest[k][0]["text"] == v for k, v in predictions.items())
+    model = load_task_model(out)
+    assert (model.seq_length, model.doc_stride) == (64, 32)
+    with pytest.raises(ValueError, match="--train-articles and --eval-articles"):
+        main(["--task", "squad/v1.1", "--train-file", str(dev_file), "--eval-file", str(dev_file),
+              "--init", str(tiny_model_dir), "--model-dir", str(tmp_path / "x")])
+
+
+def _write_swag(path, rows):
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["", "video-id", "fold-ind", "startphrase", "sent1", "sent2", "gold-source",
+                    "ending0", "ending1", "ending2", "ending3", "label"])
+        for i, (sent1, sent2, endings, label) in enumerate(rows):
+            w.writerow([i, f"v{i}", str(i), f"{sent1} {sent2}", sent1, sent2, "gold", *endings, label])
+
+
+def test_swag_multiple_choice(tiny_model_dir, tmp_path):
+    rows = [("She opened the fridge.", "She", ["took out milk.", "flew away.", "sang.", "ate it."], i % 4)
+            for i in range(12)]
+    _write_swag(tmp_path / "train.csv", rows)
+    _write_swag(tmp_path / "val.csv", rows[:6])
+    out = tmp_path / "swag"
+    main(["--task", "swag", "--data-dir", str(tmp_path), "--init", str(tiny_model_dir), "--model-dir", str(out),
+          *COMMON])
+    assert "accuracy" in json.loads((out / "eval_results.json").read_text())["best"]
+    with open(out / "predictions.csv", newline="") as f:
+        predictions = list(csv.DictReader(f))
+    assert [p["id"] for p in predictions] == [str(i) for i in range(6)]
+    assert all(p["pred"] in "0123" for p in predictions)
+
+
+def test_csv_task(tiny_model_dir, tmp_path):
+    lines = ["text,label"] + [f"sample {i} {'good' if i % 2 else 'bad'},{'pos' if i % 2 else 'neg'}"
+                              for i in range(16)]
+    (tmp_path / "train.csv").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "csv"
+    main(["--task", "csv", "--train-file", str(tmp_path / "train.csv"), "--eval-file", str(tmp_path / "train.csv"),
+          "--text-columns", "text", "--init", str(tiny_model_dir), "--model-dir", str(out), *COMMON])
+    assert load_task_model(out).label_names == ["neg", "pos"]
+    assert (out / "predictions.tsv").read_text().splitlines()[0] == "index\tprediction"
+
+
+def test_malformed_data_names_file_and_line(tiny_model_dir, tmp_path):
+    glue_dir = tmp_path / "SST-2"
+    glue_dir.mkdir()
+    (glue_dir / "train.tsv").write_text("sentence\tlabel\ngood film \t1\nbad film \tpositive\n")
+    (glue_dir / "dev.tsv").write_text("sentence\tlabel\nfine \t1\n")
+    with pytest.raises(DataError, match=r"train\.tsv, line 3: field 'label': got 'positive'"):
+        main(["--task", "glue/sst2", "--data-dir", str(glue_dir), "--init", str(tiny_model_dir),
+              "--model-dir", str(tmp_path / "out")])
+    conll_dir = tmp_path / "conll"
+    conll_dir.mkdir()
+    (conll_dir / "train.txt").write_text("EU NNP B-NP B-ORG\nrejects VBZ B-VP\n")
+    (conll_dir / "valid.txt").write_text("EU NNP B-NP B-ORG\n")
+    with pytest.raises(DataError, match=r"train\.txt, line 2"):
+        main(["--task", "conll2003", "--data-dir", str(conll_dir), "--init", str(tiny_model_dir),
+              "--model-dir", str(tmp_path / "out")])
+    assert not (tmp_path / "out" / "kbert.json").exists()
