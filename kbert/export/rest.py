@@ -75,10 +75,12 @@ def parse_request(body: dict, input_specs: dict) -> tuple[dict, bool]:
     return {name: _to_array(inputs[name], input_specs[name], name) for name in names}, False
 
 
-def _jsonable(array: np.ndarray):
+def _jsonable(array):
+    array = np.asarray(array)
     if array.dtype == object or array.dtype.kind == "S":
-        return np.vectorize(lambda b: b.decode("utf-8", "replace") if isinstance(b, bytes) else b,
-                            otypes=[object])(array).tolist() if array.size else array.tolist()
+        decode = np.vectorize(lambda b: b.decode("utf-8", "replace") if isinstance(b, bytes) else b,
+                              otypes=[object])
+        return decode(array).tolist() if array.size else array.tolist()
     return array.tolist()
 
 

@@ -1,0 +1,226 @@
+"""Task SavedModels: strings in, answers out; fresh-process parity, bad input, REST, warm-up, ops."""
+
+import json
+import re
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kbert.export import rest
+from kbert.export.serving import read_warmup_requests, saved_model_ops
+from kbert.export.task import export_task
+from conftest import REFERENCE, REPO, run_fresh_python
+
+LABELS = ["negative", "positive"]
+TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+
+
+def _reference_texts(n=24):
+    rows = json.loads((REFERENCE / "minilm_encoder_inputs.json").read_text())["rows"]
+    lines = [json.loads(line)["text"] for line in (REFERENCE / "wordpiece_uncased.jsonl").read_text().splitlines()]
+    return [r["text_a"] for r in rows[:n // 2]] + lines[::250][: n // 2]
+
+
+BAD = ["", "   ", "x" * 20000, "caf\u00e9 \u2603 \U0001F600 \u200b\u0301", "\u4e2d\u6587\u5b57", "\x00\x07 ctrl"]
+BAD_BYTES = [b"\xff\xfe invalid \xc3\x28 utf-8", b"\xed\xa0\x80"]
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory, tiny_model_dir):
+    from kbert.tasks import MultipleChoiceModel, TextClassifier, TextRegressor, TokenTagger
+
+    keras.utils.set_random_seed(0)
+    root = tmp_path_factory.mktemp("tasks")
+    models = {
+        "sst2": TextClassifier.from_model_dir(tiny_model_dir, num_classes=2, label_names=LABELS, seq_length=64),
+        "mrpc": TextClassifier.from_model_dir(tiny_model_dir, num_classes=2, num_segments=2, seq_length=64),
+        "stsb": TextRegressor.from_model_dir(tiny_model_dir, num_segments=2, seq_length=64),
+        "ner": TokenTagger.from_model_dir(tiny_model_dir, label_names=TAGS, seq_length=64),
+        "swag": MultipleChoiceModel.from_model_dir(tiny_model_dir, seq_length=64),
+    }
+    out = {}
+    for name, model in models.items():
+        # Non-trivial heads so that outputs differ between inputs.
+        for w in model.head.weights:
+            w.assign(np.random.default_rng(1).normal(0, 0.5, w.shape).astype("float32"))
+        model.save_model_dir(root / "dirs" / name)
+        out[name] = (model, export_task(root / "dirs" / name, root / "saved_models" / name / "1"))
+    return out
+
+
+def _call(export_dir, **inputs):
+    loaded = tf.saved_model.load(str(export_dir))
+    fn = loaded.signatures["serving_default"]
+    return {k: v.numpy() for k, v in fn(**{k: tf.constant(v) for k, v in inputs.items()}).items()}
+
+
+def test_classifier_strings_in_labels_out_equal_the_keras_model(exports):
+    model, path = exports["sst2"]
+    texts = _reference_texts() + BAD
+    out = _call(path, text=np.array(texts, dtype=object))
+    expected = model.predict_proba(np.array(texts, dtype=object))
+    assert np.abs(out["probabilities"] - expected).max() <= 1e-5
+    assert [x.decode() for x in out["labels"]] == [LABELS[i] for i in expected.argmax(-1)]
+    assert out["probabilities"].shape == (len(texts), 2)
+
+
+def test_bad_input_gives_defined_outputs(exports):
+    _, path = exports["sst2"]
+    out = _call(path, text=np.array(BAD_BYTES + [b""], dtype=object))
+    assert out["probabilities"].shape == (3, 2) and np.isfinite(out["probabilities"]).all()
+    empty = _call(path, text=np.zeros([0], dtype=object))
+    assert empty["probabilities"].shape == (0, 2)
+    loaded = tf.saved_model.load(str(path))
+    with pytest.raises((tf.errors.InvalidArgumentError, TypeError, ValueError)):
+        loaded.signatures["serving_default"](text=tf.constant([1.0, 2.0]))
+    # The function behind the signature checks shapes against its input signature (the
+    # signature wrapper itself, like TF Serving, only checks dtypes and names).
+    with pytest.raises((TypeError, ValueError), match="(?i)signature|shape|incompatible"):
+        loaded.serve({"text": tf.constant([["a"], ["b"]])})
+    with pytest.raises((TypeError, ValueError)):
+        loaded.signatures["serving_default"](texts=tf.constant(["a"]))  # wrong input name
+
+
+def test_pairs_regression_and_ids_signature(exports):
+    model, path = exports["stsb"]
+    a, b = _reference_texts(8), _reference_texts(16)[8:]
+    out = _call(path, text_a=np.array(a, dtype=object), text_b=np.array(b, dtype=object))
+    expected = model.predict({"text_a": np.array(a, dtype=object), "text_b": np.array(b, dtype=object)}, verbose=0)
+    assert np.abs(out["scores"] - expected).max() <= 1e-5
+    clf, clf_path = exports["mrpc"]
+    packed = {k: v.numpy() for k, v in clf.preprocessor([tf.constant(a), tf.constant(b)]).items()}
+    by_ids = tf.saved_model.load(str(clf_path)).signatures["serving_ids"](**{k: tf.constant(v) for k, v in packed.items()})
+    by_text = _call(clf_path, text_a=np.array(a, dtype=object), text_b=np.array(b, dtype=object))
+    assert np.abs(by_ids["probabilities"].numpy() - by_text["probabilities"]).max() <= 1e-5
+
+
+def test_tagger_words_tags_and_entity_offsets_equal_the_python_path(exports):
+    model, path = exports["ner"]
+    texts = ["John Smith lives in Zürich, Switzerland.", "", "Ünïcode — 中文 and emoji \U0001F600 here."]
+    out = _call(path, text=np.array(texts, dtype=object))
+    expected = model.predict_entities(texts)
+    for i, (text, exp) in enumerate(zip(texts, expected)):
+        n = out["num_words"][i]
+        assert [w.decode() for w in out["words"][i][:n]] == [w["text"] for w in exp["words"]]
+        assert [t.decode() for t in out["tags"][i][:n]] == [w["tag"] for w in exp["words"]]
+        assert out["word_start"][i][:n].tolist() == [w["start"] for w in exp["words"]]
+        m = out["num_entities"][i]
+        got = [(out["entity_type"][i][j].decode(), out["entity_text"][i][j].decode(),
+                int(out["entity_start"][i][j]), int(out["entity_end"][i][j])) for j in range(m)]
+        assert got == [(e["type"], e["text"], e["start"], e["end"]) for e in exp["entities"]]
+        for kind, span, start, end in got:
+            assert text[start:end] == span
+
+
+def test_multiple_choice(exports):
+    model, path = exports["swag"]
+    inputs = {"context": np.array(["He opened the door", "She sat"], dtype=object),
+              "choices": np.array([["and walked in.", "and sang.", "x", "y"], ["down.", "up.", "", "z"]], dtype=object)}
+    out = _call(path, **inputs)
+    expected = model.predict_logits({"text_a": inputs["context"], "choices": inputs["choices"]})
+    assert np.abs(out["logits"] - expected).max() <= 1e-5
+    assert out["choice_ids"].tolist() == expected.argmax(-1).tolist()
+
+
+def test_fresh_process_with_only_tensorflow_and_tensorflow_text(exports, tmp_path):
+    model, path = exports["sst2"]
+    texts = _reference_texts() + BAD
+    result = tmp_path / "out.npy"
+    run_fresh_python(f"""
+import sys, numpy as np, tensorflow as tf, tensorflow_text
+m = tf.saved_model.load({str(path)!r})
+out = m.signatures["serving_default"](text=tf.constant({texts!r}))
+np.save({str(result)!r}, out["probabilities"].numpy())
+assert not [k for k in sys.modules if k.split(".")[0] in ("kbert", "keras_hub")]
+""")
+    expected = model.predict_proba(np.array(texts, dtype=object))
+    assert np.abs(np.load(result) - expected).max() <= 1e-5
+
+
+def test_rest_requests_as_tf_serving_builds_them(exports):
+    _, path = exports["sst2"]
+    loaded = tf.saved_model.load(str(path))
+    row = rest.predict(loaded, {"instances": [{"text": "a gripping, funny film"}, {"text": "dull"}]})
+    assert len(row["predictions"]) == 2 and set(row["predictions"][0]) == {"class_ids", "labels", "logits", "probabilities"}
+    assert row["predictions"][0]["labels"] in LABELS
+    col = rest.predict(loaded, {"inputs": {"text": ["a gripping, funny film", "dull"]}})
+    assert col["outputs"]["labels"] == [p["labels"] for p in row["predictions"]]
+    bare = rest.predict(loaded, {"instances": ["a gripping, funny film", "dull"]})
+    assert bare == row
+    with pytest.raises(rest.RestError, match="exactly one"):
+        rest.predict(loaded, {"instances": [], "inputs": {}})
+
+
+def test_warmup_requests_replay(exports):
+    for name, (_, path) in exports.items():
+        logs = read_warmup_requests(path)
+        assert logs, name
+        loaded = tf.saved_model.load(str(path))
+        for log in logs:
+            request = log.predict_log.request
+            fn = loaded.signatures[request.model_spec.signature_name]
+            fn(**{k: tf.make_ndarray(v) for k, v in request.inputs.items()})
+
+
+def test_only_core_and_tensorflow_text_ops(exports):
+    ops = sorted(set().union(*(saved_model_ops(p) for _, p in exports.values())))
+    out = run_fresh_python(f"""
+from tensorflow.python.framework import op_def_registry
+import tensorflow as tf
+ops = {ops!r}
+core = [o for o in ops if op_def_registry.get(o) is not None]
+import tensorflow_text
+text = [o for o in ops if o not in core and op_def_registry.get(o) is not None]
+missing = [o for o in ops if op_def_registry.get(o) is None]
+print("TEXT", ",".join(text)); print("MISSING", ",".join(missing))
+""")
+    text_ops = out.split("TEXT ")[1].split("\n")[0].split(",")
+    missing = out.split("MISSING ")[1].split("\n")[0]
+    assert missing == "", missing
+    readme = (REPO / "README.md").read_text()
+    for op in text_ops:
+        if op:
+            assert op in readme, f"README's list of tensorflow-text ops lacks {op}"
+
+
+def test_saved_model_cli_matches_readme(exports):
+    import subprocess
+    import sys
+
+    readme = (REPO / "README.md").read_text()
+    for name in ("sst2", "ner"):
+        shown = subprocess.run([sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", "show", "--dir",
+                                str(exports[name][1]), "--tag_set", "serve", "--signature_def", "serving_default"],
+                               capture_output=True, text=True, timeout=300).stdout
+        documented = re.search(rf"<!-- saved_model_cli {name} -->\n```\n(.*?)```", readme, re.S)
+        assert documented, f"README has no saved_model_cli block for {name}"
+
+        def signature(text):
+            return sorted(re.findall(r"(inputs|outputs)\['(\w+)'\] tensor_info:\s+dtype: (\w+)\s+shape: (\S+)", text))
+
+        assert signature(shown) and signature(shown) == signature(documented.group(1))
+
+
+def test_span_qa_export_answers_like_the_python_path(tmp_path, tiny_model_dir):
+    from kbert.tasks import SpanQuestionAnswerer
+
+    model = SpanQuestionAnswerer.from_model_dir(tiny_model_dir, seq_length=64, doc_stride=16, max_query_length=16)
+    for w in model.head.weights:  # sharp, non-trivial logits
+        w.assign(np.random.default_rng(2).normal(0, 15.0, w.shape).astype("float32"))
+    model.save_model_dir(tmp_path / "squad")
+    path = export_task(tmp_path / "squad", tmp_path / "saved_models" / "squad" / "1")
+    context = ("Zürich, the largest city of Switzerland, lies at the north end of lake Zürich. " * 3
+               + "東京 is far away 🎉 and so on.")
+    questions, contexts = ["Where is Zürich?", "Which city?", ""], [context, "Short one.", ""]
+    out = _call(path, question=np.array(questions, dtype=object), context=np.array(contexts, dtype=object))
+    expected = model.answer(questions, contexts)
+    for i, exp in enumerate(expected):
+        text = exp["text"] if isinstance(exp, dict) else exp.text
+        assert out["answer_text"][i].decode() == text
+        if text:
+            start = int(out["answer_start"][i])
+            assert contexts[i][start:int(out["answer_end"][i])] == text
+    row = rest.predict(tf.saved_model.load(str(path)), {"instances": [{"question": questions[0], "context": context}]})
+    assert set(row["predictions"][0]) == {"answer_text", "answer_start", "answer_end", "score", "null_score_diff"}
