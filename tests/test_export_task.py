@@ -222,5 +222,7 @@ def test_span_qa_export_answers_like_the_python_path(tmp_path, tiny_model_dir):
         if text:
             start = int(out["answer_start"][i])
             assert contexts[i][start:int(out["answer_end"][i])] == text
+    bad = _call(path, question=np.array([b"\xff\xfe?"], dtype=object), context=np.array([b"ab \xc3\x28 cd"], dtype=object))
+    assert bad["answer_text"].shape == (1,)  # invalid UTF-8 gives a defined answer, no error
     row = rest.predict(tf.saved_model.load(str(path)), {"instances": [{"question": questions[0], "context": context}]})
     assert set(row["predictions"][0]) == {"answer_text", "answer_start", "answer_end", "score", "null_score_diff"}

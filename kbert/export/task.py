@@ -38,6 +38,12 @@ SIGNATURES = {
 }
 
 
+def valid_utf8(text):
+    """Invalid UTF-8 bytes -> U+FFFD, so that character offsets (and the substrings cut with them)
+    are defined for any input; valid text is unchanged. Offsets then refer to this text."""
+    return tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
+
+
 class _TaskModule(tf.__internal__.tracking.AutoTrackable):
     def __init__(self, model, vocab_file, do_lower_case):
         # The Keras task model itself is not tracked: Keras would add its own default serving
@@ -150,7 +156,7 @@ def _tagger_signatures(module):
 
     @tf.function(input_signature=[{"text": tf.TensorSpec([None], tf.string, name="text")}])
     def serve(inputs):
-        text = inputs["text"]
+        text = valid_utf8(inputs["text"])
         _, starts, ends = model.tokenizer.tokenize_with_offsets(text, unit="UTF8_CHAR")
         word_start = tf.cast(tf.reduce_min(starts, axis=2), tf.int32)  # [batch, (words)]
         word_end = tf.cast(tf.reduce_max(ends, axis=2), tf.int32)
@@ -194,7 +200,7 @@ def _span_qa_signatures(module):
     @tf.function(input_signature=[{"question": tf.TensorSpec([None], tf.string, name="question"),
                                    "context": tf.TensorSpec([None], tf.string, name="context")}])
     def serve(inputs):
-        return answer(inputs["question"], inputs["context"])
+        return answer(valid_utf8(inputs["question"]), valid_utf8(inputs["context"]))
 
     @tf.function(input_signature=[IDS_SPEC])
     def serve_ids(inputs):

@@ -1,0 +1,94 @@
+"""Exported task models under load and under arbitrary input (reliability issue, serving half)."""
+
+import threading
+import time
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kbert.export.task import export_task
+
+TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, tiny_model_dir):
+    from kbert.tasks import TextClassifier, TokenTagger
+
+    keras.utils.set_random_seed(3)
+    root = tmp_path_factory.mktemp("served")
+    clf = TextClassifier.from_model_dir(tiny_model_dir, num_classes=3, label_names=["a", "b", "c"], seq_length=64)
+    ner = TokenTagger.from_model_dir(tiny_model_dir, label_names=TAGS, seq_length=64)
+    for model, name in ((clf, "clf"), (ner, "ner")):
+        model.save_model_dir(root / name)
+        export_task(root / name, root / "sm" / name / "1", warmup=False)
+    return (tf.saved_model.load(str(root / "sm" / "clf" / "1")).signatures["serving_default"],
+            tf.saved_model.load(str(root / "sm" / "ner" / "1")).signatures["serving_default"])
+
+
+def _rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+
+def test_eight_threads_for_sixty_seconds_same_outputs_and_flat_memory(served):
+    clf, _ = served
+    rng = np.random.default_rng(0)
+    words = "the a film great bad Zürich 東京 🎉 , . not very".split()
+    batches = [[" ".join(rng.choice(words, rng.integers(0, 30))) for _ in range(rng.integers(1, 9))]
+               for _ in range(16)]
+    reference = [clf(text=tf.constant(b))["probabilities"].numpy() for b in batches]
+    for _ in range(3):  # warm-up
+        for b in batches:
+            clf(text=tf.constant(b))
+    rss_start = _rss_bytes()
+    errors, calls = [], [0] * 8
+    deadline = time.monotonic() + 60
+
+    def worker(k):
+        r = np.random.default_rng(k)
+        while time.monotonic() < deadline:
+            i = int(r.integers(len(batches)))
+            got = clf(text=tf.constant(batches[i]))["probabilities"].numpy()
+            if got.shape != reference[i].shape or np.abs(got - reference[i]).max() > 1e-6:
+                errors.append((i, got, reference[i]))
+            calls[k] += 1
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    growth = (_rss_bytes() - rss_start) / rss_start
+    assert not errors, f"{len(errors)} calls differed from single-threaded results"
+    assert all(c > 10 for c in calls), calls
+    assert growth <= 0.05, f"memory grew {growth:.1%} ({rss_start} -> {_rss_bytes()} bytes) after warm-up"
+
+
+text_or_bytes = st.one_of(
+    st.text(max_size=300),
+    st.binary(max_size=300),
+    st.text(alphabet=st.characters(codec="utf-8"), max_size=50).map(lambda s: s * 40),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(text_or_bytes, min_size=0, max_size=24))
+def test_serving_signatures_never_crash_on_arbitrary_input(served, batch):
+    clf, ner = served
+    strings = tf.constant([s if isinstance(s, bytes) else s.encode("utf-8", "surrogatepass") for s in batch],
+                          dtype=tf.string, shape=[len(batch)])
+    out = clf(text=strings)
+    assert out["probabilities"].shape == (len(batch), 3)
+    assert np.isfinite(out["probabilities"].numpy()).all()
+    assert set(out["labels"].numpy().tolist()) <= {b"a", b"b", b"c"}
+    tags = ner(text=strings)
+    n = tags["num_words"].numpy()
+    assert tags["tags"].shape[0] == len(batch) and (n >= 0).all()
+    assert (tags["tag_ids"].numpy() < len(TAGS)).all()
+    for i in range(len(batch)):
+        assert (tags["word_start"].numpy()[i][: n[i]] >= 0).all()
