@@ -136,7 +136,11 @@ def save_model_dir(model_dir, encoder, vocab_file=None, vocab=None, do_lower_cas
 def _atomic_save_weights(layer, path: pathlib.Path) -> None:
     """Write to a temporary name, then rename: a crash mid-write leaves the old file intact."""
     tmp = path.with_name(path.name[: -len(".weights.h5")] + ".tmp.weights.h5")
-    save_weights(layer, tmp)
+    try:
+        save_weights(layer, tmp)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a half-written file (disk full, killed) must not stay behind
+        raise
     os.replace(tmp, path)
 
 
