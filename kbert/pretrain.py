@@ -32,6 +32,9 @@ def parse_args(argv=None):
     p.add_argument("--cased", action="store_true", help="cased vocabulary (no lower-casing)")
     p.add_argument("--train-data", help="glob of TFRecords from pipelines.pretraining_data")
     p.add_argument("--eval-data", help="glob of held-out TFRecords")
+    p.add_argument("--skip-bad-records", action="store_true",
+                   help="skip a damaged TFRecord file from its first bad record on (logged and counted) "
+                        "instead of stopping with an error that names the file and offset")
     p.add_argument("--eval-steps", type=int, default=20)
     p.add_argument("--seq-length", type=int, default=128)
     p.add_argument("--max-predictions", type=int, default=20)
@@ -110,7 +113,8 @@ def train(args) -> dict:
     import keras
     import tensorflow as tf
 
-    from kbert.data.pretraining import list_files, pretraining_dataset
+    from kbert.data.pretraining import BadRecordCounter, CorruptRecordError, explain_data_errors, list_files, \
+        pretraining_dataset
     from kbert.model_dir import load_encoder, load_heads, save_model_dir
     from kbert.models import BertEncoder
     from kbert.models.pretrainer import BertPretrainer
@@ -123,7 +127,9 @@ def train(args) -> dict:
     for flag in ("vocab", "train_data", "model_dir"):
         if not getattr(args, flag):
             raise SystemExit(f"error: --{flag.replace('_', '-')} is required (or run with no arguments for the demo)")
-    list_files(args.train_data)  # fail before any work when nothing matches
+    list_files(args.train_data)  # fail before any work when nothing matches or all files are empty
+    if args.eval_data:
+        list_files(args.eval_data)
     if args.seed is not None:
         keras.utils.set_random_seed(args.seed)
     model_dir = pathlib.Path(args.model_dir)
@@ -139,6 +145,7 @@ def train(args) -> dict:
                        mask_token_rate=args.mask_token_rate, random_token_rate=args.random_token_rate,
                        whole_word=args.whole_word_masking)
     use_nsp = not args.no_nsp
+    bad_records = BadRecordCounter() if args.skip_bad_records else None  # outside strategy.scope()
     replicas = strategy.num_replicas_in_sync
     if args.batch_size % replicas:
         raise ValueError(f"--batch-size {args.batch_size} is not divisible by {replicas} replicas")
@@ -146,7 +153,8 @@ def train(args) -> dict:
     def dataset_fn(input_context, pattern=args.train_data, training=True):
         per_replica = input_context.get_per_replica_batch_size(args.batch_size)
         return pretraining_dataset(pattern, preprocessor, masker, per_replica, is_training=training,
-                                   input_context=input_context, seed=args.seed, use_nsp=use_nsp)
+                                   input_context=input_context, seed=args.seed, use_nsp=use_nsp,
+                                   skip_bad_records=args.skip_bad_records, bad_record_counter=bad_records)
 
     train_ds = strategy.distribute_datasets_from_function(dataset_fn)
     with strategy.scope():
@@ -161,7 +169,10 @@ def train(args) -> dict:
                                      args.optimizer, args.clip_norm)
         pretrainer.compile(optimizer=optimizer, jit_compile=args.jit_compile,
                            steps_per_execution=args.steps_per_execution)
-        pretrainer(next(iter(dataset_fn(tf.distribute.InputContext())))[0])  # build
+        # Build on zeros of the batches' shapes: no data read (nor a second tf.data pipeline traced).
+        pretrainer({name: tf.zeros([1, args.max_predictions if name == "masked_lm_positions" else args.seq_length],
+                                   tf.int32)
+                    for name in ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")})
         optimizer.build(pretrainer.trainable_variables)
     state = CheckpointState(model_dir / "checkpoints", pretrainer, optimizer)
     step = state.restore()
@@ -171,27 +182,45 @@ def train(args) -> dict:
     checkpointer = CheckpointCallback(state)
     callbacks = [checkpointer, StepLogger(model_dir / "logs" / "train", args.batch_size, every=min(10, every))]
     start = time.time()
-    while step < args.steps and not checkpointer.terminated:
-        n = min(every, args.steps - step)
-        if step % every == 0 and n == every:
-            # Whole checkpoint intervals as epochs: one fit call, resumable at any epoch.
-            epochs = (args.steps - step) // every
-            pretrainer.fit(train_ds, epochs=step // every + epochs, initial_epoch=step // every,
-                           steps_per_epoch=every, callbacks=callbacks, verbose=2 if not sys.stdout.isatty() else 1)
-        else:
-            pretrainer.fit(train_ds, epochs=1, steps_per_epoch=n, callbacks=callbacks,
-                           verbose=2 if not sys.stdout.isatty() else 1)
-        step = state.step
+    try:
+        with explain_data_errors():
+            while step < args.steps and not checkpointer.terminated:
+                # After a resume from a checkpoint written off the interval (SIGTERM, damaged data),
+                # the first call runs up to the next interval boundary.
+                n = min(every - step % every, args.steps - step)
+                if step % every == 0 and n == every:
+                    # Whole checkpoint intervals as epochs: one fit call, resumable at any epoch.
+                    epochs = (args.steps - step) // every
+                    pretrainer.fit(train_ds, epochs=step // every + epochs, initial_epoch=step // every,
+                                   steps_per_epoch=every, callbacks=callbacks,
+                                   verbose=2 if not sys.stdout.isatty() else 1)
+                else:
+                    pretrainer.fit(train_ds, epochs=1, steps_per_epoch=n, callbacks=callbacks,
+                                   verbose=2 if not sys.stdout.isatty() else 1)
+                if state.step == step:
+                    raise RuntimeError(f"no training step ran from step {step}: the training data ran out")
+                step = state.step
+    except CorruptRecordError:
+        # The steps done so far are sound (the bad record never reached the model): keep them.
+        if state.step and state.step != state.saved_step:
+            print(f"damaged training data: checkpoint written at step {state.step}: {state.save()}", flush=True)
+        raise
     if checkpointer.terminated:
         print(f"stopped by SIGTERM at step {step}; rerun the same command to resume", flush=True)
         sys.exit(143)
     elapsed = time.time() - start
     results = {"steps": step, "train_seconds": round(elapsed, 1)}
+    if bad_records is not None:
+        results["skipped_bad_records"] = bad_records.count
+        if bad_records.count:
+            print(f"skipped {bad_records.count} damaged TFRecord region(s) (each a bad record and the rest of its "
+                  "file); the files are named in the log above", flush=True)
     if args.eval_data:
         eval_ds = pretraining_dataset(args.eval_data, preprocessor, masker, args.batch_size, is_training=False,
                                       seed=0, use_nsp=use_nsp)
-        results.update({f"eval_{k}": float(v) for k, v in pretrainer.evaluate(
-            eval_ds.take(args.eval_steps), return_dict=True, verbose=0).items()})
+        with explain_data_errors():
+            results.update({f"eval_{k}": float(v) for k, v in pretrainer.evaluate(
+                eval_ds.take(args.eval_steps), return_dict=True, verbose=0).items()})
         writer = tf.summary.create_file_writer(str(model_dir / "logs" / "eval"))
         with writer.as_default(step=step):
             for k, v in results.items():
@@ -201,6 +230,20 @@ def train(args) -> dict:
                    heads={name: (head, {"type": name}) for name, head in pretrainer.heads().items()})
     (model_dir / "pretrain_results.json").write_text(json.dumps(results, indent=2) + "\n")
     return results
+
+
+def run_training(args) -> dict:
+    """``train`` with the failures a user has to act on (damaged data, divergence, a checkpoint that
+    cannot be written) reported as one ``error: ...`` line and exit status 1 instead of a traceback."""
+    from kbert.data.pretraining import CorruptRecordError
+    from kbert.errors import DataError
+    from kbert.training.checkpoints import CheckpointRestoreError, CheckpointWriteError, TrainingDiverged
+
+    try:
+        return train(args)
+    except (CorruptRecordError, DataError, TrainingDiverged, CheckpointWriteError, CheckpointRestoreError) as e:
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
 
 
 def export(model_dir: pathlib.Path, name: str):
@@ -219,7 +262,7 @@ def main(argv=None):
     args = demo_args() if demo else parse_args(argv)
     if demo:
         print("[3/4] pre-training BERT-Tiny (masked LM + next sentence prediction)", flush=True)
-    results = train(args)
+    results = run_training(args)
     print(json.dumps(results, indent=2))
     if args.export:
         if demo:
