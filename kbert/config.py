@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 
 # Activation names accepted in ``hidden_act``.  kbert follows Google's ``bert_config.json``
@@ -60,7 +61,8 @@ class BertConfig:
     initializer_range: float = 0.02
 
     def __post_init__(self):
-        self.hidden_act = ACTIVATION_ALIASES.get(self.hidden_act, self.hidden_act)
+        if isinstance(self.hidden_act, str):
+            self.hidden_act = ACTIVATION_ALIASES.get(self.hidden_act, self.hidden_act)
         self.validate()
 
     # -- validation ---------------------------------------------------------------------------
@@ -74,9 +76,10 @@ class BertConfig:
                 raise ConfigError(f"{name}{where} must be positive, got {value}")
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
                 raise ConfigError(f"{name}{where} must be a number in [0, 1), got {value!r}")
-        if not isinstance(self.initializer_range, (int, float)) or self.initializer_range <= 0:
+        if (isinstance(self.initializer_range, bool) or not isinstance(self.initializer_range, (int, float))
+                or not 0 < self.initializer_range < math.inf):  # also refuses NaN
             raise ConfigError(
                 f"initializer_range{where} must be a positive number, got {self.initializer_range!r}"
             )
@@ -141,6 +144,8 @@ class BertConfig:
                 data = json.load(f)
         except FileNotFoundError:
             raise ConfigError(f"BERT config file not found: {path}") from None
+        except UnicodeDecodeError as e:
+            raise ConfigError(f"{path} is not UTF-8 (byte {e.start})") from None
         except json.JSONDecodeError as e:
             raise ConfigError(f"{path} is not valid JSON: {e}") from None
         return cls.from_dict(data, source=path)
