@@ -36,10 +36,17 @@ def read_metadata(model_dir) -> dict:
         return {"format": FORMAT_VERSION, "do_lower_case": True, "heads": {}}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise ModelDirError(f"{path} is not UTF-8 (byte {e.start})") from None
     except json.JSONDecodeError as e:
         raise ModelDirError(f"{path} is not valid JSON: {e}") from None
     if not isinstance(data, dict) or not isinstance(data.get("heads", {}), dict):
         raise ModelDirError(f"{path}: expected an object with a 'heads' object")
+    for name, info in data.get("heads", {}).items():
+        if not isinstance(info, dict):
+            raise ModelDirError(f"{path}: head {name!r} must be an object, got {info!r}")
+        if not isinstance(info.get("weights"), str):
+            raise ModelDirError(f"{path}: head {name!r} has no 'weights' file name (got {info.get('weights')!r})")
     data.setdefault("heads", {})
     data.setdefault("do_lower_case", True)
     return data
@@ -60,8 +67,11 @@ def resolve_file(model_dir, name: str) -> pathlib.Path:
 
 
 def count_vocab(vocab_file) -> int:
-    with open(vocab_file, encoding="utf-8") as f:
-        return sum(1 for _ in f)
+    try:
+        with open(vocab_file, encoding="utf-8") as f:
+            return sum(1 for _ in f)
+    except UnicodeDecodeError as e:
+        raise ModelDirError(f"{vocab_file} is not UTF-8 (byte {e.start} of a line)") from None
 
 
 def check_files(model_dir) -> None:
@@ -99,11 +109,71 @@ def load_encoder(model_dir, dtype=None, **overrides):
         config = BertConfig(**{**config.to_dict(), **overrides})
     encoder = BertEncoder(config, dtype=dtype)
     path = pathlib.Path(model_dir) / ENCODER_WEIGHTS
-    try:
-        encoder.load_weights(path)
-    except ValueError as e:
-        raise ModelDirError(f"{path} does not fit the architecture in {CONFIG_FILE}: {e}") from None
+    _load_checked(encoder, path, f"the architecture in {CONFIG_FILE}")
     return encoder
+
+
+def _load_checked(layer, path, what: str) -> None:
+    """``load_weights`` whose errors name the file and, for a mismatch, list every difference."""
+    try:
+        load_weights(layer, path)
+    except OSError as e:  # h5py: truncated, not HDF5, a directory, unreadable
+        raise ModelDirError(f"{path} is not a readable Keras .weights.h5 file (truncated, damaged or another "
+                            f"format): {str(e).splitlines()[0]}") from None
+    except ValueError as e:
+        differences = _weights_differences(layer, path)
+        raise ModelDirError(f"{path} does not fit {what}: " + (differences or str(e))) from None
+    # Keras ignores weights in the file that the layer does not have (e.g. a 12-layer checkpoint
+    # into a 6-layer config): compare the counts (h5 metadata only) and list them if they differ.
+    found = len(_h5_shapes(path))
+    if found != len(layer.weights):
+        differences = _weights_differences(layer, path)
+        raise ModelDirError(f"{path} does not fit {what}: " + (
+            differences or f"the file holds {found} weights, the layer {len(layer.weights)}"))
+
+
+def _h5_shapes(path) -> dict:
+    import h5py
+
+    shapes = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, obj: shapes.__setitem__(name, list(obj.shape))
+                     if isinstance(obj, h5py.Dataset) else None)
+    return shapes
+
+
+def _weights_differences(layer, path, limit=20) -> str:
+    """What differs between the weights file and the layer as configured (by h5 dataset path)."""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            expected_file = pathlib.Path(tmp) / "expected.weights.h5"
+            save_weights(layer, expected_file)
+            expected = _h5_shapes(expected_file)
+        found = _h5_shapes(path)
+    except Exception:  # noqa: BLE001 - the listing is a courtesy; the caller falls back to Keras' message
+        return ""
+
+    def grouped(names):  # whole missing layers as one entry: "layers/transformer_block_2 (16 weights)"
+        groups = {}
+        for name in sorted(names):
+            key = name.split("/vars/")[0].rsplit("/", 1)[0] if name.count("/") > 2 else name
+            key = "/".join(name.split("/")[:2]) if name.startswith("layers/") else key
+            groups.setdefault(key, []).append(name)
+        return [f"{k} ({len(v)} weight{'s' * (len(v) > 1)})" if len(v) > 1 else v[0] for k, v in groups.items()]
+
+    lines = [f"shape differs: {name}: file {found[name]}, config {expected[name]}"
+             for name in sorted(set(found) & set(expected)) if found[name] != expected[name]]
+    missing, extra = grouped(set(expected) - set(found)), grouped(set(found) - set(expected))
+    if missing:
+        lines.append("missing from the file: " + ", ".join(missing))
+    if extra:
+        lines.append(f"in the file but not in {CONFIG_FILE}: " + ", ".join(extra))
+    if not lines:
+        return ""
+    shown = lines[:limit] + ([f"... and {len(lines) - limit} more"] if len(lines) > limit else [])
+    return f"{len(lines)} difference(s):\n  " + "\n  ".join(shown)
 
 
 def save_model_dir(model_dir, encoder, vocab_file=None, vocab=None, do_lower_case=True, heads=None):
@@ -171,9 +241,6 @@ def load_heads(model_dir, config: BertConfig | None = None, names=None) -> dict:
         if not path.exists():
             raise ModelDirError(f"{model_dir / METADATA_FILE} lists head {name!r} but {path} is missing")
         head = build_head(info.get("type", name), config)
-        try:
-            load_weights(head, path)
-        except ValueError as e:
-            raise ModelDirError(f"{path} does not fit head {name!r} of {CONFIG_FILE}: {e}") from None
+        _load_checked(head, path, f"head {name!r} of {CONFIG_FILE}")
         heads[name] = head
     return heads
