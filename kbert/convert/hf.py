@@ -142,7 +142,10 @@ def load_state(hf_dir: pathlib.Path) -> tuple[dict, str]:
     if st.exists():
         from safetensors.numpy import load_file
 
-        return load_file(str(st)), str(st)
+        try:
+            return load_file(str(st)), str(st)
+        except Exception as e:  # noqa: BLE001 - SafetensorError and friends: a damaged or foreign file
+            raise ConversionError(f"{st} is not a readable safetensors file: {e}") from None
     pt = hf_dir / "pytorch_model.bin"
     if pt.exists():
         try:
@@ -152,8 +155,19 @@ def load_state(hf_dir: pathlib.Path) -> tuple[dict, str]:
                 f"{pt} is a PyTorch file and torch is not installed; install torch or save the model "
                 "as model.safetensors"
             ) from None
-        # weights_only=True: a checkpoint must never execute code while loading.
-        state = torch.load(str(pt), map_location="cpu", weights_only=True)
+        # weights_only=True: a checkpoint must never execute code while loading. torch's own message
+        # for a refused file suggests weights_only=False; ours does not.
+        try:
+            state = torch.load(str(pt), map_location="cpu", weights_only=True)
+        except Exception as e:  # noqa: BLE001 - UnpicklingError, RuntimeError (not a torch file), ...
+            reason = next((line.strip() for line in str(e).splitlines() if "GLOBAL" in line), "")
+            raise ConversionError(
+                f"{pt} was refused: it is not a plain tensor checkpoint that loads with weights_only=True"
+                + (f" ({reason})" if reason else f" ({type(e).__name__})")
+                + ". Files that need arbitrary Python objects can run code; kbert never loads them. "
+                "Use model.safetensors instead") from None
+        if not isinstance(state, dict) or not all(hasattr(v, "numpy") for v in state.values()):
+            raise ConversionError(f"{pt} does not hold a state dict of tensors")
         return {k: v.float().numpy() for k, v in state.items()}, str(pt)
     raise ConversionError(f"{hf_dir} holds neither model.safetensors nor pytorch_model.bin")
 
