@@ -60,9 +60,12 @@ def write_metadata(model_dir, metadata: dict) -> None:
 def resolve_file(model_dir, name: str) -> pathlib.Path:
     """A file named inside a model directory; names that escape it are refused."""
     root = pathlib.Path(model_dir).resolve()
+    if not isinstance(name, str) or "\x00" in name or name.strip() in ("", ".", "./"):
+        raise ModelDirError(f"{name!r} in {root / METADATA_FILE} is not a file name")
     path = (root / name).resolve()
-    if root != path and root not in path.parents:
-        raise ModelDirError(f"{name!r} in {root / METADATA_FILE} points outside the model directory")
+    if root not in path.parents:
+        raise ModelDirError(f"{name!r} in {root / METADATA_FILE} points outside the model directory"
+                            + (" (or at the directory itself)" if path == root else ""))
     return path
 
 
