@@ -1,0 +1,285 @@
+"""Issue 8, security: nothing in a model directory or data file can run code or reach outside.
+
+- The package source (kbert/, pipelines/) is scanned with ``ast`` (comments and strings do not
+  count): no pickle-family module, no ``torch.load`` without ``weights_only=True``, no
+  ``np.load(allow_pickle=True)``, no ``eval``/``exec``/``compile``, no ``yaml.load``, no unsafe
+  Keras deserialisation, no shell commands, no dynamic imports of computed names.
+- Files carrying a pickle payload that would create a marker file (``pytorch_model.bin``,
+  ``model.safetensors``, ``*.weights.h5``, a stray ``model.pkl``) are refused with an error
+  naming the file, and the marker never appears.
+- File names in ``kbert.json`` cannot leave the model directory (``..``, absolute paths,
+  symlinks, NUL bytes, the directory itself; hypothesis generates more).
+"""
+
+from __future__ import annotations
+
+import ast
+import collections
+import os
+import pathlib
+import pickle
+import shutil
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import MINILM_DIR, REPO
+
+FAULTS = collections.Counter()
+SOURCES = sorted([*REPO.glob("kbert/**/*.py"), *REPO.glob("pipelines/**/*.py")])
+
+FORBIDDEN_MODULES = {"pickle", "cPickle", "_pickle", "dill", "cloudpickle", "shelve", "marshal", "joblib",
+                     "jsonpickle"}
+FORBIDDEN_BUILTINS = {"eval", "exec", "compile", "__import__"}
+
+
+def _dotted(node) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _keyword(call, name):
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None
+
+
+def _is_const(node, value) -> bool:
+    return isinstance(node, ast.Constant) and node.value is value
+
+
+def unsafe_calls(source: str, filename: str = "<source>") -> list[str]:
+    """Every construct in ``source`` that could load a pickle or execute code, as 'file:line: what'."""
+    found = []
+    tree = ast.parse(source, filename)
+    for node in ast.walk(tree):
+        where = f"{filename}:{getattr(node, 'lineno', '?')}"
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in FORBIDDEN_MODULES:
+                    found.append(f"{where}: import {alias.name}")
+        elif isinstance(node, ast.ImportFrom):
+            if (node.module or "").split(".")[0] in FORBIDDEN_MODULES:
+                found.append(f"{where}: from {node.module} import ...")
+        elif isinstance(node, ast.Call):
+            name = _dotted(node.func)
+            last = name.rsplit(".", 1)[-1]
+            if isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_BUILTINS:
+                found.append(f"{where}: {node.func.id}()")
+            elif name == "torch.load" or name.endswith(".torch.load"):
+                if not _is_const(_keyword(node, "weights_only"), True):
+                    found.append(f"{where}: torch.load without weights_only=True")
+            elif name in ("np.load", "numpy.load") and not (
+                    _keyword(node, "allow_pickle") is None or _is_const(_keyword(node, "allow_pickle"), False)):
+                found.append(f"{where}: {name} with allow_pickle")
+            elif name in ("yaml.load", "yaml.unsafe_load", "yaml.full_load", "yaml.load_all"):
+                found.append(f"{where}: {name} (use yaml.safe_load)")
+            elif last == "load_model" and not _is_const(_keyword(node, "safe_mode"), True) \
+                    and _keyword(node, "safe_mode") is not None:
+                found.append(f"{where}: {name} with safe_mode off")
+            elif last == "enable_unsafe_deserialization":
+                found.append(f"{where}: {name}()")
+            elif name in ("os.system", "os.popen") or name.startswith("os.exec") or name.startswith("os.spawn"):
+                found.append(f"{where}: {name}()")
+            elif name.startswith("subprocess.") and _keyword(node, "shell") is not None \
+                    and not _is_const(_keyword(node, "shell"), False):
+                found.append(f"{where}: {name}(shell=...)")
+            elif name in ("pd.read_pickle", "pandas.read_pickle"):
+                found.append(f"{where}: {name}()")
+            elif name in ("importlib.import_module", "import_module"):
+                arg = node.args[0] if node.args else None
+                fixed = isinstance(arg, ast.Constant) or (
+                    isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant)
+                    and str(arg.values[0].value).startswith("kbert."))
+                if not fixed:
+                    found.append(f"{where}: {name} of a computed name")
+    return found
+
+
+def test_the_scanner_finds_what_it_looks_for():
+    bad = """
+import pickle
+from dill import loads
+import torch, numpy as np, yaml, os, subprocess, importlib, keras
+torch.load(path)
+torch.load(path, weights_only=False)
+np.load(path, allow_pickle=True)
+yaml.load(text)
+eval("1")
+exec("x = 1")
+keras.saving.load_model(path, safe_mode=False)
+keras.config.enable_unsafe_deserialization()
+os.system("ls")
+subprocess.run("ls", shell=True)
+importlib.import_module(user_value)
+"""
+    assert len(unsafe_calls(bad)) == 13, unsafe_calls(bad)
+    fine = """
+# import pickle   (a comment)
+text = "eval(x); torch.load(p)"   # strings do not count
+torch.load(path, map_location="cpu", weights_only=True)
+np.load(path)
+np.load(path, allow_pickle=False)
+yaml.safe_load(text)
+model.eval()
+subprocess.run(["ls"], check=True)
+importlib.import_module(f"kbert.tasks.{name}")
+"""
+    assert unsafe_calls(fine) == []
+
+
+def test_the_package_never_loads_pickles_or_executes_code():
+    assert len(SOURCES) > 30
+    problems = [p for path in SOURCES for p in unsafe_calls(path.read_text(encoding="utf-8"),
+                                                            str(path.relative_to(REPO)))]
+    assert problems == [], "\n".join(problems)
+    # and the one torch.load there is the weights-only one
+    torch_loads = [path for path in SOURCES if "torch.load(" in path.read_text(encoding="utf-8")]
+    assert [p.relative_to(REPO).as_posix() for p in torch_loads] == ["kbert/convert/hf.py"]
+
+
+# -- payloads that would run code --------------------------------------------------------------------
+class Payload:
+    """Unpickling this creates the marker file."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (os.system, (f"touch '{self.marker}'",))
+
+
+def _hf_dir(tmp_path):
+    hf = tmp_path / "hf"
+    hf.mkdir()
+    for name in ("config.json", "vocab.txt"):
+        shutil.copy(MINILM_DIR / name, hf / name)
+    return hf
+
+
+@pytest.mark.parametrize("file", ["pytorch_model.bin", "model.safetensors"])
+def test_hf_weights_with_a_pickle_payload_are_refused_without_running_it(tmp_path, file):
+    torch = pytest.importorskip("torch")
+    from kbert.convert import hf
+    from kbert.convert.names import ConversionError
+
+    marker = tmp_path / "PWNED"
+    folder = _hf_dir(tmp_path)
+    torch.save({"embeddings.word_embeddings.weight": Payload(marker)}, folder / file)
+    FAULTS[f"pickle payload as {file}"] += 1
+    with pytest.raises(ConversionError) as info:
+        hf.convert(folder, tmp_path / "out")
+    assert str(folder / file) in str(info.value)
+    assert "weights_only=False" not in str(info.value)  # never advise the unsafe way out
+    assert not marker.exists()
+    assert not (tmp_path / "out" / "encoder.weights.h5").exists()
+
+
+def test_a_plain_pickle_as_pytorch_model_bin_is_refused(tmp_path):
+    pytest.importorskip("torch")
+    from kbert.convert import hf
+    from kbert.convert.names import ConversionError
+
+    marker = tmp_path / "PWNED"
+    folder = _hf_dir(tmp_path)
+    (folder / "pytorch_model.bin").write_bytes(pickle.dumps(Payload(marker)))
+    FAULTS["raw pickle payload as pytorch_model.bin"] += 1
+    with pytest.raises(ConversionError, match="pytorch_model.bin"):
+        hf.convert(folder, tmp_path / "out")
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("file", ["encoder.weights.h5", "mlm.weights.h5"])
+def test_kbert_weights_that_are_pickles_are_refused_without_running_them(tmp_path, tiny_model_dir, file):
+    from kbert.layers.heads import build_head
+    from kbert.model_dir import ModelDirError, load_encoder, load_heads, read_metadata, save_weights, write_metadata
+
+    m = shutil.copytree(tiny_model_dir, tmp_path / "m")
+    encoder = load_encoder(m)
+    save_weights(build_head("mlm", encoder.config), m / "mlm.weights.h5")
+    meta = read_metadata(m)
+    meta["heads"]["mlm"] = {"type": "mlm", "weights": "mlm.weights.h5"}
+    write_metadata(m, meta)
+    marker = tmp_path / "PWNED"
+    (m / file).write_bytes(pickle.dumps(Payload(marker)))
+    (m / "model.pkl").write_bytes(pickle.dumps(Payload(marker)))  # a stray pickle is never opened
+    (m / "pytorch_model.bin").write_bytes(pickle.dumps(Payload(marker)))
+    FAULTS[f"pickle payload as {file} (+ model.pkl, pytorch_model.bin beside it)"] += 1
+    with pytest.raises(ModelDirError, match=f"{file} is not a readable Keras .weights.h5 file"):
+        load_encoder(m) if file.startswith("encoder") else load_heads(m)
+    assert not marker.exists()
+
+
+# -- paths in kbert.json ----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def head_dir(tmp_path_factory, tiny_model_dir):
+    """A model directory with an MLM head, and a valid head weights file outside it."""
+    from kbert.layers.heads import build_head
+    from kbert.model_dir import load_config, save_weights
+
+    root = tmp_path_factory.mktemp("paths")
+    m = shutil.copytree(tiny_model_dir, root / "m")
+    head = build_head("mlm", load_config(m))
+    save_weights(head, m / "mlm.weights.h5")
+    (root / "outside").mkdir()
+    save_weights(head, root / "outside" / "mlm.weights.h5")
+    return m
+
+
+def _load_with_weights_name(model_dir, name):
+    from kbert.model_dir import load_heads, read_metadata, write_metadata
+
+    meta = read_metadata(model_dir)
+    meta["heads"] = {"mlm": {"type": "mlm", "weights": name}}
+    write_metadata(model_dir, meta)
+    return load_heads(model_dir)
+
+
+@pytest.mark.parametrize("name", [
+    "../outside/mlm.weights.h5", "sub/../../outside/mlm.weights.h5", "{root}/outside/mlm.weights.h5",
+    "link.weights.h5", "linkdir/mlm.weights.h5", "mlm.weights.h5\x00.txt", "", ".", "./",
+])
+def test_head_file_names_cannot_leave_the_model_directory(head_dir, name):
+    from kbert.model_dir import ModelDirError
+
+    root = head_dir.parent
+    if not (head_dir / "link.weights.h5").exists():
+        os.symlink(root / "outside" / "mlm.weights.h5", head_dir / "link.weights.h5")
+        os.symlink(root / "outside", head_dir / "linkdir")
+    FAULTS["path escape in kbert.json"] += 1
+    with pytest.raises(ModelDirError) as info:
+        _load_with_weights_name(head_dir, name.format(root=root))
+    assert "outside the model directory" in str(info.value) or "not a file name" in str(info.value)
+
+
+PATH_PARTS = st.sampled_from(["..", ".", "", "/", "outside", "mlm.weights.h5", "m", "sub", "~", "%2e%2e", "\\..",
+                              "link.weights.h5", "linkdir"])
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(st.one_of(PATH_PARTS, st.text(max_size=4)), min_size=1, max_size=6),
+       absolute=st.booleans())
+def test_generated_file_names_resolve_inside_or_are_refused(head_dir, parts, absolute):
+    from kbert.model_dir import ModelDirError, resolve_file
+
+    name = ("/" if absolute else "") + "/".join(parts)
+    FAULTS["generated kbert.json file names"] += 1
+    try:
+        path = resolve_file(head_dir, name)
+    except ModelDirError:
+        return
+    root = head_dir.resolve()
+    assert root in path.parents, (name, path)
+    assert path.resolve() == path
+
+
+def test_zz_report_faults():
+    print("\nfaults injected (security):", dict(FAULTS), "total", sum(FAULTS.values()))
+    assert sum(FAULTS.values()) > 0
