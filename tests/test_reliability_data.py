@@ -187,13 +187,6 @@ def test_skip_bad_records_keeps_every_readable_record_and_counts(tmp_path, text_
     assert f"Skipped so far: {len(DAMAGE)}" in log
 
 
-def test_without_skip_the_full_pipeline_names_the_file(tmp_path, text_layers):
-    bad, index, offsets = _damaged(tmp_path, "flipped data byte (CRC)")
-    FAULTS["TFRecord: flipped data byte (CRC)"] += 1
-    with pytest.raises(CorruptRecordError, match=re.escape(f"{bad}: record {index} (byte offset {offsets[index]} ")):
-        _count_batched_examples(str(bad), text_layers)
-
-
 def test_intact_files_read_exactly_as_before(tmp_path):
     """The checked reader yields the records of tf.data.TFRecordDataset, in order."""
     from kbert.data.pretraining import checked_records
