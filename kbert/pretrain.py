@@ -210,14 +210,10 @@ def train(args) -> dict:
         sys.exit(143)
     elapsed = time.time() - start
     results = {"steps": step, "train_seconds": round(elapsed, 1)}
-    if bad_records is not None:
-        results["skipped_bad_records"] = bad_records.count
-        if bad_records.count:
-            print(f"skipped {bad_records.count} damaged TFRecord region(s) (each a bad record and the rest of its "
-                  "file); the files are named in the log above", flush=True)
     if args.eval_data:
         eval_ds = pretraining_dataset(args.eval_data, preprocessor, masker, args.batch_size, is_training=False,
-                                      seed=0, use_nsp=use_nsp)
+                                      seed=0, use_nsp=use_nsp, skip_bad_records=args.skip_bad_records,
+                                      bad_record_counter=bad_records)
         with explain_data_errors():
             results.update({f"eval_{k}": float(v) for k, v in pretrainer.evaluate(
                 eval_ds.take(args.eval_steps), return_dict=True, verbose=0).items()})
@@ -226,6 +222,11 @@ def train(args) -> dict:
             for k, v in results.items():
                 if k.startswith("eval_"):
                     tf.summary.scalar(k[5:], v)
+    if bad_records is not None:
+        results["skipped_bad_records"] = bad_records.count
+        if bad_records.count:
+            print(f"skipped {bad_records.count} damaged TFRecord region(s) (each a bad record and the rest of its "
+                  "file); the files are named in the log above", flush=True)
     save_model_dir(model_dir, encoder, vocab=vocab, do_lower_case=not args.cased,
                    heads={name: (head, {"type": name}) for name, head in pretrainer.heads().items()})
     (model_dir / "pretrain_results.json").write_text(json.dumps(results, indent=2) + "\n")

@@ -7,13 +7,15 @@ per example, about 10x the throughput on this machine).
 
 Damaged files. ``tf.data.TFRecordDataset`` reports a truncated or corrupted record as
 ``DataLossError: corrupted record at 597`` without naming the file. Here every file is read on
-its own (``checked_records``): the reader tracks the byte offset of each record it returns
-(8 + 4 + len + 4 bytes per record) and, where the file ends before its size, raises
+its own (``checked_records``): the reader adds up the bytes of the records it returns
+(8 + 4 + len + 4 per record, per block of 256) and, where reading stops before the file's size,
+raises
 ``CorruptRecordError`` naming the file, the record number and the byte offset; with
 ``skip_bad_records`` it logs the same and goes on with the other files (TensorFlow's reader
 cannot resynchronise after a bad record, so the rest of that file is skipped). Only
 uncompressed TFRecords (what the pipeline writes) are supported. A file cut exactly at a record
-boundary is indistinguishable from a shorter one: TFRecord has no footer.
+boundary is indistinguishable from a shorter one: TFRecord has no footer. Cost: ~2.5x the bare
+reader (about 9 us per record on 2 busy cores), small next to tokenization and masking.
 """
 
 from __future__ import annotations
@@ -49,8 +51,8 @@ class CorruptRecordError(DataError):
         self.index, self.offset, self.size = index, offset, size
         self.args = (
             f"{file}: record {index} (byte offset {offset} of {size}) is truncated or corrupted (bad length "
-            f"or CRC), so the {size - offset} byte(s) from there on cannot be read. Fix or remove the file, "
-            "or pass --skip-bad-records to skip the rest of such files and go on",
+            f"or CRC) or the file could not be read on, so the {size - offset} byte(s) from there on are "
+            "lost. Fix or remove the file, or pass --skip-bad-records to skip the rest of such files and go on",
         )
 
 
