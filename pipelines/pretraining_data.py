@@ -27,6 +27,7 @@ a bucket; 1 bucket (the default) is exactly the original, thousands scale out on
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import re
 import zlib
@@ -229,8 +230,13 @@ def run(argv=None):
     from apache_beam.options.pipeline_options import PipelineOptions
 
     args, beam_args = parse_args(argv)
-    if "://" not in args.input and not globlib.glob(args.input):
-        raise FileNotFoundError(f"--input {args.input!r} matches no file")
+    if "://" not in args.input:
+        files = globlib.glob(args.input)
+        if not files:
+            raise FileNotFoundError(f"--input {args.input!r} matches no file")
+        if not any(os.path.getsize(f) for f in files if os.path.isfile(f)):
+            raise ValueError(f"the corpus is empty: {len(files)} file(s) matching --input {args.input!r}, "
+                             "all 0 bytes (or directories)")
     if args.max_seq_length < 8:
         raise ValueError(f"--max-seq-length must be at least 8, got {args.max_seq_length}")
     options = PipelineOptions(beam_args)
