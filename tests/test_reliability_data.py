@@ -263,6 +263,18 @@ def test_pretrain_cli_names_the_file_keeps_the_steps_and_resumes_with_skip(tmp_p
     assert "skipping damaged TFRecord data in" in out.err and "damaged TFRecord region(s)" in out.out
 
 
+def test_the_beam_pipeline_refuses_an_empty_corpus_before_any_work(tmp_path, vocab):
+    """It used to run and write empty shards."""
+    from pipelines.pretraining_data import run
+
+    (tmp_path / "a.txt").write_bytes(b"")
+    (tmp_path / "b.txt").write_bytes(b"")
+    FAULTS["empty or missing input (glob, empty files, directory)"] += 1
+    with pytest.raises(ValueError, match=r"corpus is empty: 2 file\(s\) matching .*\*.txt.*all 0 bytes"):
+        run(["--input", str(tmp_path / "*.txt"), "--output", str(tmp_path / "out"), "--vocab", str(vocab)])
+    assert not list(tmp_path.glob("out*"))
+
+
 def test_pretrain_cli_refuses_empty_training_and_eval_data_before_work(tmp_path, vocab, capfd):
     (tmp_path / "train-0.tfrecord").write_bytes(b"")
     with pytest.raises(SystemExit):
