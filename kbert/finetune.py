@@ -81,7 +81,9 @@ def run(args) -> dict:
     recipe = recipe_for(args)
     overrides = {} if args.hidden_dropout is None else {"hidden_dropout_prob": args.hidden_dropout}
     model = recipe.build_model(args.init, encoder_overrides=overrides)
+    prepare_start, prepare_cpu = time.time(), time.process_time()
     train_ds = recipe.train_dataset(model)
+    prepare_seconds, prepare_cpu_seconds = time.time() - prepare_start, time.process_time() - prepare_cpu
     steps_per_epoch = int(train_ds.cardinality().numpy())
     total_steps = steps_per_epoch * args.epochs
     optimizer = create_optimizer(args.learning_rate, total_steps, int(args.warmup_proportion * total_steps),
@@ -94,9 +96,12 @@ def run(args) -> dict:
     callbacks = [keras.callbacks.TensorBoard(log_dir=str(out_dir / "logs"), update_freq=max(1, steps_per_epoch // 20)),
                  evaluator]
     verbose = 2 if args.quiet or not sys.stdout.isatty() else 1
-    start = time.time()
+    start, cpu_start = time.time(), time.process_time()
     history = model.fit(train_ds, epochs=args.epochs, callbacks=callbacks, verbose=verbose, shuffle=False)
     train_seconds = time.time() - start - sum(e["eval_seconds"] for e in evaluator.history)
+    # CPU seconds of this process (all threads): a measure of the work that other processes on a
+    # shared machine do not inflate, unlike wall time.
+    train_cpu_seconds = time.process_time() - cpu_start - evaluator.eval_cpu_seconds
     results = {
         "task": args.task,
         "init": str(args.init),
@@ -104,7 +109,10 @@ def run(args) -> dict:
         "epochs": args.epochs, "batch_size": args.batch_size, "learning_rate": args.learning_rate,
         "seq_length": args.seq_length, "bucketing": args.bucketing, "dynamic_length": not args.fixed_length,
         "steps": total_steps,
+        "prepare_seconds": round(prepare_seconds, 1),
+        "prepare_cpu_seconds": round(prepare_cpu_seconds, 1),
         "train_seconds": round(train_seconds, 1),
+        "train_cpu_seconds": round(train_cpu_seconds, 1),
         "train_examples_per_second": round(recipe.num_train * args.epochs / max(train_seconds, 1e-9), 1),
         "main_metric": recipe.main_metric,
         "best_epoch": evaluator.best_epoch,

@@ -16,7 +16,7 @@ from kbert.finetune import main
 from kbert.tasks import load_task_model
 from conftest import REPO, SHARED
 
-COMMON = ["--epochs", "2", "--batch-size", "8", "--learning-rate", "1e-3", "--seq-length", "32", "--quiet"]
+COMMON = ["--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-3", "--seq-length", "32", "--quiet"]
 
 
 def test_sst2_command_line_end_to_end(tiny_model_dir, tmp_path):
@@ -24,7 +24,7 @@ def test_sst2_command_line_end_to_end(tiny_model_dir, tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "kbert.finetune", "--task", "glue/sst2", "--data-dir", str(SHARED / "glue" / "SST-2"),
          "--init", str(tiny_model_dir), "--model-dir", str(out), "--max-train-examples", "64",
-         "--max-eval-examples", "40", *COMMON],
+         "--max-eval-examples", "40", *COMMON, "--epochs", "2"],
         capture_output=True, text=True, cwd=REPO, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "best epoch" in result.stdout

@@ -19,11 +19,13 @@ class EvaluateEachEpoch(keras.callbacks.Callback):
         self.recipe, self.task_model, self.out_dir, self.log = recipe, task_model, pathlib.Path(out_dir), log
         self.writer = tf.summary.create_file_writer(str(self.out_dir / "logs" / "eval"))
         self.history, self.best, self.best_epoch, self.prediction_files = [], None, None, []
+        self.eval_cpu_seconds = 0.0
 
     def on_epoch_end(self, epoch, logs=None):
-        start = time.time()
+        start, cpu_start = time.time(), time.process_time()
         metrics, predictions = self.recipe.evaluate(self.task_model)
         seconds = time.time() - start
+        self.eval_cpu_seconds += time.process_time() - cpu_start
         main = metrics[self.recipe.main_metric]
         self.history.append({"epoch": epoch + 1, "train_loss": float((logs or {}).get("loss", float("nan"))),
                              "eval_seconds": round(seconds, 1), **{k: float(v) for k, v in metrics.items()}})
