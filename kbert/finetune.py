@@ -140,4 +140,10 @@ def main(argv=None):
 
 if __name__ == "__main__":
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    sys.exit(main())
+    from kbert.errors import DataError
+
+    try:
+        sys.exit(main())
+    except DataError as e:  # a bad input file: the message names file, line and field; no traceback
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)

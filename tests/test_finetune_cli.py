@@ -140,9 +140,15 @@ def test_malformed_data_names_file_and_line(tiny_model_dir, tmp_path):
     glue_dir.mkdir()
     (glue_dir / "train.tsv").write_text("sentence\tlabel\ngood film \t1\nbad film \tpositive\n")
     (glue_dir / "dev.tsv").write_text("sentence\tlabel\nfine \t1\n")
+    args = ["--task", "glue/sst2", "--data-dir", str(glue_dir), "--init", str(tiny_model_dir),
+            "--model-dir", str(tmp_path / "out")]
     with pytest.raises(DataError, match=r"train\.tsv, line 3: field 'label': got 'positive'"):
-        main(["--task", "glue/sst2", "--data-dir", str(glue_dir), "--init", str(tiny_model_dir),
-              "--model-dir", str(tmp_path / "out")])
+        main(args)
+    # On the command line: a one-line error naming the file and line, exit status 2, no traceback.
+    result = subprocess.run([sys.executable, "-m", "kbert.finetune", *args], capture_output=True, text=True,
+                            cwd=REPO, timeout=300)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"error: {glue_dir / 'train.tsv'}, line 3: field 'label'" in result.stderr
     conll_dir = tmp_path / "conll"
     conll_dir.mkdir()
     (conll_dir / "train.txt").write_text("EU NNP B-NP B-ORG\nrejects VBZ B-VP\n")
