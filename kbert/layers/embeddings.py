@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from kbert.layers.initializers import truncated_normal
+from kbert.layers.transformer import layer_norm
 
 
 class BertEmbeddings(keras.layers.Layer):
@@ -50,7 +51,7 @@ class BertEmbeddings(keras.layers.Layer):
         _check_length(seq_length, self.max_position_embeddings)
         x = self.word_embeddings(word_ids) + self.token_type_embeddings(type_ids)
         x = x + ops.expand_dims(self.position_embeddings[:seq_length], 0)
-        x = self.layer_norm(x)
+        x = layer_norm(self.layer_norm, x)
         return self.dropout(x, training=training)
 
     def get_config(self):

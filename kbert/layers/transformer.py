@@ -1,10 +1,46 @@
-"""One post-LN BERT block: self-attention, residual + LayerNorm, GELU FFN (4H), residual + LayerNorm."""
+"""One post-LN BERT block: self-attention, residual + LayerNorm, GELU FFN (4H), residual + LayerNorm.
+
+Inside the block activations are 2-D ``[batch * seq, H]`` so that on TensorFlow's oneDNN CPU
+kernels each projection is one fused MatMul (+ bias, + GELU or + residual) and each LayerNorm one
+fused op; see ``kbert.layers.attention.dense`` and ``layer_norm`` below.
+"""
 
 import keras
+from keras import ops
 
 from kbert.layers.activations import get_activation
-from kbert.layers.attention import MultiHeadSelfAttention
+from kbert.layers.attention import MultiHeadSelfAttention, dense, in_xla
 from kbert.layers.initializers import truncated_normal
+
+
+def layer_norm(layer, x):
+    """``layer`` (a built keras LayerNormalization over the last axis) applied to ``x``, in float32.
+
+    On TensorFlow this is the formulation of tf.keras 2's LayerNormalization: a training-mode
+    FusedBatchNormV3 over ``[1, rows, H, 1]`` then gamma and beta; oneDNN's remapper turns it into
+    one ``_MklLayerNorm`` op in inference, and FusedBatchNormGradV3 is one op in the backward pass
+    (Keras 3's own formulation is about ten element-wise ops each way). Statistics are computed in
+    float32 for any input dtype; the result has the layer's compute dtype. Other backends call the
+    layer.
+    """
+    if keras.backend.backend() != "tensorflow" or in_xla():
+        return layer(x)  # XLA fuses Keras' formulation itself; its FusedBatchNorm lowering is slow
+    import tensorflow as tf
+
+    x32 = tf.cast(x, tf.float32)
+    shape = tf.shape(x32)
+    width = x.shape[-1]
+    rows = tf.reduce_prod(shape[:-1])
+    y, _, _ = tf.compat.v1.nn.fused_batch_norm(
+        tf.reshape(x32, [1, rows, width, 1]),
+        scale=tf.ones([rows]),
+        offset=tf.zeros([rows]),
+        epsilon=layer.epsilon,
+        data_format="NCHW",
+        is_training=True,
+    )
+    y = tf.reshape(y, shape) * tf.cast(layer.gamma, tf.float32) + tf.cast(layer.beta, tf.float32)
+    return tf.cast(y, layer.compute_dtype)
 
 
 class TransformerBlock(keras.layers.Layer):
@@ -55,10 +91,23 @@ class TransformerBlock(keras.layers.Layer):
         self.built = True
 
     def call(self, x, padding_mask=None, training=None):
-        attended = self.attention(x, padding_mask=padding_mask, training=training)
-        x = self.attention_layer_norm(x + self.attention_dropout_layer(attended, training=training))
-        ffn = self.output_dense(self.intermediate(x))
-        return self.output_layer_norm(x + self.output_dropout(ffn, training=training))
+        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
+        att = self.attention
+        flat = ops.reshape(x, (-1, self.hidden_size))
+        context = att.context(flat, batch, seq, att.mask_bias(padding_mask, self.compute_dtype), training)
+        flat = layer_norm(self.attention_layer_norm,
+                          self._residual(att.output_dense, context, flat, self.attention_dropout_layer, training))
+        hidden = dense(self.intermediate, flat, activation=self.intermediate.activation)
+        out = layer_norm(self.output_layer_norm,
+                         self._residual(self.output_dense, hidden, flat, self.output_dropout, training))
+        return ops.reshape(out, (batch, seq, self.hidden_size))
+
+    def _residual(self, layer, x, residual, dropout, training):
+        """``residual + dropout(layer(x))``; in inference dropout is the identity and the residual
+        add fuses into the MatMul."""
+        if not training or self.dropout_rate == 0:
+            return dense(layer, x, residual=residual)
+        return residual + dropout(dense(layer, x), training=training)
 
     def get_config(self):
         config = super().get_config()
