@@ -1,0 +1,232 @@
+"""python -m kbert.bench encoder [--config small] [--batch-size 32] [--precision float32] [--vs keras-hub,hf] ...
+
+Inference throughput of the BERT encoder (sequence_output of a full [batch, seq] batch, random
+weights and ids, every token real) for kbert and its peers, interleaved in the same run:
+  * kbert ``BertEncoder`` in a ``tf.function`` (no XLA: kbert's default on CPU; ``--xla`` for more);
+  * keras-hub ``BertBackbone`` of the same shape, with and without XLA (fp32; bf16: without, as XLA
+    is slow for bf16 on CPU; ``--xla both`` to time it anyway);
+  * Hugging Face ``BertModel`` (torch, sdpa attention), eager and ``torch.compile``, in a child
+    process with the same thread count, when transformers is installed;
+  * Model Garden: n/a (tf-models-official pins TensorFlow 2.20).
+``--precision mixed_bfloat16`` runs Keras' mixed_bfloat16 policy for kbert and keras-hub, and
+torch.autocast(bfloat16) for transformers; kbert's bf16 output is checked against float32. On a CPU
+without bf16 instructions kbert multiplies its bf16 operands in float32 (same numbers, ~5x faster
+than oneDNN's emulated bf16 matmul); ``--bf16-matmul both`` adds the native-bf16 row.
+``--suite issue7`` runs the four rows of issue 7. The last line is the worst ratio kbert / fastest peer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+
+from kbert.bench import common
+
+SUITES = {
+    "issue7": ["small:32:float32", "base:8:float32", "base:1:float32", "base:8:mixed_bfloat16"],
+}
+
+
+def _inputs(case, vocab_size):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    ids = rng.integers(1, vocab_size, (case.batch_size, case.seq_length)).astype("int32")
+    mask = np.ones_like(ids)
+    types = np.zeros_like(ids)
+    types[:, case.seq_length // 2:] = 1
+    return ids, mask, types
+
+
+def _xla_modes(args, who, precision):
+    if args.xla == "both":
+        return (False, True)
+    if args.xla == "on":
+        return (True,)
+    if args.xla == "off":
+        return (False,)
+    if who == "kbert":
+        return (False,)
+    return (False, True) if precision == "float32" else (False,)
+
+
+def run_case(case, args, peers):
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from kbert import BertConfig, BertEncoder
+
+    config = BertConfig.preset(case.config)
+    flops = common.encoder_flops(config, case.seq_length)
+    ids, mask, types = _inputs(case, config.vocab_size)
+    spec = tf.TensorSpec([None, None], tf.int32)
+    kin = {"input_word_ids": tf.constant(ids), "input_mask": tf.constant(mask), "input_type_ids": tf.constant(types)}
+    runners, notes = [], []
+    if not args.no_peak:
+        runners.append(common.tf_matmul_peak(case.precision))
+
+    previous = keras.config.dtype_policy().name
+    keras.config.set_dtype_policy(case.precision)
+    try:
+        keras.utils.set_random_seed(0)
+        encoder = BertEncoder(config)
+        for jit in _xla_modes(args, "kbert", case.precision):
+            for mode in _bf16_modes(args, case.precision):
+                with _bf16_matmul(mode):
+                    fn = tf.function(lambda x: encoder(x, training=False)["sequence_output"], jit_compile=jit,
+                                     input_signature=[{k: spec for k in kin}])
+                    fn(kin)  # trace now: the bf16 matmul mode is read while tracing
+                name = f"kbert ({'XLA' if jit else 'no XLA'}"
+                if case.precision != "float32":
+                    name += f", mixed_bfloat16, bf16 matmuls {mode}"
+                runners.append(common.InProcess(name + ")", lambda fn=fn: fn(kin).numpy(), group="kbert",
+                                                items=case.batch_size, flops=flops * case.batch_size,
+                                                framework=f"tf-{case.precision}"))
+        if "keras-hub" in peers:
+            import keras_hub
+
+            backbone = keras_hub.models.BertBackbone(
+                vocabulary_size=config.vocab_size, num_layers=config.num_hidden_layers,
+                num_heads=config.num_attention_heads, hidden_dim=config.hidden_size,
+                intermediate_dim=config.intermediate_size, max_sequence_length=config.max_position_embeddings)
+            hin = {"token_ids": kin["input_word_ids"], "padding_mask": kin["input_mask"],
+                   "segment_ids": kin["input_type_ids"]}
+            for jit in _xla_modes(args, "keras-hub", case.precision):
+                fn = tf.function(lambda x: backbone(x, training=False)["sequence_output"], jit_compile=jit,
+                                 input_signature=[{k: spec for k in hin}])
+                name = (f"keras-hub {common.versions('keras-hub').split()[-1]} "
+                        f"({'XLA' if jit else 'no XLA'}{', mixed_bfloat16' if case.precision != 'float32' else ''})")
+                runners.append(common.InProcess(name, lambda fn=fn: fn(hin).numpy(), items=case.batch_size,
+                                                flops=flops * case.batch_size, framework=f"tf-{case.precision}"))
+        if case.precision != "float32":
+            notes.append(_bf16_check(encoder, config, kin))
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+    print(f"  warming up {len(runners)} in-process candidates ...", file=sys.stderr, flush=True)
+    common.warm_up(runners, args.warmup)
+    child = None
+    if "hf" in peers:
+        if not (common.have("torch") and common.have("transformers")):
+            notes.append("transformers: not installed (pip install torch transformers): peer skipped")
+        else:
+            print("  building the transformers peer (torch.compile can take minutes) ...", file=sys.stderr,
+                  flush=True)
+            child = common.SubprocessPeer("kbert.bench.hf_peer", dict(
+                task="encoder", config=config.to_dict(), batch_size=case.batch_size,
+                seq_length=case.seq_length, precision=case.precision, threads=args.threads,
+                compile=args.hf_compile, warmup=args.warmup, flops=flops), args.threads)
+            runners += [r for r in child.runners if not (args.no_peak and r.group == "peak")]
+    notes.append(f"Model Garden: {common.MODEL_GARDEN_NOTE}")
+    try:
+        times = common.interleave(runners, args.rounds, args.reps)
+    finally:
+        if child:
+            child.close()
+    rows = common.summarize(runners, times)
+    title = f"encoder inference, {case.label}: {flops / 1e9:.2f} GFLOP/seq"
+    ratio = common.print_table(title, rows, notes)
+    short = f"encoder {case.config} b{case.batch_size} {case.precision}"
+    del runners, encoder
+    keras.backend.clear_session()
+    gc.collect()
+    return short, ratio
+
+
+def _bf16_check(encoder, config, kin):
+    """kbert under mixed_bfloat16 against the same weights in float32."""
+    import numpy as np
+
+    from kbert import BertEncoder
+
+    with _policy("float32"):
+        reference = BertEncoder(config)
+    reference.set_weights(encoder.get_weights())
+    low = np.asarray(encoder(kin, training=False)["sequence_output"], np.float32)
+    high = np.asarray(reference(kin, training=False)["sequence_output"], np.float32)
+    diff = np.abs(low - high)
+    from kbert.layers.attention import bf16_matmul_mode
+
+    return (f"kbert mixed_bfloat16 vs float32, same weights: sequence_output max |diff| {diff.max():.3f}, "
+            f"mean {diff.mean():.4f} (values: std {high.std():.2f}; bf16 keeps 8 significant bits, 2^-8 = 0.004); "
+            f"bf16 matmuls: {bf16_matmul_mode()} (KBERT_BF16_MATMUL; float32 = bf16 operands multiplied in float32, "
+            f"kbert's choice where the CPU has no AVX512_BF16/AMX)")
+
+
+def _bf16_modes(args, precision):
+    from kbert.layers.attention import bf16_matmul_mode
+
+    if precision == "float32":
+        return (None,)
+    if args.bf16_matmul == "both":
+        return ("native", "float32")
+    return (bf16_matmul_mode() if args.bf16_matmul == "auto" else args.bf16_matmul,)
+
+
+class _bf16_matmul:
+    """Sets KBERT_BF16_MATMUL (None: leaves it) while a function is traced."""
+
+    def __init__(self, mode):
+        self.mode = mode
+
+    def __enter__(self):
+        import os
+
+        from kbert.layers import attention
+
+        self.previous = os.environ.get(attention.BF16_MATMUL_ENV)
+        if self.mode:
+            os.environ[attention.BF16_MATMUL_ENV] = self.mode
+            attention.bf16_matmul_mode.cache_clear()
+
+    def __exit__(self, *exc):
+        import os
+
+        from kbert.layers import attention
+
+        if self.mode:
+            if self.previous is None:
+                os.environ.pop(attention.BF16_MATMUL_ENV, None)
+            else:
+                os.environ[attention.BF16_MATMUL_ENV] = self.previous
+            attention.bf16_matmul_mode.cache_clear()
+
+
+class _policy:
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        import keras
+
+        self.previous = keras.config.dtype_policy().name
+        keras.config.set_dtype_policy(self.name)
+
+    def __exit__(self, *exc):
+        import keras
+
+        keras.config.set_dtype_policy(self.previous)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m kbert.bench encoder", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    common.add_model_args(parser, config="small", batch_size=32, suites=SUITES)
+    parser.add_argument("--bf16-matmul", default="auto", choices=("auto", "native", "float32", "both"),
+                        help="kbert's bf16 matmuls under mixed_bfloat16 (auto: float32 on CPUs without "
+                             "AVX512_BF16/AMX); both: a row for each")
+    args = parser.parse_args(argv)
+    peers = common.peers(args)
+    cases = common.parse_cases(args, SUITES)
+    common.configure_threads(args.threads)
+    print(common.machine_line(args.threads))
+    print(common.versions("tensorflow", "keras", "keras-hub", "torch", "transformers"))
+    results = [run_case(case, args, peers) for case in cases]
+    common.print_worst(results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""python -m kbert.bench {encoder,train,pipeline,serve}: each runs on a tiny case and prints its table.
+
+Smoke tests only (no timing assertions): the tables, the peers' rows, and the last line.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import SHARED, UNCASED_VOCAB
+
+TINY = ["--config", "tiny", "--batch-size", "2", "--seq-length", "16", "--rounds", "1", "--warmup", "1"]
+RATIO = re.compile(r"worst ratio kbert / fastest peer: (\d+\.\d\d|n/a)")
+
+
+def _run(capsys, *argv):
+    from kbert.bench.__main__ import main
+
+    code = main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def test_encoder_bench_table_with_keras_hub(capsys):
+    code, out = _run(capsys, "encoder", *TINY, "--vs", "keras-hub", "--xla", "both")
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("machine: ") and "load average" in lines[0]
+    assert any(line.startswith("matmul peak TF float32") for line in lines)
+    assert any(line.startswith("kbert (no XLA)") for line in lines)
+    assert any(line.startswith("kbert (XLA)") for line in lines)
+    assert any(line.startswith("keras-hub") and "(XLA)" in line for line in lines)
+    assert any(line.startswith("Model Garden: n/a") for line in lines)
+    row = next(line for line in lines if line.startswith("kbert (no XLA)"))
+    assert re.search(r"\d%$", row)  # % of the matmul peak
+    assert re.match(r"ratio kbert / fastest peer: \d+\.\d\d", lines[-2])
+    assert RATIO.fullmatch(lines[-1].split("  (")[0])
+
+
+@pytest.mark.parametrize("bf16_matmul", ["native", "float32"])
+def test_encoder_bench_bf16_reports_the_difference_to_float32(capsys, monkeypatch, bf16_matmul):
+    from kbert.layers import attention
+
+    monkeypatch.setenv(attention.BF16_MATMUL_ENV, bf16_matmul)
+    attention.bf16_matmul_mode.cache_clear()
+    try:
+        code, out = _run(capsys, "encoder", *TINY, "--vs", "keras-hub", "--precision", "mixed_bfloat16",
+                         "--no-peak")
+    finally:
+        monkeypatch.delenv(attention.BF16_MATMUL_ENV)
+        attention.bf16_matmul_mode.cache_clear()
+    assert code == 0
+    assert f"kbert (no XLA, mixed_bfloat16, bf16 matmuls {bf16_matmul})" in out
+    assert f"bf16 matmuls: {bf16_matmul}" in out
+    m = re.search(r"kbert mixed_bfloat16 vs float32, same weights: sequence_output max \|diff\| ([\d.]+), "
+                  r"mean ([\d.]+)", out)
+    assert m and float(m.group(2)) < 0.05  # bf16 rounding, not a broken model (values have std ~1)
+    import keras
+
+    assert keras.config.dtype_policy().name == "float32"  # restored
+
+
+def test_encoder_bench_cases_end_with_the_worst(capsys):
+    code, out = _run(capsys, "encoder", "--case", "tiny:1", "--case", "tiny:2", "--seq-length", "8",
+                     "--rounds", "1", "--warmup", "0", "--vs", "keras-hub", "--xla", "off", "--no-peak")
+    assert code == 0
+    assert out.count("== encoder inference") == 2
+    assert RATIO.match(out.strip().splitlines()[-1])
+
+
+def test_hf_peer_in_a_subprocess(capsys):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    code, out = _run(capsys, "encoder", *TINY, "--vs", "hf", "--hf-compile", "off")
+    assert code == 0
+    assert "matmul peak torch float32" in out
+    assert re.search(r"^transformers \S+ eager", out, re.M)
+
+
+def test_train_bench_table(capsys):
+    code, out = _run(capsys, "train", *TINY, "--vs", "keras-hub", "--xla", "off", "--predictions", "3")
+    assert code == 0
+    assert "== pre-training step" in out
+    assert re.search(r"^kbert \(no XLA\)\s+[\d,.]+", out, re.M)
+    assert re.search(r"^keras-hub \S+ \(no XLA\)", out, re.M)
+    assert RATIO.match(out.strip().splitlines()[-1])
+
+
+def test_pipeline_bench_table(capsys, tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    prefix = tmp_path / "pt"
+    subprocess.run([sys.executable, "-m", "pipelines.pretraining_data", "--input",
+                    str(REPO / "kbert" / "resources" / "corpus" / "persuasion.txt"), "--output", str(prefix),
+                    "--vocab", str(UNCASED_VOCAB), "--format", "prose"], check=True, cwd=REPO,
+                   stdout=subprocess.DEVNULL)
+    code, out = _run(capsys, "pipeline", "--data", f"{prefix}*", "--vocab", str(UNCASED_VOCAB),
+                     "--batch-size", "4", "--batches", "2", "--warmup-batches", "1", "--rounds", "1",
+                     "--train-rate", "10")
+    assert code == 0
+    assert "kbert pretraining_dataset (batch-then-map)" in out
+    assert "map-then-batch" in out and "keras-hub" in out
+    assert re.fullmatch(r"ratio pipeline / training consumption: [\d,]+x  \(goal >= 50x\)",
+                        out.strip().splitlines()[-1])
+
+
+def test_serve_bench_without_a_model_says_what_it_needs(capsys):
+    code, out = _run(capsys, "serve")
+    assert code == 2
+    assert "--saved-model" in out and "Nothing was measured" in out
+
+
+def test_serve_bench_on_a_string_signature(capsys, tmp_path):
+    import tensorflow as tf
+
+    from kbert import BertConfig, BertEncoder
+    from kbert.text import BertPreprocessor
+
+    pre = BertPreprocessor(UNCASED_VOCAB, seq_length=16)
+    encoder = BertEncoder(BertConfig.preset("tiny", max_position_embeddings=16))
+    head = tf.Variable(tf.random.normal([128, 2]))
+
+    class Classifier(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.pre, self.encoder, self.head = pre, encoder, head
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+        def classify(self, sentence):
+            pooled = self.encoder(self.pre(sentence), training=False)["pooled_output"]
+            return {"label": tf.argmax(tf.matmul(pooled, self.head), -1)}
+
+    module = Classifier()
+    tf.saved_model.save(module, str(tmp_path / "sst2"), signatures={"serving_default": module.classify})
+    code, out = _run(capsys, "serve", "--saved-model", str(tmp_path / "sst2"), "--batch-sizes", "1,4",
+                     "--requests", "3", "--rounds", "1", "--warmup", "1",
+                     "--text", str(SHARED / "glue" / "SST-2" / "dev.tsv"))
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert any(re.match(r"batch 1\s+[\d.]+\s+[\d.]+", line) for line in lines)
+    assert any(re.match(r"batch 4\s+[\d.]+\s+[\d.]+", line) for line in lines)
+    assert "sentence -> label" in out
+    assert lines[-1].startswith("worst ratio kbert / fastest peer: n/a")
