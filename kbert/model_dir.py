@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import secrets
 import shutil
 
 from kbert.config import BertConfig
@@ -53,8 +54,41 @@ def read_metadata(model_dir) -> dict:
 
 
 def write_metadata(model_dir, metadata: dict) -> None:
-    path = pathlib.Path(model_dir) / METADATA_FILE
-    path.write_text(json.dumps(metadata, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    text = json.dumps(metadata, indent=2, sort_keys=True) + "\n"
+    atomic_write(pathlib.Path(model_dir) / METADATA_FILE, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def atomic_write(path, write) -> None:
+    """Calls ``write(tmp)`` to write a temporary file next to ``path``, fsyncs it, then renames it
+    over ``path``: a crash, a full disk or an exception mid-write leaves the previous file intact
+    and no temporary file behind (a process killed outright may leave a ``.tmp-*`` file).
+
+    The temporary name ends with ``path``'s own name, so format checks on the suffix (Keras wants
+    ``.weights.h5``) pass; it is created by ``write`` itself, so it gets the usual permissions.
+    """
+    path = pathlib.Path(path)
+    tmp = path.with_name(f".tmp-{secrets.token_hex(4)}-{path.name}")
+    try:
+        write(tmp)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # the data is on disk before the rename makes it the file
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    try:  # and the rename itself (POSIX: fsync the directory; not possible on Windows)
+        fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def resolve_file(model_dir, name: str) -> pathlib.Path:
@@ -184,37 +218,35 @@ def save_model_dir(model_dir, encoder, vocab_file=None, vocab=None, do_lower_cas
     model_dir = pathlib.Path(model_dir)
     model_dir.mkdir(parents=True, exist_ok=True)
     config = encoder.config
-    encoder.config.to_json_file(model_dir / CONFIG_FILE)
     target = model_dir / VOCAB_FILE
-    if vocab_file is not None:
-        if pathlib.Path(vocab_file).resolve() != target.resolve():
-            shutil.copyfile(vocab_file, target)
-    elif vocab is not None:
-        target.write_text("".join(t + "\n" for t in vocab), encoding="utf-8")
-    if target.exists() and count_vocab(target) != config.vocab_size:
-        raise ModelDirError(
-            f"vocab has {count_vocab(target)} tokens but the encoder's vocab_size is {config.vocab_size}"
-        )
-    _atomic_save_weights(encoder, model_dir / ENCODER_WEIGHTS)
+
+    def check_vocab(path):
+        if count_vocab(path) != config.vocab_size:
+            raise ModelDirError(
+                f"vocab has {count_vocab(path)} tokens but the encoder's vocab_size is {config.vocab_size}"
+            )
+
+    def write_checked_vocab(write):  # checked before it replaces anything (atomic_write then removes it)
+        return lambda tmp: (write(tmp), check_vocab(tmp))
+
+    # Every file is written with atomic_write: a failure leaves each file either old or new, whole.
+    if vocab_file is not None and pathlib.Path(vocab_file).resolve() != target.resolve():
+        atomic_write(target, write_checked_vocab(lambda tmp: shutil.copyfile(vocab_file, tmp)))
+    elif vocab_file is None and vocab is not None:
+        text = "".join(t + "\n" for t in vocab)
+        atomic_write(target, write_checked_vocab(lambda tmp: tmp.write_text(text, encoding="utf-8")))
+    elif target.exists():
+        check_vocab(target)
+    atomic_write(model_dir / CONFIG_FILE, config.to_json_file)
+    atomic_write(model_dir / ENCODER_WEIGHTS, lambda tmp: save_weights(encoder, tmp))
     metadata = read_metadata(model_dir)
     metadata.update(format=FORMAT_VERSION, do_lower_case=bool(do_lower_case))
     for name, (layer, info) in (heads or {}).items():
         filename = f"{name}.weights.h5"
-        _atomic_save_weights(layer, model_dir / filename)
+        atomic_write(model_dir / filename, lambda tmp, layer=layer: save_weights(layer, tmp))
         metadata["heads"][name] = {"weights": filename, **(info or {})}
     write_metadata(model_dir, metadata)
     return model_dir
-
-
-def _atomic_save_weights(layer, path: pathlib.Path) -> None:
-    """Write to a temporary name, then rename: a crash mid-write leaves the old file intact."""
-    tmp = path.with_name(path.name[: -len(".weights.h5")] + ".tmp.weights.h5")
-    try:
-        save_weights(layer, tmp)
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # a half-written file (disk full, killed) must not stay behind
-        raise
-    os.replace(tmp, path)
 
 
 # keras.Layer (unlike keras.Model) has no public save_weights/load_weights; these are the functions

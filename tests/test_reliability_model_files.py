@@ -217,6 +217,79 @@ def test_impossible_config_values_name_the_field(tmp_path, changes):
     assert _plausible(config), config
 
 
+# -- interrupted saves: every file save_model_dir writes is replaced whole or not at all ------------
+def _interrupt_writing(monkeypatch, file_name):
+    """The writer of ``file_name`` (or of a temporary file for it) writes half of it, then fails
+    as a full disk would."""
+    import errno
+    import pathlib
+
+    from kbert import model_dir as model_dir_lib
+
+    stem = file_name.split(".")[0]
+
+    def breaking(real, dest_arg):
+        def write(*args, **kwargs):
+            real(*args, **kwargs)
+            dest = pathlib.Path(args[dest_arg])
+            if stem in dest.name:
+                data = dest.read_bytes()
+                dest.write_bytes(data[: len(data) // 2])
+                raise OSError(errno.ENOSPC, "No space left on device (injected)", str(dest))
+        return write
+
+    monkeypatch.setattr(BertConfig, "to_json_file", breaking(BertConfig.to_json_file, 1))
+    monkeypatch.setattr(pathlib.Path, "write_text", breaking(pathlib.Path.write_text, 0))
+    monkeypatch.setattr(shutil, "copyfile", breaking(shutil.copyfile, 1))
+    monkeypatch.setattr(model_dir_lib, "save_weights", breaking(model_dir_lib.save_weights, 1))
+
+
+@pytest.mark.parametrize("file,vocab_from", [
+    ("bert_config.json", "list"), ("vocab.txt", "list"), ("vocab.txt", "file"), ("encoder.weights.h5", "list"),
+    ("mlm.weights.h5", "list"), ("kbert.json", "list")])
+def test_a_save_interrupted_mid_write_leaves_the_previous_file(model_dir, tmp_path, monkeypatch, file, vocab_from):
+    m = copy(model_dir, tmp_path)
+    before = {p.name: p.read_bytes() for p in m.iterdir()}
+    vocab_file = tmp_path / "vocab-source.txt"
+    vocab_file.write_text("".join(t + "\n" for t in VOCAB), encoding="utf-8")
+    config = small_config()
+    encoder, mlm = BertEncoder(config), build_head("mlm", config)  # new weights: every file would change
+    _interrupt_writing(monkeypatch, file)
+    FAULTS["save interrupted mid-write"] += 1
+    with pytest.raises(OSError, match="injected"):
+        save_model_dir(m, encoder, vocab=None if vocab_from == "file" else VOCAB,
+                       vocab_file=vocab_file if vocab_from == "file" else None,
+                       do_lower_case=False, heads={"mlm": (mlm, {"type": "mlm"})})
+    monkeypatch.undo()
+    after = {p.name: p.read_bytes() for p in m.iterdir()}
+    assert sorted(after) == sorted(before), "temporary files left behind"
+    assert after[file] == before[file], f"{file} was left half-written"
+    load_encoder(m), load_heads(m)  # the directory still loads
+
+
+def test_a_failed_fsync_leaves_the_previous_file(model_dir, tmp_path, monkeypatch):
+    m = copy(model_dir, tmp_path)
+    before = {p.name: p.read_bytes() for p in m.iterdir()}
+
+    def fsync(fd):
+        raise OSError(5, "Input/output error (injected)")
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    FAULTS["save interrupted mid-write"] += 1
+    with pytest.raises(OSError, match="injected"):
+        save_model_dir(m, BertEncoder(small_config()), vocab=VOCAB, do_lower_case=False)
+    monkeypatch.undo()
+    assert {p.name: p.read_bytes() for p in m.iterdir()} == before
+
+
+def test_a_vocab_that_does_not_fit_replaces_nothing(model_dir, tmp_path):
+    m = copy(model_dir, tmp_path)
+    before = {p.name: p.read_bytes() for p in m.iterdir()}
+    with pytest.raises(ModelDirError, match="vocab has 59 tokens but the encoder's vocab_size is 60"):
+        save_model_dir(m, BertEncoder(small_config()), vocab=VOCAB[:-1])
+    assert {p.name: p.read_bytes() for p in m.iterdir()} == before
+
+
 def test_zz_report_faults():
     print("\nfaults injected (model files):", dict(FAULTS), "total", sum(FAULTS.values()))
     assert sum(FAULTS.values()) > 0
