@@ -146,25 +146,30 @@ def load_encoder(model_dir, dtype=None, **overrides):
         config = BertConfig(**{**config.to_dict(), **overrides})
     encoder = BertEncoder(config, dtype=dtype)
     path = pathlib.Path(model_dir) / ENCODER_WEIGHTS
-    _load_checked(encoder, path, f"the architecture in {CONFIG_FILE}")
+    load_weights_checked(encoder, path, f"the architecture in {CONFIG_FILE}")
     return encoder
 
 
-def _load_checked(layer, path, what: str) -> None:
-    """``load_weights`` whose errors name the file and, for a mismatch, list every difference."""
+def load_weights_checked(layer, path, what: str, expected_from: str = CONFIG_FILE) -> None:
+    """``load_weights`` whose errors name the file and, for a mismatch, list every difference.
+
+    Raises ModelDirError: "<path> is not a readable Keras .weights.h5 file ..." for a damaged
+    file, "<path> does not fit <what>: ..." for weights of another shape (``expected_from``
+    names where the layer's shapes come from, e.g. bert_config.json).
+    """
     try:
         load_weights(layer, path)
     except OSError as e:  # h5py: truncated, not HDF5, a directory, unreadable
         raise ModelDirError(f"{path} is not a readable Keras .weights.h5 file (truncated, damaged or another "
                             f"format): {str(e).splitlines()[0]}") from None
     except ValueError as e:
-        differences = _weights_differences(layer, path)
+        differences = _weights_differences(layer, path, expected_from)
         raise ModelDirError(f"{path} does not fit {what}: " + (differences or str(e))) from None
     # Keras ignores weights in the file that the layer does not have (e.g. a 12-layer checkpoint
     # into a 6-layer config): compare the counts (h5 metadata only) and list them if they differ.
     found = len(_h5_shapes(path))
     if found != len(layer.weights):
-        differences = _weights_differences(layer, path)
+        differences = _weights_differences(layer, path, expected_from)
         raise ModelDirError(f"{path} does not fit {what}: " + (
             differences or f"the file holds {found} weights, the layer {len(layer.weights)}"))
 
@@ -179,7 +184,7 @@ def _h5_shapes(path) -> dict:
     return shapes
 
 
-def _weights_differences(layer, path, limit=20) -> str:
+def _weights_differences(layer, path, expected_from: str = CONFIG_FILE, limit=20) -> str:
     """What differs between the weights file and the layer as configured (by h5 dataset path)."""
     import tempfile
 
@@ -206,7 +211,7 @@ def _weights_differences(layer, path, limit=20) -> str:
     if missing:
         lines.append("missing from the file: " + ", ".join(missing))
     if extra:
-        lines.append(f"in the file but not in {CONFIG_FILE}: " + ", ".join(extra))
+        lines.append(f"in the file but not in {expected_from}: " + ", ".join(extra))
     if not lines:
         return ""
     shown = lines[:limit] + ([f"... and {len(lines) - limit} more"] if len(lines) > limit else [])
@@ -276,6 +281,6 @@ def load_heads(model_dir, config: BertConfig | None = None, names=None) -> dict:
         if not path.exists():
             raise ModelDirError(f"{model_dir / METADATA_FILE} lists head {name!r} but {path} is missing")
         head = build_head(info.get("type", name), config)
-        _load_checked(head, path, f"head {name!r} of {CONFIG_FILE}")
+        load_weights_checked(head, path, f"head {name!r} of {CONFIG_FILE}")
         heads[name] = head
     return heads

@@ -218,10 +218,13 @@ class TaskModel(keras.Model):
             raise TaskModelError(f"{where} lists head {name!r} but {path} is missing")
         if not self.head.built:
             self.head.build()
+        # The encoder's checked path: a damaged file or one of another shape (e.g. another number
+        # of classes) is an error naming the file and listing what differs, not an h5py traceback.
         try:
-            model_dir_lib.load_weights(self.head, path)
-        except ValueError as e:
-            raise TaskModelError(f"{path} does not fit the {self.task_type} head in {where}: {e}") from None
+            model_dir_lib.load_weights_checked(self.head, path, f"the {self.task_type} head that {where} describes",
+                                               expected_from=f"the 'task' settings of {where.name}")
+        except model_dir_lib.ModelDirError as e:
+            raise TaskModelError(str(e)) from None
 
 
 def _head_config(head) -> dict:
