@@ -6,6 +6,7 @@ Faults injected here (counted in the module's FAULTS dict, printed by the last t
   directory or an empty file: read by the pre-training pipeline with and without
   ``skip_bad_records`` and through ``python -m kbert.pretrain`` (a checkpoint is written before
   the error, and a rerun with ``--skip-bad-records`` resumes from it).
+- The same damage in one shard of task-data TFRecords, read by ``kbert.data.tfrecord.make_dataset``.
 - GLUE, SQuAD and CoNLL files mutated by hypothesis (columns dropped or added, labels replaced,
   lines cut, bytes flipped, JSON truncated): every read either succeeds or raises ``DataError``
   naming the file and the line / record.
@@ -220,6 +221,65 @@ def test_empty_and_missing_inputs_fail_before_any_work(tmp_path, text_layers):
     with pytest.raises(DataError, match="b.tfrecord, its files are all empty.*input pipeline 1 of 2"):
         pretraining_dataset(str(tmp_path / "*.tfrecord"), pre, masker, 2, input_context=context)
     FAULTS["empty or missing input (glob, empty files, directory)"] += 1
+
+
+# -- task-data TFRecords (pipelines/task_data.py) read through the same checks ---------------------
+def write_task_records(path, count, seed=0):
+    """``count`` classification records in the task-data layout; returns the record offsets."""
+    from kbert.data.tfrecord import encode_example
+
+    rng = random.Random(seed)
+    offsets = [0]
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for i in range(count):
+            example = encode_example("classification", {
+                "id": f"{path.stem}-{i}", "text_a": sentence(rng, rng.randint(3, 9)),
+                "text_b": sentence(rng, rng.randint(3, 9)), "label": rng.randint(0, 1)}).SerializeToString()
+            writer.write(example)
+            offsets.append(offsets[-1] + len(example) + 16)
+    assert os.path.getsize(path) == offsets[-1]
+    return offsets
+
+
+@pytest.mark.parametrize("name", list(DAMAGE))
+def test_a_damaged_task_data_shard_is_named_or_skipped(tmp_path, name, capfd):
+    from kbert.data.tfrecord import make_dataset
+
+    for i in (0, 2):
+        write_task_records(tmp_path / f"sst2-train-0000{i}-of-00003.tfrecord", 10, seed=i)
+    bad = tmp_path / "sst2-train-00001-of-00003.tfrecord"
+    offsets = write_task_records(bad, 12, seed=1)
+    data, index = DAMAGE[name](bad.read_bytes(), offsets)
+    bad.write_bytes(data)
+    pattern = str(tmp_path / "sst2-train-*.tfrecord")
+    FAULTS[f"task-data TFRecord: {name}"] += 1
+
+    for batch_size in (None, 4):
+        with pytest.raises(CorruptRecordError) as info, explain_data_errors():
+            list(make_dataset(pattern, "classification", batch_size=batch_size))
+        error = info.value
+        assert (error.file, error.index, error.size) == (str(bad), index, os.path.getsize(bad)), str(error)
+        assert str(bad) in str(error) and f"record {index}" in str(error)
+
+    counter = BadRecordCounter()
+    got = list(make_dataset(pattern, "classification", shuffle=True, seed=0, skip_bad_records=True,
+                            bad_record_counter=counter).as_numpy_iterator())
+    ids = sorted(r["id"].decode() for r in got)
+    assert ids == sorted([f"sst2-train-0000{i}-of-00003-{j}" for i in (0, 2) for j in range(10)]
+                         + [f"sst2-train-00001-of-00003-{j}" for j in range(index)])
+    assert counter.count == 1
+    assert re.search(rf"skipping damaged TFRecord data in \"?{re.escape(str(bad))}", capfd.readouterr().err)
+
+
+def test_task_data_reader_refuses_missing_and_empty_shards_before_work(tmp_path):
+    from kbert.data.tfrecord import make_dataset
+
+    with pytest.raises(FileNotFoundError, match="no task-data files match .*none-"):
+        make_dataset(str(tmp_path / "none-*.tfrecord"), "classification")
+    (tmp_path / "a.tfrecord").write_bytes(b"")
+    with pytest.raises(DataError, match=r"1 matching file\(s\), all empty"):
+        make_dataset(str(tmp_path / "*.tfrecord"), "classification")
+    FAULTS["empty or missing input (task data)"] += 2
 
 
 # -- python -m kbert.pretrain on damaged data ---------------------------------------------------------

@@ -11,4 +11,6 @@ not pull in TensorFlow):
   kbert.data.swag      SWAG CSV files
   kbert.data.table     generic CSV / TSV / JSONL with named text and label columns
   kbert.data.tfrecord  tf.train.Example encoders, feature specs and the tf.data reader
+  kbert.data.records   checked TFRecord reading (damage named by file and record; optional skip),
+                       shared by the task-data reader and kbert.data.pretraining
 """

@@ -16,6 +16,8 @@ import math
 
 import tensorflow as tf
 
+from kbert.data import records
+
 KINDS = ("classification", "regression", "squad", "conll", "swag")
 
 
@@ -86,8 +88,15 @@ def feature_spec(kind: str) -> dict:
 
 def make_dataset(file_pattern, kind: str, *, batch_size: int | None = None,
                  shuffle: bool = False, shuffle_buffer_size: int = 10_000, seed: int | None = None,
-                 repeat: bool = False, drop_remainder: bool = False) -> tf.data.Dataset:
+                 repeat: bool = False, drop_remainder: bool = False, skip_bad_records: bool = False,
+                 bad_record_counter: records.BadRecordCounter | None = None) -> tf.data.Dataset:
     """A tf.data pipeline over TFRecord shards of raw text, yielding dicts of tensors.
+
+    The shards are read with ``kbert.data.records`` (as the pre-training pipeline): no matching
+    file or only empty files raise before any work, and a truncated or corrupted shard raises
+    ``CorruptRecordError`` naming the file, record and byte offset when the dataset is iterated
+    inside ``kbert.data.records.explain_data_errors()`` (outside it, TensorFlow's
+    InvalidArgumentError carries the same facts).
 
     Args:
       file_pattern: a glob (e.g. "out/sst2-train-*.tfrecord"), or a list of files/globs.
@@ -96,11 +105,14 @@ def make_dataset(file_pattern, kind: str, *, batch_size: int | None = None,
         RaggedTensors), parsed after batching.
       shuffle: shuffle the file order and the records (buffer shuffle_buffer_size, seed).
       repeat: repeat forever (before batching).
+      skip_bad_records: log a damaged shard to stderr and go on without the rest of it (counted
+        in ``bad_record_counter``, a ``records.BadRecordCounter``, if given).
     """
     spec = feature_spec(kind)
-    files = tf.data.Dataset.list_files(file_pattern, shuffle=shuffle, seed=seed)
-    dataset = files.interleave(tf.data.TFRecordDataset, cycle_length=tf.data.AUTOTUNE,
-                               num_parallel_calls=tf.data.AUTOTUNE, deterministic=not shuffle)
+    files, sizes = records.list_files_and_sizes(file_pattern, "task-data")
+    dataset = records.read_files(files, sizes, shuffle_files=shuffle, seed=seed,
+                                 deterministic=not shuffle or seed is not None,
+                                 skip_bad_records=skip_bad_records, bad_record_counter=bad_record_counter)
     if shuffle:
         dataset = dataset.shuffle(shuffle_buffer_size, seed=seed)
     if repeat:
