@@ -40,8 +40,13 @@ class MaskedLMHead(keras.layers.Layer):
             sequence_output, ops.expand_dims(ops.cast(masked_positions, "int32"), -1), axis=1
         )
         x = self.layer_norm(self.transform(gathered))
-        table = ops.cast(embedding_table, x.dtype)
-        return ops.einsum("bph,vh->bpv", x, table) + ops.cast(self.output_bias, x.dtype)
+        # One 2-D [batch*P, H] x [H, V] product rather than einsum("bph,vh->bpv"): the einsum
+        # lowers to a batch matmul broadcast over the batch, whose gradient for the [V, H] table is
+        # one [V, H] product per sequence summed afterwards; the 2-D form's is a single product.
+        flat = ops.reshape(x, (-1, self.hidden_size))
+        logits = ops.matmul(flat, ops.transpose(ops.cast(embedding_table, x.dtype)))
+        logits = logits + ops.cast(self.output_bias, x.dtype)
+        return ops.reshape(logits, (ops.shape(x)[0], ops.shape(x)[1], self.vocab_size))
 
     def get_config(self):
         config = super().get_config()
