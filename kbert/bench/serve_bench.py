@@ -87,6 +87,10 @@ def main(argv=None):
         text = shared / "glue" / "SST-2" / "dev.tsv"
     sizes = [int(b) for b in args.batch_sizes.split(",")]
     sentences = read_sentences(text, max(sizes) * 64)
+    try:
+        import tensorflow_text  # noqa: F401 - registers the text ops an exported preprocessor uses
+    except ImportError:
+        pass
     loaded = tf.saved_model.load(args.saved_model)
     fn, key = string_signature(loaded, args.signature)
 

@@ -59,13 +59,13 @@ def _step_fn(model, dataset, steps_per_execution):
     return step
 
 
-def kbert_pretrainer(config, case, jit, steps_per_execution, total_steps=10_000):
+def kbert_pretrainer(config, case, jit, steps_per_execution, total_steps=10_000, warmup_steps=100):
     from kbert import BertEncoder
     from kbert.models.pretrainer import BertPretrainer
     from kbert.training.optimization import create_optimizer
 
     model = BertPretrainer(BertEncoder(config))
-    model.compile(optimizer=create_optimizer(1e-4, total_steps, warmup_steps=100, weight_decay=0.01),
+    model.compile(optimizer=create_optimizer(1e-4, total_steps, warmup_steps=warmup_steps, weight_decay=0.01),
                   jit_compile=jit, steps_per_execution=steps_per_execution)
     return model
 
@@ -206,7 +206,8 @@ def loss_curves(args):
         keras.config.set_dtype_policy(precision)
         try:
             keras.utils.set_random_seed(0)
-            model = kbert_pretrainer(config, None, False, 1, total_steps=args.loss_curve)
+            model = kbert_pretrainer(config, None, False, 1, total_steps=args.loss_curve,
+                                     warmup_steps=max(1, args.loss_curve // 10))
             model(batches[0][0])
             if weights is None:
                 weights = model.get_weights()
@@ -222,10 +223,13 @@ def loss_curves(args):
         finally:
             keras.config.set_dtype_policy(previous)
         keras.backend.clear_session()
+    from kbert.layers.attention import bf16_matmul_mode
+
     f32, b16 = curves["float32"], curves["mixed_bfloat16"]
     window = max(1, len(f32) // 10)
     print(f"\n== loss curve, kbert BERT-{args.config.capitalize()} batch {args.batch_size} seq {args.seq_length}, "
-          f"{len(f32)} steps on the same batches from the same initial weights (mean per {window} steps)")
+          f"{len(f32)} steps on the same batches from the same initial weights, AdamW 1e-4, 10% warmup, "
+          f"bf16 matmuls {bf16_matmul_mode()} (mean per {window} steps)")
     print(f"{'steps':>11}{'float32':>10}{'bf16':>10}{'bf16 - f32':>12}")
     for i in range(0, len(f32), window):
         a, b = f32[i:i + window].mean(), b16[i:i + window].mean()
