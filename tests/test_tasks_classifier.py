@@ -45,6 +45,17 @@ def test_classifier_learns_tiny_data_and_reloads(tiny_model_dir, tmp_path):
     np.testing.assert_allclose(served["probabilities"].numpy().sum(axis=1), 1.0, rtol=1e-6)
 
 
+def test_fit_and_evaluate_take_plain_python_lists(tiny_model_dir):
+    """model.fit(list_of_str, list_of_int): the README's first example. Keras refuses a string
+    tensor beside a plain list of labels; the task model turns the labels into an array."""
+    model = TextClassifier.from_model_dir(tiny_model_dir, num_classes=2, seq_length=16)
+    model.compile(keras.optimizers.Adam(1e-3))
+    history = model.fit(TEXTS, LABELS.tolist(), epochs=1, batch_size=4, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+    loss, accuracy = model.evaluate(TEXTS, LABELS.tolist(), batch_size=4, verbose=0)
+    assert np.isfinite(loss) and 0.0 <= accuracy <= 1.0
+
+
 def test_pair_inputs_match_preprocessor_encoder_and_head(tiny_model_dir):
     """The model's in-graph path (pack a pair, trim the batch to its longest row) gives the logits
     of packing to the full seq_length by hand and running encoder and head on that."""

@@ -68,6 +68,21 @@ def _string_tensors(data):
     return convert(data)
 
 
+def _label_arrays(data):
+    """Labels given as plain (nested) Python lists of numbers -> numpy arrays: Keras' data adapters
+    accept a list of strings turned into a tensor only beside array-like labels, not a list."""
+    def convert(y):
+        if isinstance(y, list) and y:
+            array = np.asarray(y)
+            if array.dtype.kind in "biuf":
+                return array
+        return y
+
+    if isinstance(data, dict):
+        return {k: convert(v) for k, v in data.items()}
+    return convert(data)
+
+
 class TaskModel(keras.Model):
     """Base class: holds ``encoder``, ``head`` and ``preprocessor``; saves and reloads them.
 
@@ -141,10 +156,10 @@ class TaskModel(keras.Model):
                         metrics=metrics if metrics is not None else self.default_metrics(), **kwargs)
 
     def fit(self, x=None, y=None, *args, **kwargs):
-        return super().fit(_string_tensors(x), y, *args, **kwargs)
+        return super().fit(_string_tensors(x), _label_arrays(y), *args, **kwargs)
 
     def evaluate(self, x=None, y=None, *args, **kwargs):
-        return super().evaluate(_string_tensors(x), y, *args, **kwargs)
+        return super().evaluate(_string_tensors(x), _label_arrays(y), *args, **kwargs)
 
     def predict(self, x, *args, **kwargs):
         return super().predict(_string_tensors(x), *args, **kwargs)
