@@ -98,10 +98,11 @@ def run(args) -> dict:
     verbose = 2 if args.quiet or not sys.stdout.isatty() else 1
     start, cpu_start = time.time(), time.process_time()
     history = model.fit(train_ds, epochs=args.epochs, callbacks=callbacks, verbose=verbose, shuffle=False)
-    train_seconds = time.time() - start - sum(e["eval_seconds"] for e in evaluator.history)
+    # Training time: model.fit's, less the evaluation and best-model saving done after each epoch.
+    train_seconds = time.time() - start - evaluator.epoch_end_seconds
     # CPU seconds of this process (all threads): a measure of the work that other processes on a
     # shared machine do not inflate, unlike wall time.
-    train_cpu_seconds = time.process_time() - cpu_start - evaluator.eval_cpu_seconds
+    train_cpu_seconds = time.process_time() - cpu_start - evaluator.epoch_end_cpu_seconds
     results = {
         "task": args.task,
         "init": str(args.init),
@@ -130,7 +131,8 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     results = run(args)
     best = results["best"]
-    shown = ", ".join(f"{k} {v:.4f}" for k, v in best.items() if k not in ("epoch", "train_loss", "eval_seconds"))
+    skip = ("epoch", "train_loss", "eval_seconds", "save_seconds")
+    shown = ", ".join(f"{k} {v:.4f}" for k, v in best.items() if k not in skip)
     print(f"best epoch {results['best_epoch']}: {shown}")
     print(f"model directory: {results['model_dir']}  (metrics: eval_results.json, "
           f"predictions: {', '.join(pathlib.Path(p).name for p in results['predictions'])})")
