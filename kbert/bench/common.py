@@ -18,11 +18,22 @@ import argparse
 import dataclasses
 import json
 import os
+import pathlib
 import platform
 import statistics
 import subprocess
 import sys
 import time
+
+def default_shared_data() -> pathlib.Path | None:
+    """../shared/data next to the repository (KBERT_SHARED_DATA overrides), or None."""
+    env = os.environ.get("KBERT_SHARED_DATA")
+    repo = pathlib.Path(__file__).resolve().parents[2]
+    for path in ([pathlib.Path(env)] if env else []) + [repo.parent / "shared" / "data", repo / "shared" / "data"]:
+        if (path / "README.md").exists():
+            return path
+    return None
+
 
 MODEL_GARDEN_NOTE = (
     "n/a: tf-models-official 2.20 pins TensorFlow 2.20 and cannot be installed beside TF 2.21"

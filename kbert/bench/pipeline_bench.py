@@ -28,18 +28,9 @@ import time
 from kbert.bench import common
 
 
-def default_shared_data() -> pathlib.Path | None:
-    env = os.environ.get("KBERT_SHARED_DATA")
-    repo = pathlib.Path(__file__).resolve().parents[2]
-    for path in ([pathlib.Path(env)] if env else []) + [repo.parent / "shared" / "data", repo / "shared" / "data"]:
-        if (path / "README.md").exists():
-            return path
-    return None
-
-
 def make_records(vocab, workdir, corpus=None):
     """TFRecords of NSP instances from the shared corpus (``pipelines/pretraining_data.py``)."""
-    shared = default_shared_data()
+    shared = common.default_shared_data()
     corpus = corpus or (str(shared / "corpus" / "en" / "*.txt") if shared else None)
     if not corpus:
         raise SystemExit("error: no --data given and no shared corpus found (set KBERT_SHARED_DATA)")
@@ -160,7 +151,7 @@ def main(argv=None):
     print(common.versions("tensorflow", "tensorflow-text", "keras", "keras-hub"))
     vocab = args.vocab
     if not vocab:
-        shared = default_shared_data()
+        shared = common.default_shared_data()
         if not shared:
             raise SystemExit("error: --vocab is required (no shared data found)")
         vocab = shared / "vocab" / "bert-base-uncased" / "vocab.txt"

@@ -79,9 +79,7 @@ def main(argv=None):
     print(common.versions("tensorflow", "tensorflow-text", "keras"))
     text = args.text
     if not text:
-        from kbert.bench.pipeline_bench import default_shared_data
-
-        shared = default_shared_data()
+        shared = common.default_shared_data()
         if not shared:
             raise SystemExit("error: --text is required (no shared data found)")
         text = shared / "glue" / "SST-2" / "dev.tsv"

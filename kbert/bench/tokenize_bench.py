@@ -22,14 +22,7 @@ import statistics
 import sys
 import time
 
-
-def default_shared_data() -> pathlib.Path | None:
-    env = os.environ.get("KBERT_SHARED_DATA")
-    repo = pathlib.Path(__file__).resolve().parents[2]
-    for path in ([pathlib.Path(env)] if env else []) + [repo.parent / "shared" / "data", repo / "shared" / "data"]:
-        if (path / "README.md").exists():
-            return path
-    return None
+from kbert.bench import common
 
 
 def read_sentences(pattern, limit):
@@ -96,7 +89,7 @@ def build_candidates(vocab_file, seq_length, lower_case):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kbert.bench tokenize", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    shared = default_shared_data()
+    shared = common.default_shared_data()
     parser.add_argument("--text", default=str(shared / "corpus" / "en" / "**" / "*.txt") if shared else None,
                         help="text files, one sentence per line (default: the shared English corpus)")
     parser.add_argument("--vocab", default=str(shared / "vocab" / "bert-base-uncased" / "vocab.txt")
