@@ -56,6 +56,24 @@ def test_fit_and_evaluate_take_plain_python_lists(tiny_model_dir):
     assert np.isfinite(loss) and 0.0 <= accuracy <= 1.0
 
 
+def test_fit_traces_the_train_step_once(tiny_model_dir):
+    """No variable is created inside model.fit's traced step (the optimizer's slots are built
+    before): a step that creates variables makes tf.function trace the whole graph twice."""
+    model = TextClassifier.from_model_dir(tiny_model_dir, num_classes=2, seq_length=16)
+    model.compile(keras.optimizers.AdamW(1e-3))
+    created = []
+
+    def creator(next_creator, **kwargs):
+        if tf.inside_function():  # created while tracing the train step
+            created.append(kwargs.get("name"))
+        return next_creator(**kwargs)
+
+    with tf.variable_creator_scope(creator):
+        model.fit(TEXTS, LABELS, epochs=1, batch_size=4, verbose=0)
+    assert created == []
+    assert model.optimizer.built and model.optimizer.iterations.numpy() == -(-len(TEXTS) // 4)
+
+
 def test_pair_inputs_match_preprocessor_encoder_and_head(tiny_model_dir):
     """The model's in-graph path (pack a pair, trim the batch to its longest row) gives the logits
     of packing to the full seq_length by hand and running encoder and head on that."""

