@@ -100,3 +100,26 @@ def test_megabyte_strings(tokenizer, oracle):
     ids, starts, ends = tokenizer.tokenize_with_offsets(texts[:2])
     assert to_lists(ids) == got[:2]
     assert to_lists(ends)[1] == [[1_000_000]]
+
+
+ASCII_TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=127), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(st.one_of(ASCII_TEXT, TEXT), min_size=1, max_size=24), lower_case=st.booleans())
+def test_plain_ascii_short_path_equals_the_unicode_path(texts, lower_case):
+    """normalize() sends plain-ASCII strings through a byte-wise short path and the rest through
+    the Unicode passes, in one batch; each string must come out as the Unicode passes alone
+    make it (ASCII control characters and DEL are not plain: they must be removed)."""
+    from kbert.text.normalize import normalize, normalize_unicode
+
+    batch = tf.constant(texts)
+    assert normalize(batch, lower_case).numpy().tolist() == normalize_unicode(batch, lower_case).numpy().tolist()
+    grid = tf.reshape(tf.constant(texts * 2), [2, len(texts)])  # any shape, kept
+    assert normalize(grid, lower_case).numpy().tolist() == [normalize_unicode(batch, lower_case).numpy().tolist()] * 2
+
+
+def test_mixed_batch_matches_the_oracle(tokenizer, oracle):
+    texts = ["Hello, World!\tTabs\r\nand CAPS", "Café déjà vu", "DEL\x7fand\x01ctrl", "", "ÀB plain? no",
+             "PLAIN ascii again", "naïve"]
+    assert to_lists(tokenizer(texts)) == [oracle.word_ids(t) for t in texts]
