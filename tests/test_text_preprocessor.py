@@ -156,3 +156,36 @@ print(json.dumps({{
     assert result["vocab_file"].endswith("vocab.txt") and result["do_lower_case"] is True
     with open(result["vocab_file"], encoding="utf-8") as f, open(UNCASED_VOCAB, encoding="utf-8") as g:
         assert f.read() == g.read()
+
+
+@pytest.mark.parametrize("shards", [2, 3])
+def test_batches_cut_into_parallel_slices_give_the_serial_result(shards):
+    """In a graph the tokenizer and preprocessor cut a batch into slices worked on in parallel
+    (kbert.text.inputs.shard_rows); every batch size, slice boundaries included, must give
+    exactly what one slice gives."""
+    lines = [line["text"] for line in reference_lines()]
+    serial, sliced = BertPreprocessor(UNCASED_VOCAB, seq_length=48), BertPreprocessor(UNCASED_VOCAB, seq_length=48)
+    serial.tokenizer.shards, sliced.tokenizer.shards = 1, shards
+    spec = tf.TensorSpec([None], tf.string)
+
+    def graphs(pre):
+        return (tf.function(lambda a, b: pre([a, b]), input_signature=[spec, spec], autograph=False),
+                tf.function(lambda a: pre.tokenizer(a), input_signature=[spec], autograph=False),
+                tf.function(lambda a: pre.tokenizer.tokenize_with_offsets(a, unit="UTF8_CHAR"),
+                            input_signature=[spec], autograph=False))
+
+    (pack_1, tok_1, off_1), (pack_n, tok_n, off_n) = graphs(serial), graphs(sliced)
+
+    def tokenizer_calls(fn):  # one call of the tokenizer's graph per segment and slice
+        ops = fn.get_concrete_function().graph.get_operations()
+        return sum(op.type == "PartitionedCall" for op in ops)
+
+    assert (tokenizer_calls(pack_1), tokenizer_calls(pack_n)) == (2, 2 * shards)
+    for n in (0, 1, 2, shards - 1, shards + 1, 64 * shards + 1, 300):
+        a = tf.constant((lines * 2)[:n], tf.string)
+        b = tf.constant((lines[::-1] * 2)[:n], tf.string)
+        expected, got = pack_1(a, b), pack_n(a, b)
+        for key in KEYS:
+            np.testing.assert_array_equal(got[key].numpy(), expected[key].numpy(), err_msg=f"{key}, {n} rows")
+        assert to_lists(tok_n(a)) == to_lists(tok_1(a))
+        assert [to_lists(x) for x in off_n(a)] == [to_lists(x) for x in off_1(a)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from kbert.text.inputs import as_string_tensor
+from kbert.text.inputs import as_string_tensor, shard_rows
 from kbert.text.packer import BertPacker
 from kbert.text.tokenizer import BertTokenizer
 
@@ -70,8 +70,15 @@ class BertPreprocessor(keras.layers.Layer):
         segments = list(inputs) if is_segment_list else [inputs]
         if not segments:
             raise ValueError("BertPreprocessor needs at least one segment of strings")
-        tokenized = [self.tokenizer(_as_batch(s, i)) for i, s in enumerate(segments)]
-        return self.packer(tokenized, seq_length=seq_length)
+        segments = [_as_batch(s, i) for i, s in enumerate(segments)]
+        if tf.executing_eagerly():  # the tokenizer's graph shards the batch itself
+            return self.packer([self.tokenizer(s) for s in segments], seq_length=seq_length)
+
+        def preprocess(*rows):
+            return self.packer([self.tokenizer.tokenize_serial(s) for s in rows], seq_length=seq_length)
+
+        # Tokenize and pack slices of the batch in parallel (a concat of dense outputs after).
+        return shard_rows(preprocess, segments, self.tokenizer.shards)
 
     def get_config(self):
         config = super().get_config()
