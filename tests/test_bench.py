@@ -22,8 +22,9 @@ def _run(capsys, *argv):
     return code, capsys.readouterr().out
 
 
-def test_encoder_bench_table_with_keras_hub(capsys):
-    code, out = _run(capsys, "encoder", *TINY, "--vs", "keras-hub", "--xla", "both")
+def test_encoder_bench_table_with_keras_hub(capsys, monkeypatch):
+    monkeypatch.delenv("KBERT_BENCH_MODEL_GARDEN_PYTHON", raising=False)
+    code, out = _run(capsys, "encoder", *TINY, "--vs", "keras-hub,model-garden", "--xla", "both")
     assert code == 0
     lines = out.strip().splitlines()
     assert lines[0].startswith("machine: ") and "load average" in lines[0]
@@ -76,6 +77,21 @@ def test_hf_peer_in_a_subprocess(capsys):
     assert code == 0
     assert "matmul peak torch float32" in out
     assert re.search(r"^transformers \S+ eager", out, re.M)
+
+
+def test_model_garden_peer_in_its_own_environment(capsys):
+    """Model Garden needs TensorFlow 2.20: it runs in the Python that KBERT_BENCH_MODEL_GARDEN_PYTHON
+    names (a separate venv with tf-models-official 2.20), skipped where there is none."""
+    import os
+
+    if not os.environ.get("KBERT_BENCH_MODEL_GARDEN_PYTHON"):
+        pytest.skip("KBERT_BENCH_MODEL_GARDEN_PYTHON is not set (no tf-models-official environment)")
+    code, out = _run(capsys, "encoder", *TINY, "--vs", "model-garden", "--xla", "off")
+    assert code == 0
+    assert re.search(r"^Model Garden \S+ \(no XLA\)\s+[\d,.]+", out, re.M)
+    code, out = _run(capsys, "train", *TINY, "--vs", "model-garden", "--xla", "off", "--predictions", "3")
+    assert code == 0
+    assert re.search(r"^Model Garden \S+ \(no XLA\), AdamW\s+[\d,.]+", out, re.M)
 
 
 def test_train_bench_table(capsys):

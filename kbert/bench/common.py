@@ -36,9 +36,11 @@ def default_shared_data() -> pathlib.Path | None:
 
 
 MODEL_GARDEN_NOTE = (
-    "n/a: tf-models-official 2.20 pins TensorFlow 2.20 and cannot be installed beside TF 2.21"
+    "n/a: tf-models-official 2.20 pins TensorFlow 2.20 and cannot be installed beside TF 2.21; give a "
+    "Python that has it with --model-garden-python (see kbert/bench/mg_peer.py)"
 )
-PEERS = ("keras-hub", "hf")
+MODEL_GARDEN_PYTHON_ENV = "KBERT_BENCH_MODEL_GARDEN_PYTHON"
+PEERS = ("keras-hub", "hf", "model-garden")
 
 
 # -- options and cases ---------------------------------------------------------------------------
@@ -69,9 +71,13 @@ def add_model_args(parser: argparse.ArgumentParser, *, config="small", batch_siz
         parser.add_argument("--suite", choices=sorted(suites),
                             help="a named list of cases: " + "; ".join(
                                 f"{k} = {', '.join(v)}" for k, v in sorted(suites.items())))
-    parser.add_argument("--vs", default="keras-hub,hf",
+    parser.add_argument("--vs", default="keras-hub,hf,model-garden",
                         help="peers, comma-separated: keras-hub (always available), hf (transformers + "
-                             "torch in a subprocess, when installed); 'none' for kbert alone")
+                             "torch in a subprocess, when installed), model-garden (tf-models-official in "
+                             "a subprocess of --model-garden-python); 'none' for kbert alone")
+    parser.add_argument("--model-garden-python", default=os.environ.get(MODEL_GARDEN_PYTHON_ENV),
+                        help="a Python with tf-models-official 2.20 and TensorFlow 2.20 installed (default: "
+                             f"${MODEL_GARDEN_PYTHON_ENV}); without it the Model Garden rows are skipped")
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (each runs every candidate)")
     parser.add_argument("--reps", type=int, default=1, help="timed iterations per candidate per round")
     parser.add_argument("--warmup", type=int, default=2, help="untimed iterations per candidate after building")
@@ -235,7 +241,7 @@ class SubprocessPeer:
     never compete for the cores.
     """
 
-    def __init__(self, module: str, spec: dict, threads: int, timeout: float = 3600):
+    def __init__(self, module: str, spec: dict, threads: int, timeout: float = 3600, python: str | None = None):
         env = dict(os.environ)
         env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),
                    TOKENIZERS_PARALLELISM="false", TF_CPP_MIN_LOG_LEVEL="3")
@@ -243,7 +249,7 @@ class SubprocessPeer:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH")] if p])
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", module, json.dumps(spec)], stdin=subprocess.PIPE,
+            [python or sys.executable, "-m", module, json.dumps(spec)], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=None, text=True, env=env, bufsize=1)
         self.timeout = timeout
         hello = self._read()
@@ -280,6 +286,23 @@ class SubprocessPeer:
             except (OSError, subprocess.TimeoutExpired):
                 self.proc.kill()
                 self.proc.wait()
+
+
+def model_garden_peer(args, peers, notes: list, **spec):
+    """The Model Garden child (kbert.bench.mg_peer) when asked for and a Python for it is given,
+    else None with the reason in ``notes``."""
+    if "model-garden" not in peers:
+        return None
+    python = getattr(args, "model_garden_python", None)
+    if not python:
+        notes.append(f"Model Garden: {MODEL_GARDEN_NOTE}")
+        return None
+    if not os.path.exists(python):
+        raise SystemExit(f"error: --model-garden-python {python!r} does not exist")
+    xla = {"auto": [False, True], "both": [False, True], "on": [True], "off": [False]}[args.xla]
+    print("  building the Model Garden peer ...", file=sys.stderr, flush=True)
+    return SubprocessPeer("kbert.bench.mg_peer", dict(spec, threads=args.threads, warmup=args.warmup, xla=xla),
+                          args.threads, python=python)
 
 
 class _ChildRunner(Runner):

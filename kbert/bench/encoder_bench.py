@@ -7,7 +7,8 @@ weights and ids, every token real) for kbert and its peers, interleaved in the s
     is slow for bf16 on CPU; ``--xla both`` to time it anyway);
   * Hugging Face ``BertModel`` (torch, sdpa attention), eager and ``torch.compile``, in a child
     process with the same thread count, when transformers is installed;
-  * Model Garden: n/a (tf-models-official pins TensorFlow 2.20).
+  * Model Garden (tf-models-official 2.20, which pins TensorFlow 2.20): in a child process of
+    ``--model-garden-python`` (a separate environment, see kbert/bench/mg_peer.py), XLA off and on.
 ``--precision mixed_bfloat16`` runs Keras' mixed_bfloat16 policy for kbert and keras-hub, and
 torch.autocast(bfloat16) for transformers; kbert's bf16 output is checked against float32. On a CPU
 without bf16 instructions kbert multiplies its bf16 operands in float32 (same numbers, ~5x faster
@@ -107,7 +108,7 @@ def run_case(case, args, peers):
 
     print(f"  warming up {len(runners)} in-process candidates ...", file=sys.stderr, flush=True)
     common.warm_up(runners, args.warmup)
-    child = None
+    children = []
     if "hf" in peers:
         if not (common.have("torch") and common.have("transformers")):
             notes.append("transformers: not installed (pip install torch transformers): peer skipped")
@@ -118,12 +119,18 @@ def run_case(case, args, peers):
                 task="encoder", config=config.to_dict(), batch_size=case.batch_size,
                 seq_length=case.seq_length, precision=case.precision, threads=args.threads,
                 compile=args.hf_compile, warmup=args.warmup, flops=flops), args.threads)
+            children.append(child)
             runners += [r for r in child.runners if not (args.no_peak and r.group == "peak")]
-    notes.append(f"Model Garden: {common.MODEL_GARDEN_NOTE}")
+    child = common.model_garden_peer(args, peers, notes, task="encoder", config=config.to_dict(),
+                                     batch_size=case.batch_size, seq_length=case.seq_length,
+                                     precision=case.precision, flops=flops)
+    if child:
+        children.append(child)
+        runners += child.runners
     try:
         times = common.interleave(runners, args.rounds, args.reps)
     finally:
-        if child:
+        for child in children:
             child.close()
     rows = common.summarize(runners, times)
     title = f"encoder inference, {case.label}: {flops / 1e9:.2f} GFLOP/seq"

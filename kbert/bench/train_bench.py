@@ -8,7 +8,8 @@ clipnorm 1.0, dropout on) on a fixed in-memory batch, for kbert and its peers, i
     NSP Dense, Keras AdamW with the same settings, with and without XLA;
   * transformers ``BertForPreTraining`` (torch) with the MLM head applied to the gathered masked
     positions, torch AdamW + clip_grad_norm_, eager and torch.compile'd encoder, in a child process;
-  * Model Garden: n/a (tf-models-official pins TensorFlow 2.20).
+  * Model Garden (tf-models-official 2.20, which pins TensorFlow 2.20): in a child process of
+    ``--model-garden-python`` (a separate environment, see kbert/bench/mg_peer.py), XLA off and on.
 ``--steps-per-execution`` sets Keras' steps_per_execution for kbert and keras-hub.
 ``--loss-curve N`` instead trains kbert N steps in float32 and mixed_bfloat16 from the same
 initial weights on real masked batches (``--data`` TFRecords, see pipelines/pretraining_data.py)
@@ -151,7 +152,7 @@ def run_case(case, args, peers):
         keras.config.set_dtype_policy(previous)
     print(f"  warming up {len(runners)} in-process candidates ...", file=sys.stderr, flush=True)
     common.warm_up(runners, args.warmup)
-    child = None
+    children = []
     if "hf" in peers:
         if not (common.have("torch") and common.have("transformers")):
             notes.append("transformers: not installed (pip install torch transformers): peer skipped")
@@ -162,14 +163,20 @@ def run_case(case, args, peers):
                 seq_length=case.seq_length, precision=case.precision, threads=args.threads,
                 compile=args.hf_compile, warmup=args.warmup, flops=flops, predictions=args.predictions),
                 args.threads)
+            children.append(child)
             runners += [r for r in child.runners if not (args.no_peak and r.group == "peak")]
-    notes.append(f"Model Garden: {common.MODEL_GARDEN_NOTE}")
+    child = common.model_garden_peer(args, peers, notes, task="train", config=config.to_dict(),
+                                     batch_size=case.batch_size, seq_length=case.seq_length,
+                                     precision=case.precision, flops=flops, predictions=args.predictions)
+    if child:
+        children.append(child)
+        runners += child.runners
     if spe > 1:
         notes.append(f"Keras rows: one timed call = {spe} steps (steps_per_execution); rates are per example")
     try:
         times = common.interleave(runners, args.rounds, args.reps)
     finally:
-        if child:
+        for child in children:
             child.close()
     rows = common.summarize(runners, times)
     title = (f"pre-training step, {case.label}, MLM {args.predictions} positions + NSP, AdamW: "
