@@ -49,7 +49,9 @@ def _xla_modes(args, who, precision):
         return (False,)
     if who == "kbert":
         return (False,)
-    return (False, True) if precision == "float32" else (False,)
+    # Peers get both, whatever the precision: on a CPU without bf16 instructions XLA upcasts
+    # bf16 dots to float32 and is the fast bf16 setting (Model Garden: 894 vs 3,335 ms, Base b8).
+    return (False, True)
 
 
 def run_case(case, args, peers):
