@@ -319,6 +319,18 @@ class _ChildRunner(Runner):
         return self.peer.request(op="run", name=self.name, n=n)["times"]
 
 
+def warm_up_rows(fns: dict, spec: dict, items: int, framework: str) -> list:
+    """Runs each of a child's candidates ``spec["warmup"]`` times (at least once) and returns
+    their info dicts for the ``ready`` message."""
+    infos = []
+    for name, fn in fns.items():
+        for _ in range(max(1, int(spec.get("warmup", 2)))):
+            fn()
+        infos.append(dict(name=name, items=items, flops=float(spec.get("flops", 0.0)) * items,
+                          framework=framework, group="peer"))
+    return infos
+
+
 def child_main(build):
     """The child side of SubprocessPeer: ``build(spec)`` -> ([info dicts], {name: fn}, versions)."""
     spec = json.loads(sys.argv[1])

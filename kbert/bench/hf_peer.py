@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
-from kbert.bench.common import child_main
+from kbert.bench.common import child_main, warm_up_rows
 
 
 def _hf_config(cfg):
@@ -49,7 +49,7 @@ def build(spec):
     autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if bf16 else contextlib.nullcontext
     prec = " bf16 autocast" if bf16 else ""
     want_compile = spec.get("compile", "auto") != "off"
-    fns, infos = {}, []
+    fns = {}
     version = f"transformers {transformers.__version__}"
 
     if spec["task"] == "encoder":
@@ -105,11 +105,7 @@ def build(spec):
     else:
         raise ValueError(f"unknown task {spec['task']!r}")
 
-    for name, fn in fns.items():
-        for _ in range(max(1, int(spec.get("warmup", 2)))):
-            fn()
-        infos.append(dict(name=name, items=batch, flops=float(spec.get("flops", 0.0)) * batch,
-                          framework=f"torch-{spec['precision']}", group="peer"))
+    infos = warm_up_rows(fns, spec, batch, f"torch-{spec['precision']}")
     # The matmul peak of torch, the reference for these rows' "% peak".
     size = 2048
     dtype = torch.bfloat16 if bf16 else torch.float32

@@ -20,8 +20,9 @@ weight decay 0.01 and global norm clipping 1.0, one GradientTape step in a tf.fu
 from __future__ import annotations
 
 import sys
+from importlib import metadata
 
-from kbert.bench.common import child_main
+from kbert.bench.common import child_main, warm_up_rows
 
 
 def build(spec):
@@ -55,9 +56,9 @@ def build(spec):
             output_dropout=cfg["hidden_dropout_prob"], attention_dropout=cfg["attention_probs_dropout_prob"],
             initializer=tf_keras.initializers.TruncatedNormal(stddev=cfg["initializer_range"]), dict_outputs=True)
 
-    version = f"Model Garden {tfm.__version__ if hasattr(tfm, '__version__') else _version()}"
+    version = f"Model Garden {metadata.version('tf-models-official')}"
     prec = ", mixed_bfloat16" if bf16 else ""
-    fns, infos = {}, []
+    fns = {}
     if spec["task"] == "encoder":
         model = encoder()
         for jit in spec.get("xla", [False, True]):
@@ -97,18 +98,8 @@ def build(spec):
             fns[f"{version} ({'XLA' if jit else 'no XLA'}{prec}), AdamW"] = lambda fn=fn: float(fn())
     else:
         raise ValueError(f"unknown task {spec['task']!r}")
-    for name, fn in fns.items():
-        for _ in range(max(1, int(spec.get("warmup", 2)))):
-            fn()
-        infos.append(dict(name=name, items=batch, flops=float(spec.get("flops", 0.0)) * batch,
-                          framework=f"tf-{spec['precision']}", group="peer"))
+    infos = warm_up_rows(fns, spec, batch, f"tf-{spec['precision']}")
     return infos, fns, f"{version}, TensorFlow {tf.__version__}"
-
-
-def _version():
-    from importlib import metadata
-
-    return metadata.version("tf-models-official")
 
 
 if __name__ == "__main__":
