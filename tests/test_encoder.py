@@ -97,3 +97,36 @@ def test_config_round_trip_and_serialization(tiny, tmp_path):
     clone.load_weights(path)
     x = _inputs(2, 9)
     np.testing.assert_array_equal(tiny(x)["sequence_output"], clone(x)["sequence_output"])
+
+
+def test_outputs_at_positions_equal_the_full_pass_and_its_gradients(tiny):
+    """outputs_at (last block only at some positions) = the full call gathered there, values and
+    gradients of every weight; with padding, repeated positions and a padded position."""
+    import tensorflow as tf
+
+    x = _inputs(3, 12, seed=4)
+    x["input_mask"][1, 7:] = 0
+    x["input_word_ids"][1, 7:] = 0
+    positions = np.array([[1, 5, 5, 11], [0, 3, 6, 9], [2, 4, 8, 10]], "int32")
+    probe = np.random.default_rng(0).normal(size=(3, 4, tiny.config.hidden_size)).astype("float32")
+
+    def losses(inputs):
+        full = tiny(inputs)
+        at = tiny.outputs_at(inputs, positions)
+        gathered = tf.gather(full["sequence_output"], positions, batch_dims=1)
+        return (gathered, full["pooled_output"]), (at["sequence_output"], at["pooled_output"])
+
+    with tf.GradientTape(persistent=True) as tape:
+        (seq_full, pool_full), (seq_at, pool_at) = losses(x)
+        loss_full = tf.reduce_sum(seq_full * probe) + tf.reduce_sum(pool_full)
+        loss_at = tf.reduce_sum(seq_at * probe) + tf.reduce_sum(pool_at)
+    assert seq_at.shape == (3, 4, tiny.config.hidden_size)
+    np.testing.assert_allclose(seq_at, seq_full, atol=1e-5)
+    np.testing.assert_allclose(pool_at, pool_full, atol=1e-5)
+    weights = tiny.trainable_variables
+    for w, g_full, g_at in zip(weights, tape.gradient(loss_full, weights), tape.gradient(loss_at, weights)):
+        g_full, g_at = (tf.convert_to_tensor(g) for g in (g_full, g_at))
+        np.testing.assert_allclose(g_at, g_full, atol=1e-4, rtol=1e-4, err_msg=w.path)
+    # every weight is reached, the last block's too
+    assert all(float(tf.reduce_sum(tf.abs(tf.convert_to_tensor(g)))) > 0
+               for g in tape.gradient(loss_at, tiny.blocks[-1].trainable_variables))

@@ -151,10 +151,16 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         bias = (1.0 - ops.cast(padding_mask, dtype)) * _large_negative(dtype)
         return ops.expand_dims(ops.expand_dims(bias, 1), 1)
 
-    def context(self, x, batch, seq, mask_bias=None, training=None):
-        """2-D ``x`` [batch * seq, H] -> attention context [batch * seq, H] (before the output projection)."""
+    def context(self, x, batch, seq, mask_bias=None, training=None, queries=None):
+        """2-D ``x`` [batch * seq, H] -> attention context [batch * seq, H] (before the output projection).
+
+        ``queries``: optional ``(rows, count)``, 2-D rows [batch * count, H] of ``x`` (e.g. gathered at
+        some positions) that attend to all of ``x``; the context is then [batch * count, H], the
+        same numbers as those rows of the full context for a fraction of the work.
+        """
         heads, size = self.num_heads, self.head_size
-        q = ops.transpose(ops.reshape(dense(self.query, x), (batch, seq, heads, size)), (0, 2, 1, 3))
+        q_rows, q_len = queries if queries is not None else (x, seq)
+        q = ops.transpose(ops.reshape(dense(self.query, q_rows), (batch, q_len, heads, size)), (0, 2, 1, 3))
         k_t = ops.transpose(ops.reshape(dense(self.key, x), (batch, seq, heads, size)), (0, 2, 3, 1))
         v = ops.transpose(ops.reshape(dense(self.value, x), (batch, seq, heads, size)), (0, 2, 1, 3))
         # [batch, heads, query, key]; BERT's scale is 1/sqrt(head_size). With bf16 multiplied in

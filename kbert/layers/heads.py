@@ -36,9 +36,13 @@ class MaskedLMHead(keras.layers.Layer):
         self.built = True
 
     def call(self, sequence_output, masked_positions, embedding_table):
-        gathered = ops.take_along_axis(
-            sequence_output, ops.expand_dims(ops.cast(masked_positions, "int32"), -1), axis=1
-        )
+        """[batch, seq, H] and positions [batch, P] -> logits [batch, P, V]; with
+        ``masked_positions=None``, ``sequence_output`` is already the [batch, P, H] rows to predict."""
+        gathered = sequence_output
+        if masked_positions is not None:
+            gathered = ops.take_along_axis(
+                sequence_output, ops.expand_dims(ops.cast(masked_positions, "int32"), -1), axis=1
+            )
         x = self.layer_norm(self.transform(gathered))
         # One 2-D [batch*P, H] x [H, V] product rather than einsum("bph,vh->bpv"): the einsum
         # lowers to a batch matmul broadcast over the batch, whose gradient for the [V, H] table is

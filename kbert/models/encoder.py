@@ -75,6 +75,25 @@ class BertEncoder(keras.Model):
         self.blocks = blocks
         self.pooler = pooler
 
+    def outputs_at(self, inputs, positions, training=None):
+        """The encoder's outputs needed only at ``positions`` [batch, P] (int) of each sequence.
+
+        Returns ``{"sequence_output": [batch, P, H], "pooled_output": [batch, H]}``, the same
+        numbers as ``sequence_output`` gathered at ``positions`` and ``pooled_output`` of a full
+        call, but the last block runs its queries, FFN and LayerNorms only at ``positions`` and
+        [CLS] (its keys and values still cover every position). Pre-training reads the last block
+        at the ~15% masked positions only, so this saves most of a block's work, forward and
+        backward (BERT-Small: a quarter of the encoder).
+        """
+        x = self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"], training=training)
+        mask = inputs["input_mask"]
+        for block in self.blocks[:-1]:
+            x = block(x, padding_mask=mask, training=training)
+        positions = ops.cast(positions, "int32")
+        rows = ops.concatenate([ops.zeros_like(positions[:, :1]), positions], axis=1)  # [CLS] first
+        out = self.blocks[-1](x, padding_mask=mask, training=training, positions=rows)
+        return {"sequence_output": out[:, 1:], "pooled_output": self.pooler(out[:, 0])}
+
     @property
     def word_embeddings(self):
         """The [vocab, H] table the MLM decoder is tied to."""

@@ -30,12 +30,11 @@ class BertPretrainer(keras.Model):
             self.nsp_accuracy = keras.metrics.SparseCategoricalAccuracy(name="nsp_accuracy")
 
     def call(self, inputs, training=None):
-        outputs = self.encoder({k: inputs[k] for k in INPUT_NAMES}, training=training)
-        result = {
-            "mlm_logits": self.mlm_head(
-                outputs["sequence_output"], inputs["masked_lm_positions"], self.encoder.word_embeddings
-            )
-        }
+        # The last block only at the masked positions and [CLS]: the heads read nothing else.
+        outputs = self.encoder.outputs_at(
+            {k: inputs[k] for k in INPUT_NAMES}, inputs["masked_lm_positions"], training=training
+        )
+        result = {"mlm_logits": self.mlm_head(outputs["sequence_output"], None, self.encoder.word_embeddings)}
         if self.use_nsp:
             result["nsp_logits"] = self.nsp_head(outputs["pooled_output"])
         return result
