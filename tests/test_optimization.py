@@ -50,3 +50,29 @@ def test_fused_path_is_taken_and_amsgrad_falls_back():
     assert "ResourceApplyAdam" in {op.type for op in graph.get_operations()}
     for a, b in zip(_run(AdamW, amsgrad=True), _run(keras.optimizers.AdamW, amsgrad=True)):
         np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("factor", [0.01, 1.0, 30.0, np.inf, np.nan])
+def test_global_norm_clipping_matches_keras(factor):
+    """kbert's clip_by_global_norm = Keras' for norms under and over the clip, non-finite norms,
+    None entries and an IndexedSlices gradient."""
+    from keras.src.optimizers.base_optimizer import clip_by_global_norm as keras_clip
+
+    from kbert.training.optimization import clip_by_global_norm
+
+    rng = np.random.default_rng(1)
+    dense = [rng.normal(size=(6, 4)).astype("float32"), rng.normal(size=(3,)).astype("float32")]
+    dense[0][2, 1] = factor  # pushes the norm under (0.01), over (30) the clip, or to inf / NaN
+    dense = [d * (0.05 if factor == 0.01 else 1.0) for d in dense]
+    sparse = tf.IndexedSlices(tf.constant(rng.normal(size=(2, 4)).astype("float32")),
+                              tf.constant([0, 0]), tf.constant([5, 4]))  # repeated row: sums
+    grads = [tf.constant(dense[0]), None, sparse, tf.constant(dense[1])]
+    ours = clip_by_global_norm(grads, 1.0)
+    theirs = keras_clip([None if g is None else tf.convert_to_tensor(g) for g in grads], 1.0)
+    assert ours[1] is None
+    for a, b in zip(ours, theirs):
+        if b is not None:
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=0)
+    norm = float(tf.linalg.global_norm([tf.convert_to_tensor(g) for g in grads if g is not None]))
+    if np.isfinite(norm) and norm > 1.0:
+        assert float(tf.linalg.global_norm([g for g in ours if g is not None])) == pytest.approx(1.0, rel=1e-5)

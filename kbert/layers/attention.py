@@ -13,6 +13,7 @@ import os
 import keras
 from keras import ops
 
+from kbert.layers.fused import Dropout
 from kbert.layers.initializers import truncated_normal
 
 BF16_MATMUL_ENV = "KBERT_BF16_MATMUL"
@@ -132,7 +133,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.key = dense_layer("key")
         self.value = dense_layer("value")
         self.output_dense = dense_layer("output")
-        self.dropout = keras.layers.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def build(self, input_shape):
         for layer in (self.query, self.key, self.value, self.output_dense):

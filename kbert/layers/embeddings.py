@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from kbert.layers.fused import Dropout
 from kbert.layers.initializers import truncated_normal
 from kbert.layers.transformer import layer_norm
 
@@ -33,7 +34,7 @@ class BertEmbeddings(keras.layers.Layer):
             type_vocab_size, hidden_size, embeddings_initializer=init, name="token_type_embeddings"
         )
         self.layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="layer_norm")
-        self.dropout = keras.layers.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def build(self, input_shape=None):
         self.word_embeddings.build((None, None))

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from kbert.layers.activations import get_activation
+from kbert.layers.attention import matmul_dtype
 from kbert.layers.initializers import truncated_normal
 
 
@@ -47,9 +48,22 @@ class MaskedLMHead(keras.layers.Layer):
         # One 2-D [batch*P, H] x [H, V] product rather than einsum("bph,vh->bpv"): the einsum
         # lowers to a batch matmul broadcast over the batch, whose gradient for the [V, H] table is
         # one [V, H] product per sequence summed afterwards; the 2-D form's is a single product.
-        flat = ops.reshape(x, (-1, self.hidden_size))
-        logits = ops.matmul(flat, ops.transpose(ops.cast(embedding_table, x.dtype)))
-        logits = logits + ops.cast(self.output_bias, x.dtype)
+        # Operands are rounded to the compute dtype, then multiplied in ``matmul_dtype`` (float32
+        # for bf16 on CPUs without bf16 instructions, see kbert.layers.attention).
+        compute = matmul_dtype(x.dtype)
+        flat = ops.cast(ops.reshape(x, (-1, self.hidden_size)), compute)
+        table = ops.cast(ops.cast(embedding_table, x.dtype), compute)
+        bias = ops.cast(ops.cast(self.output_bias, x.dtype), compute)
+        if keras.backend.backend() == "tensorflow":
+            import tensorflow as tf
+
+            # transpose_b: neither the forward product nor the table's gradient ([V, H], from
+            # dlogits^T @ flat) materialises a transposed [H, V] copy of the table (48 ms of a
+            # BERT-Small step went to transposing that gradient back).
+            logits = tf.nn.bias_add(tf.linalg.matmul(flat, table, transpose_b=True), bias)
+        else:
+            logits = ops.matmul(flat, ops.transpose(table)) + bias
+        logits = ops.cast(logits, x.dtype)
         return ops.reshape(logits, (ops.shape(x)[0], ops.shape(x)[1], self.vocab_size))
 
     def get_config(self):

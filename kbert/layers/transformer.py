@@ -10,6 +10,7 @@ from keras import ops
 
 from kbert.layers.activations import get_activation
 from kbert.layers.attention import MultiHeadSelfAttention, dense, in_xla
+from kbert.layers.fused import Dropout, training_activation
 from kbert.layers.initializers import truncated_normal
 
 
@@ -78,7 +79,7 @@ class TransformerBlock(keras.layers.Layer):
         self.attention = MultiHeadSelfAttention(
             hidden_size, num_heads, attention_dropout, initializer_range, name="attention"
         )
-        self.attention_dropout_layer = keras.layers.Dropout(dropout)
+        self.attention_dropout_layer = Dropout(dropout)
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=1e-12, name="attention_layer_norm"
         )
@@ -89,7 +90,7 @@ class TransformerBlock(keras.layers.Layer):
             name="intermediate",
         )
         self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=init, name="output")
-        self.output_dropout = keras.layers.Dropout(dropout)
+        self.output_dropout = Dropout(dropout)
         self.output_layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="output_layer_norm")
 
     def build(self, input_shape):
@@ -118,7 +119,10 @@ class TransformerBlock(keras.layers.Layer):
         flat = queries[0] if queries is not None else flat
         flat = layer_norm(self.attention_layer_norm,
                           self._residual(att.output_dense, context, flat, self.attention_dropout_layer, training))
-        hidden = dense(self.intermediate, flat, activation=self.intermediate.activation)
+        activation = self.intermediate.activation
+        if training:
+            activation = training_activation(activation, flat)
+        hidden = dense(self.intermediate, flat, activation=activation)
         out = layer_norm(self.output_layer_norm,
                          self._residual(self.output_dense, hidden, flat, self.output_dropout, training))
         return ops.reshape(out, (batch, rows, self.hidden_size))

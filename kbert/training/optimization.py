@@ -55,14 +55,50 @@ class _ClipAfterAllReduce:
 
         ctx = tf.distribute.get_replica_context()
         if ctx is None or ctx.num_replicas_in_sync == 1:
-            return super()._clip_gradients(grads)
+            return self._clip_local(grads)
         present = [i for i, g in enumerate(grads) if g is not None]
         summed = ctx.all_reduce(tf.distribute.ReduceOp.SUM, [grads[i] for i in present])
-        clipped = super()._clip_gradients(list(summed))
+        clipped = self._clip_local(list(summed))
         out = list(grads)
         for i, g in zip(present, clipped):
             out[i] = g / ctx.num_replicas_in_sync
         return out
+
+
+    def _clip_local(self, grads):
+        if self.global_clipnorm is None or self.clipnorm is not None or self.clipvalue is not None:
+            return super()._clip_gradients(grads)
+        return clip_by_global_norm(grads, self.global_clipnorm)
+
+
+def clip_by_global_norm(grads, clip_norm):
+    """Keras' ``clip_by_global_norm`` (same scale, same NaN/inf behaviour) in fewer passes, on TensorFlow.
+
+    Keras squares every gradient into a new tensor, sums it, then multiplies every gradient by the
+    scale, even when the norm is under ``clip_norm`` and the scale is 1: three passes over ~30M
+    floats for BERT-Small, ~100 ms of a 1.7 s step on the 2-core CPU. Here the squared norm of
+    each gradient is one ``l2_loss`` reduction, and the gradients are multiplied only when the
+    norm exceeds ``clip_norm`` (or is not finite).
+    """
+    import tensorflow as tf
+
+    present = [i for i, g in enumerate(grads) if g is not None]
+    if not present:
+        return list(grads)
+    dense = [tf.convert_to_tensor(grads[i]) for i in present]
+    squares = [2.0 * tf.nn.l2_loss(tf.cast(g, tf.float32)) for g in dense]
+    norm = tf.sqrt(tf.add_n(squares))
+    clip = tf.cast(clip_norm, tf.float32)
+    scale = clip * tf.minimum(1.0 / norm, 1.0 / clip) + (norm - norm)  # NaN for a non-finite norm
+
+    def scaled():
+        return [g * tf.cast(scale, g.dtype) for g in dense]
+
+    kept = tf.cond(norm <= clip, lambda: [tf.identity(g) for g in dense], scaled)
+    out = list(grads)
+    for i, g in zip(present, kept):
+        out[i] = g
+    return out
 
 
 class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
