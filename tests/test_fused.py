@@ -101,3 +101,25 @@ def test_fused_training_gradients_equal_the_plain_ops(monkeypatch):
                 continue
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=max(1e-4 * float(tf.reduce_max(tf.abs(b))), 1e-6),
                                        err_msg=f"{act} {w.path}")
+
+
+def test_sparse_cross_entropy_matches_tensorflow_and_rejects_bad_labels():
+    rng = np.random.default_rng(2)
+    logits = tf.constant(rng.normal(scale=4.0, size=(3, 5, 301)).astype("float32"))
+    labels = tf.constant(rng.integers(0, 301, (3, 5)), tf.int32)
+    dy = tf.constant(rng.normal(size=(3, 5)).astype("float32"))
+
+    def run(f):
+        with tf.GradientTape() as tape:
+            tape.watch(logits)
+            loss = f(labels, logits)
+        return loss.numpy(), tape.gradient(loss, logits, dy).numpy()
+
+    ours = run(fused.sparse_softmax_cross_entropy)
+    ref = run(lambda y, z: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=z))
+    assert ours[0].shape == (3, 5)
+    np.testing.assert_allclose(ours[0], ref[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ours[1], ref[1], rtol=1e-5, atol=1e-6)
+    for bad in (301, -1):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="label"):
+            fused.sparse_softmax_cross_entropy(tf.constant([[0, bad]]), logits[:1, :2])

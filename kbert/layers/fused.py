@@ -155,3 +155,49 @@ def training_activation(activation, x):
     if activation in (gelu_tanh, gelu_exact) and enabled(x):
         return functools.partial(gelu, approximate=activation is gelu_tanh)
     return activation
+
+
+# -- softmax cross-entropy with integer labels ----------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def _xent_kernel():
+    import tensorflow as tf
+
+    @tf.function(jit_compile=True, autograph=False)
+    def loss_and_grad(logits, labels):
+        top = tf.reduce_max(logits, -1, keepdims=True)
+        e = tf.exp(logits - top)
+        total = tf.reduce_sum(e, -1, keepdims=True)
+        picked = tf.gather(logits, labels, batch_dims=1)
+        loss = tf.math.log(total[:, 0]) + top[:, 0] - picked
+        return loss, e / total - tf.one_hot(labels, tf.shape(logits)[-1], dtype=logits.dtype)
+
+    return loss_and_grad
+
+
+def sparse_softmax_cross_entropy(labels, logits):
+    """``-log softmax(logits)[label]`` per row (``labels`` [...] int, ``logits`` [..., V] float32),
+    as ``tf.nn.sparse_softmax_cross_entropy_with_logits``, in one compiled kernel.
+
+    TensorFlow's own op took 61 ms for the 640 x 30,522 MLM logits of a BERT-Small batch on the
+    2-core CPU, the XLA loop 19 ms (loss and gradient together, kept for the backward pass as
+    TensorFlow's op does). Labels outside [0, V) raise, as with TensorFlow's op.
+    """
+    import tensorflow as tf
+
+    vocab = logits.shape[-1]
+    labels = tf.cast(labels, tf.int32)
+    checks = [
+        tf.debugging.assert_non_negative(labels, message="label < 0 in the cross-entropy"),
+        tf.debugging.assert_less(labels, vocab, message=f"label >= the {vocab} classes of the logits"),
+    ]
+    with tf.control_dependencies(checks):
+        flat_labels = tf.reshape(labels, [-1])
+    flat_logits = tf.reshape(logits, [-1, vocab])
+    loss_and_grad = _xent_kernel()
+
+    @tf.custom_gradient
+    def _xent(flat_logits):
+        loss, grad = loss_and_grad(flat_logits, flat_labels)
+        return loss, lambda dloss: tf.expand_dims(dloss, -1) * grad
+
+    return tf.reshape(_xent(flat_logits), tf.shape(labels))

@@ -12,6 +12,7 @@ and, with NSP, ``next_sentence_labels`` [batch] (0 IsNext, 1 NotNext).
 import keras
 from keras import ops
 
+from kbert.layers import fused
 from kbert.layers.heads import build_head
 from kbert.models.encoder import INPUT_NAMES
 
@@ -44,9 +45,13 @@ class BertPretrainer(keras.Model):
         from kbert.training.distribute import cross_replica_sum, num_replicas
 
         weights = ops.cast(y["masked_lm_weights"], "float32")
-        mlm_ce = keras.losses.sparse_categorical_crossentropy(
-            y["masked_lm_ids"], ops.cast(y_pred["mlm_logits"], "float32"), from_logits=True
-        )
+        mlm_logits = ops.cast(y_pred["mlm_logits"], "float32")
+        if fused.enabled(mlm_logits):  # the vocabulary softmax as one compiled kernel
+            mlm_ce = fused.sparse_softmax_cross_entropy(y["masked_lm_ids"], mlm_logits)
+        else:
+            mlm_ce = keras.losses.sparse_categorical_crossentropy(
+                y["masked_lm_ids"], mlm_logits, from_logits=True
+            )
         # Normalise by the number of real predictions in the *global* batch, so that the sum over
         # replicas is exactly the single-device loss (Keras sums replica losses' gradients).
         mlm_loss = ops.sum(mlm_ce * weights) / (cross_replica_sum(ops.sum(weights)) + 1e-5)
