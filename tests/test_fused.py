@@ -123,3 +123,21 @@ def test_sparse_cross_entropy_matches_tensorflow_and_rejects_bad_labels():
     for bad in (301, -1):
         with pytest.raises(tf.errors.InvalidArgumentError, match="label"):
             fused.sparse_softmax_cross_entropy(tf.constant([[0, bad]]), logits[:1, :2])
+
+
+def test_dropout_with_residual_adds_in_the_same_kernel():
+    rng = np.random.default_rng(3)
+    x, r, dy = (tf.constant(rng.normal(size=(16, 24)).astype("float32")) for _ in range(3))
+    seed = tf.constant([7, 8])
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch([x, r])
+        plain = fused.dropout(x, 0.1, seed) + r
+        added = fused.dropout(x, 0.1, seed, residual=r)
+    np.testing.assert_allclose(added, plain, rtol=1e-6)
+    gx, gr = tape.gradient(added, [x, r], dy)
+    np.testing.assert_allclose(gx, tape.gradient(plain, x, dy), rtol=1e-6)
+    np.testing.assert_array_equal(gr, dy)
+    layer = fused.Dropout(0.1)
+    np.testing.assert_array_equal(layer.add_to(x, r, training=False), x + r)
+    out = np.asarray(layer.add_to(x, r, training=True)) - np.asarray(r)
+    assert 0 < (np.abs(out) < 1e-6).mean() < 0.3  # some dropped, most kept

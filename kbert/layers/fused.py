@@ -101,7 +101,11 @@ def _dropout_kernel(threshold: int):
         keep = tf.reshape(bits, tf.shape(x)) >= threshold
         return tf.where(keep, x * tf.cast(scale, x.dtype), tf.zeros_like(x))
 
-    return apply
+    @tf.function(jit_compile=True, autograph=False)
+    def apply_add(x, bits, residual):
+        return residual + apply(x, bits)
+
+    return apply, apply_add
 
 
 def random_bits16(shape, seed):
@@ -115,21 +119,29 @@ def random_bits16(shape, seed):
     return bits if n % 2 == 0 else bits[:n]
 
 
-def dropout(x, rate: float, seed):
-    """Inverted dropout of ``x`` at ``rate`` (0 < rate < 1) with the int32 [2] ``seed``; one
-    compiled loop forward, one backward, the same mask for both."""
+def dropout(x, rate: float, seed, residual=None):
+    """Inverted dropout of ``x`` at ``rate`` (0 < rate < 1) with the int32 [2] ``seed``, plus
+    ``residual`` if given (the add in the same loop); one compiled loop forward, one backward, the
+    same mask for both."""
     import tensorflow as tf
 
     if not 0.0 < rate < 1.0:
         raise ValueError(f"dropout rate must be in (0, 1), got {rate}")
-    apply = _dropout_kernel(_threshold(rate))
+    apply, apply_add = _dropout_kernel(_threshold(rate))
     bits = random_bits16(x.shape, seed)
 
-    @tf.custom_gradient
-    def _dropout(x):
-        return apply(x, bits), lambda dy: apply(dy, bits)
+    if residual is None:
+        @tf.custom_gradient
+        def _dropout(x):
+            return apply(x, bits), lambda dy: apply(dy, bits)
 
-    return _dropout(x)
+        return _dropout(x)
+
+    @tf.custom_gradient
+    def _dropout_add(x, residual):
+        return apply_add(x, bits, residual), lambda dy: (apply(dy, bits), dy)
+
+    return _dropout_add(x, residual)
 
 
 class Dropout(keras.layers.Dropout):
@@ -137,14 +149,26 @@ class Dropout(keras.layers.Dropout):
     where ``enabled``, runs as the fused kernel above; otherwise exactly Keras' layer."""
 
     def call(self, inputs, training=False):
-        if training and 0.0 < self.rate < 1.0 and self.noise_shape is None and enabled(inputs):
-            import tensorflow as tf
-
-            seed = self.seed_generator.next()
-            if seed.dtype != tf.int32:  # SeedGenerator state is int64; stateless ops want int32
-                seed = tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
-            return dropout(inputs, self.rate, seed)
+        if self._fusable(inputs, training):
+            return dropout(inputs, self.rate, self._seed())
         return super().call(inputs, training=training)
+
+    def add_to(self, inputs, residual, training=False):
+        """``residual + self(inputs)``, the add fused into the dropout kernel where it applies."""
+        if self._fusable(inputs, training) and residual.shape == inputs.shape and residual.dtype == inputs.dtype:
+            return dropout(inputs, self.rate, self._seed(), residual=residual)
+        return residual + self(inputs, training=training)
+
+    def _fusable(self, inputs, training):
+        return bool(training) and 0.0 < self.rate < 1.0 and self.noise_shape is None and enabled(inputs)
+
+    def _seed(self):
+        import tensorflow as tf
+
+        seed = self.seed_generator.next()
+        if seed.dtype != tf.int32:  # SeedGenerator state is int64; stateless ops want int32
+            seed = tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
+        return seed
 
 
 def training_activation(activation, x):

@@ -132,7 +132,7 @@ class TransformerBlock(keras.layers.Layer):
         add fuses into the MatMul."""
         if not training or self.dropout_rate == 0:
             return dense(layer, x, residual=residual)
-        return residual + dropout(dense(layer, x), training=training)
+        return dropout.add_to(dense(layer, x), residual, training=training)
 
     def get_config(self):
         config = super().get_config()
