@@ -64,6 +64,26 @@ def test_loss_matches_numpy_reference():
     np.testing.assert_allclose(out["mlm_logits"], logits, atol=1e-4)
 
 
+@pytest.mark.parametrize("fused_kernels", ["1", "0"])
+def test_metrics_match_numpy(fused_kernels, monkeypatch):
+    """mlm_accuracy = weighted share of predictions whose label has the largest logit, with the
+    fused cross-entropy (accuracy found in its loop) and with Keras' ops."""
+    monkeypatch.setenv("KBERT_FUSED_KERNELS", fused_kernels)
+    keras.utils.set_random_seed(0)
+    config = BertConfig.preset("tiny", vocab_size=50, max_position_embeddings=32)
+    model = BertPretrainer(BertEncoder(config))
+    x, y = _batch(vocab=50)
+    out = model(x)
+    y["masked_lm_ids"][1] = np.argmax(np.asarray(out["mlm_logits"])[1], -1)  # some hits
+    model.compute_loss(x, y, out)
+    logs = model.compute_metrics(x, y, out)
+    hits = np.argmax(np.asarray(out["mlm_logits"]), -1) == y["masked_lm_ids"]
+    w = y["masked_lm_weights"]
+    assert float(logs["mlm_accuracy"]) == pytest.approx((hits * w).sum() / w.sum(), abs=1e-6)
+    nsp_hits = np.argmax(np.asarray(out["nsp_logits"]), -1) == y["next_sentence_labels"]
+    assert float(logs["nsp_accuracy"]) == pytest.approx(nsp_hits.mean(), abs=1e-6)
+
+
 def test_no_nsp_trains_mlm_alone():
     config = BertConfig.preset("tiny", vocab_size=1000, max_position_embeddings=32)
     model = BertPretrainer(BertEncoder(config), use_nsp=False)

@@ -25,7 +25,8 @@ class BertPretrainer(keras.Model):
         self.mlm_head = mlm_head or build_head("mlm", encoder.config)
         self.nsp_head = (nsp_head or build_head("nsp", encoder.config)) if use_nsp else None
         self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
-        self.mlm_accuracy = keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")
+        # A weighted mean of per-prediction hits, which compute_loss finds with the loss.
+        self.mlm_accuracy = keras.metrics.Mean(name="mlm_accuracy")
         if use_nsp:
             self.nsp_loss_tracker = keras.metrics.Mean(name="nsp_loss")
             self.nsp_accuracy = keras.metrics.SparseCategoricalAccuracy(name="nsp_accuracy")
@@ -46,18 +47,21 @@ class BertPretrainer(keras.Model):
 
         weights = ops.cast(y["masked_lm_weights"], "float32")
         mlm_logits = ops.cast(y_pred["mlm_logits"], "float32")
-        if fused.enabled(mlm_logits):  # the vocabulary softmax as one compiled kernel
-            mlm_ce = fused.sparse_softmax_cross_entropy(y["masked_lm_ids"], mlm_logits)
+        if fused.enabled(mlm_logits):  # the vocabulary softmax (and accuracy) as one compiled kernel
+            mlm_ce, mlm_correct = fused.sparse_softmax_cross_entropy(
+                y["masked_lm_ids"], mlm_logits, return_correct=True
+            )
         else:
             mlm_ce = keras.losses.sparse_categorical_crossentropy(
                 y["masked_lm_ids"], mlm_logits, from_logits=True
             )
+            mlm_correct = keras.metrics.sparse_categorical_accuracy(y["masked_lm_ids"], mlm_logits)
         # Normalise by the number of real predictions in the *global* batch, so that the sum over
         # replicas is exactly the single-device loss (Keras sums replica losses' gradients).
         mlm_loss = ops.sum(mlm_ce * weights) / (cross_replica_sum(ops.sum(weights)) + 1e-5)
         loss = mlm_loss
         # Plain attribute (not tracked by Keras): read back by compute_metrics in the same step.
-        parts = {"mlm_loss": mlm_loss * num_replicas()}
+        parts = {"mlm_loss": mlm_loss * num_replicas(), "mlm_correct": mlm_correct}
         object.__setattr__(self, "_loss_parts", parts)
         if self.use_nsp:
             nsp_ce = keras.losses.sparse_categorical_crossentropy(
@@ -71,7 +75,7 @@ class BertPretrainer(keras.Model):
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         weights = ops.cast(y["masked_lm_weights"], "float32")
         self.mlm_loss_tracker.update_state(self._loss_parts["mlm_loss"])
-        self.mlm_accuracy.update_state(y["masked_lm_ids"], y_pred["mlm_logits"], sample_weight=weights)
+        self.mlm_accuracy.update_state(self._loss_parts["mlm_correct"], sample_weight=weights)
         if self.use_nsp:
             self.nsp_loss_tracker.update_state(self._loss_parts["nsp_loss"])
             self.nsp_accuracy.update_state(y["next_sentence_labels"], y_pred["nsp_logits"])
