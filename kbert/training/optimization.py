@@ -75,10 +75,10 @@ def clip_by_global_norm(grads, clip_norm):
     """Keras' ``clip_by_global_norm`` (same scale, same NaN/inf behaviour) in fewer passes, on TensorFlow.
 
     Keras squares every gradient into a new tensor, sums it, then multiplies every gradient by the
-    scale, even when the norm is under ``clip_norm`` and the scale is 1: three passes over ~30M
-    floats for BERT-Small, ~100 ms of a 1.7 s step on the 2-core CPU. Here the squared norm of
-    each gradient is one ``l2_loss`` reduction, and the gradients are multiplied only when the
-    norm exceeds ``clip_norm`` (or is not finite).
+    scale, even when the norm is under ``clip_norm`` and the scale is 1: three passes over the ~30M
+    gradient floats of BERT-Small. Here the squared norm of each gradient is one ``l2_loss``
+    reduction, and the gradients are multiplied only when the norm exceeds ``clip_norm`` (or is
+    not finite). Measured on the 2-core CPU: 25-45 ms of a 1.6 s BERT-Small step (two A/B pairs).
     """
     import tensorflow as tf
 
