@@ -35,7 +35,13 @@ def test_encoder_bench_table_with_keras_hub(capsys, monkeypatch):
     assert any(line.startswith("Model Garden: n/a") for line in lines)
     row = next(line for line in lines if line.startswith("kbert (no XLA)"))
     assert re.search(r"\d%$", row)  # % of the matmul peak
+    # The projections-only bound: a row and a note, never a candidate in the ratio.
+    floor = next(line for line in lines if line.startswith("floor: kbert's projections only"))
+    assert re.search(r"\d%$", floor)
+    assert re.search(r"^floor: the projections alone take [\d.,]+ ms, \d+% of kbert's time; .* would be "
+                     r"\d+\.\d\d\.$", out, re.M)
     assert re.match(r"ratio kbert / fastest peer: \d+\.\d\d", lines[-2])
+    assert "floor" not in lines[-2] and "floor" not in lines[-1]
     assert RATIO.fullmatch(lines[-1].split("  (")[0])
 
 
@@ -64,9 +70,11 @@ def test_encoder_bench_bf16_reports_the_difference_to_float32(capsys, monkeypatc
 
 def test_encoder_bench_cases_end_with_the_worst(capsys):
     code, out = _run(capsys, "encoder", "--case", "tiny:1", "--case", "tiny:2", "--seq-length", "8",
-                     "--rounds", "1", "--warmup", "0", "--vs", "keras-hub", "--xla", "off", "--no-peak")
+                     "--rounds", "1", "--warmup", "0", "--vs", "keras-hub", "--xla", "off", "--no-peak",
+                     "--no-floor")
     assert code == 0
     assert out.count("== encoder inference") == 2
+    assert "floor" not in out
     assert RATIO.match(out.strip().splitlines()[-1])
 
 

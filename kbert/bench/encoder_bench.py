@@ -13,6 +13,8 @@ weights and ids, every token real) for kbert and its peers, interleaved in the s
 torch.autocast(bfloat16) for transformers; kbert's bf16 output is checked against float32. On a CPU
 without bf16 instructions kbert multiplies its bf16 operands in float32 (same numbers, ~5x faster
 than oneDNN's emulated bf16 matmul); ``--bf16-matmul both`` adds the native-bf16 row.
+In float32 a "floor" row times kbert's dense projections alone (no attention, LayerNorm, transposes):
+not a candidate, a bound on what any layout change could buy (``--no-floor`` to skip).
 ``--suite issue7`` runs the four rows of issue 7. The last line is the worst ratio kbert / fastest peer.
 """
 
@@ -87,6 +89,8 @@ def run_case(case, args, peers):
                 runners.append(common.InProcess(name + ")", lambda fn=fn: fn(kin).numpy(), group="kbert",
                                                 items=case.batch_size, flops=flops * case.batch_size,
                                                 framework=f"tf-{case.precision}"))
+        if case.precision == "float32" and not args.no_floor:
+            runners.append(_projection_floor(encoder, case))
         if "keras-hub" in peers:
             import keras_hub
 
@@ -135,6 +139,7 @@ def run_case(case, args, peers):
         for child in children:
             child.close()
     rows = common.summarize(runners, times)
+    notes.extend(_floor_notes(rows))
     title = f"encoder inference, {case.label}: {flops / 1e9:.2f} GFLOP/seq"
     ratio = common.print_table(title, rows, notes)
     short = f"encoder {case.config} b{case.batch_size} {case.precision}"
@@ -142,6 +147,55 @@ def run_case(case, args, peers):
     keras.backend.clear_session()
     gc.collect()
     return short, ratio
+
+
+def _projection_floor(encoder, case):
+    """kbert's dense projections alone: a bound, not a model.
+
+    The 6 x L MatMul(+BiasAdd, +GELU, +residual) ops of ``encoder``'s blocks with its weights and
+    kbert's own op order (``kbert.layers.attention.dense``: the same fused oneDNN kernels), on
+    [batch * seq, H] activations, back to back; no attention scores or softmax, no transposes,
+    LayerNorms or embeddings. Its time is what kbert would take if all of that were free, so the
+    fastest peer's time over it is the largest ratio kbert could reach with these matmul kernels.
+    """
+    import tensorflow as tf
+
+    from kbert.layers.attention import dense
+
+    rows = case.batch_size * case.seq_length
+    x0 = tf.random.stateless_normal((rows, encoder.config.hidden_size), seed=(5, 6))
+
+    @tf.function
+    def fn(x):
+        side = []
+        for block in encoder.blocks:
+            att = block.attention
+            side += [dense(att.query, x), dense(att.key, x)]  # returned, so not pruned
+            context = dense(att.value, x)
+            x = dense(att.output_dense, context, residual=x)
+            hidden = dense(block.intermediate, x, activation=block.intermediate.activation)
+            x = dense(block.output_dense, hidden, residual=x)
+        return x, side
+
+    fn(x0)
+    h, i = encoder.config.hidden_size, encoder.config.intermediate_size
+    flops = 2.0 * rows * (4 * h * h + 2 * h * i) * len(encoder.blocks)  # its own FLOPs: GFLOP/s is the matmuls'
+    return common.InProcess("floor: kbert's projections only (not a model)", lambda: fn(x0)[0].numpy(),
+                            group="floor", items=case.batch_size, flops=flops,
+                            framework=f"tf-{case.precision}")
+
+
+def _floor_notes(rows):
+    floor = next((r for r in rows if r.group == "floor"), None)
+    kbert = max((r for r in rows if r.group == "kbert"), key=lambda r: r.rate, default=None)
+    peers = [r for r in rows if r.group == "peer"]
+    if not (floor and kbert and peers):
+        return []
+    best = max(peers, key=lambda r: r.rate)
+    return [f"floor: the projections alone take {floor.median * 1e3:,.1f} ms, {floor.median / kbert.median:.0%} of "
+            f"kbert's time; everything else in kbert (attention scores, softmax, transposes, LayerNorms, "
+            f"embeddings, dispatch) {(kbert.median - floor.median) * 1e3:,.1f} ms. With all of that free, kbert / "
+            f"fastest peer would be {floor.rate / best.rate:.2f}."]
 
 
 def _bf16_check(encoder, config, kin):
@@ -226,6 +280,8 @@ def main(argv=None):
     parser.add_argument("--bf16-matmul", default="auto", choices=("auto", "native", "float32", "both"),
                         help="kbert's bf16 matmuls under mixed_bfloat16 (auto: float32 on CPUs without "
                              "AVX512_BF16/AMX); both: a row for each")
+    parser.add_argument("--no-floor", action="store_true",
+                        help="skip the 'projections only' floor row (float32; a bound, not a candidate)")
     args = parser.parse_args(argv)
     peers = common.peers(args)
     cases = common.parse_cases(args, SUITES)
