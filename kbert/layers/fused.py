@@ -25,7 +25,6 @@ import math
 import os
 
 import keras
-import numpy as np
 
 FUSED_ENV = "KBERT_FUSED_KERNELS"
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -113,7 +112,7 @@ def random_bits16(shape, seed):
     ``seed`` int32 [2]."""
     import tensorflow as tf
 
-    n = int(np.prod(shape))
+    n = math.prod(shape)
     words = tf.random.stateless_uniform([(n + 1) // 2], seed, minval=None, maxval=None, dtype=tf.uint32)
     bits = tf.reshape(tf.bitcast(words, tf.uint16), [-1])
     return bits if n % 2 == 0 else bits[:n]

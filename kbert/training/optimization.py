@@ -64,7 +64,6 @@ class _ClipAfterAllReduce:
             out[i] = g / ctx.num_replicas_in_sync
         return out
 
-
     def _clip_local(self, grads):
         if self.global_clipnorm is None or self.clipnorm is not None or self.clipvalue is not None:
             return super()._clip_gradients(grads)
