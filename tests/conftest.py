@@ -17,6 +17,9 @@ def _shared_data() -> pathlib.Path:
     env = os.environ.get("KBERT_SHARED_DATA")
     candidates = [pathlib.Path(env)] if env else []
     candidates += [REPO.parent / "shared" / "data", REPO / "shared" / "data"]
+    origin = _local_origin()
+    if origin:  # a clone of a local checkout (git clone . /tmp/x/k): the data beside that checkout
+        candidates.append(origin.parent / "shared" / "data")
     for path in candidates:
         if (path / "README.md").exists():
             return path
@@ -24,6 +27,16 @@ def _shared_data() -> pathlib.Path:
         "shared test data not found; looked in " + ", ".join(map(str, candidates))
         + " (set KBERT_SHARED_DATA)"
     )
+
+
+def _local_origin() -> pathlib.Path | None:
+    try:
+        url = subprocess.run(["git", "-C", str(REPO), "config", "--get", "remote.origin.url"],
+                             capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    path = pathlib.Path(url.removeprefix("file://"))
+    return path.resolve() if url and path.is_absolute() and path.is_dir() else None
 
 
 SHARED = _shared_data()
