@@ -53,6 +53,17 @@ def read_metadata(model_dir) -> dict:
     return data
 
 
+def read_tokenizer_spec(model_dir):
+    """The ``TokenizerSpec`` of a model directory (``kbert.json``'s ``"tokenizer"``, or the legacy
+    ``do_lower_case`` alone, which means WordPiece with ``vocab.txt``)."""
+    from kbert.text.spec import TokenizerSpec, TokenizerSpecError
+
+    try:
+        return TokenizerSpec.from_metadata(read_metadata(model_dir), str(pathlib.Path(model_dir) / METADATA_FILE))
+    except TokenizerSpecError as e:
+        raise ModelDirError(str(e)) from None
+
+
 def write_metadata(model_dir, metadata: dict) -> None:
     text = json.dumps(metadata, indent=2, sort_keys=True) + "\n"
     atomic_write(pathlib.Path(model_dir) / METADATA_FILE, lambda tmp: tmp.write_text(text, encoding="utf-8"))

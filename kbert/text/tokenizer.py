@@ -25,6 +25,8 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from kbert.text import vocab as vocab_lib
+from kbert.text.registry import asset_path, register_tokenizer
+from kbert.text.spec import TokenizerSpec
 from kbert.text.inputs import Untracked, as_string_tensor, default_shards, map_flat, shard_rows
 from kbert.text.normalize import normalize, normalize_per_char
 
@@ -35,6 +37,7 @@ _MAX_UTF8_BYTES_PER_CHAR = 4
 OFFSET_UNITS = ("BYTE", "UTF8_CHAR")
 
 
+@register_tokenizer("wordpiece")
 class BertTokenizer(keras.layers.Layer):
     """BERT's WordPiece tokenizer as a Keras layer (eager, ``tf.function``, ``tf.data``, SavedModel).
 
@@ -48,6 +51,12 @@ class BertTokenizer(keras.layers.Layer):
     also gives each piece's span in the input.
     """
 
+    in_graph = True  # takes raw text inside the graph (see kbert.text.registry)
+
+    @classmethod
+    def from_spec(cls, spec: TokenizerSpec, directory=None, **kwargs):
+        return cls(os.fspath(asset_path(spec, directory)), lower_case=spec.lower_case, **kwargs)
+
     def __init__(self, vocab, lower_case=True, max_chars_per_word=MAX_CHARS_PER_WORD, **kwargs):
         kwargs.setdefault("dtype", "int32")
         kwargs.setdefault("trainable", False)
@@ -60,6 +69,7 @@ class BertTokenizer(keras.layers.Layer):
         if self.max_chars_per_word < 1:
             raise ValueError(f"max_chars_per_word must be >= 1, got {max_chars_per_word}")
         source = os.fspath(vocab) if isinstance(vocab, (str, os.PathLike)) else "vocab list"
+        self._vocab_path = source if isinstance(vocab, (str, os.PathLike)) else None
         self._special_ids = vocab_lib.special_token_ids(self.vocab, source)
         self._wordpiece = tf_text.FastWordpieceTokenizer(
             self.vocab,
@@ -90,6 +100,20 @@ class BertTokenizer(keras.layers.Layer):
             **{unit: graph(functools.partial(self._tokenize_1d_with_offsets, unit=unit)) for unit in OFFSET_UNITS},
         )
         self.built = True
+
+    # -- the tokenizer interface (kbert.text.registry) -----------------------------------------
+    @property
+    def spec(self) -> TokenizerSpec:
+        return TokenizerSpec(type="wordpiece", lower_case=self.lower_case)
+
+    @property
+    def asset_files(self) -> dict:
+        """``{"vocab.txt": path}``; a tokenizer built from a token list has no file yet (``{}``)."""
+        return {self.spec.vocab_file: self._vocab_path} if self._vocab_path else {}
+
+    def pre_tokenize(self, texts):
+        """The Python step before the graph: none for WordPiece (the texts as they are)."""
+        return list(texts)
 
     # -- vocabulary ---------------------------------------------------------------------------
     @property

@@ -1,0 +1,86 @@
+"""One place that picks the tokenizer: a registry of tokenizer types and one constructor from a spec.
+
+Every tokenizer type is one class, registered under its ``TokenizerSpec.type`` with
+``@register_tokenizer("name")``. Built-in types live in their own modules and are imported only
+when asked for (MeCab and SentencePiece pull optional packages):
+
+    wordpiece        kbert.text.tokenizer   google-research/bert's BasicTokenizer + WordPiece, in-graph
+    mecab-wordpiece  kbert.text.mecab       transformers' BertJapaneseTokenizer: NFKC, MeCab words (Python),
+    mecab-character  kbert.text.mecab         then WordPiece within each word / one token per character
+    sentencepiece    kbert.text.sentencepiece  TF-Text SentencepieceTokenizer, in-graph
+
+What a tokenizer class gives (``BertTokenizer`` is the reference implementation):
+
+  * ``from_spec(spec, directory)`` (classmethod) and ``spec`` (the ``TokenizerSpec`` it was built from);
+  * ``asset_files``: ``{file name: path}`` of what an export or a model directory must carry;
+  * ``in_graph``: True when ``tokenize`` takes raw text inside a TensorFlow graph; False when a
+    Python step must run first: ``pre_tokenize(texts) -> list[str]`` (identity for in-graph types),
+    whose output is what the graph part (and an export's serving signature) takes;
+  * ``tokenize(strings)`` -> int32 RaggedTensor ``[batch, words, pieces]`` (the first piece of each
+    word starts a word: whole-word masking and tagging read the ragged structure),
+    ``tokenize_serial``, ``tokenize_flat`` and ``tokenize_with_offsets(strings, unit)``;
+  * ``special_token_ids`` (``padding_id``, ``start_of_sequence_id``, ``end_of_segment_id``,
+    ``mask_id``, ``unknown_id``), ``get_special_tokens_dict()`` (TF Hub), ``vocab_size``,
+    ``get_vocabulary()``, ``id_to_token``, ``token_to_id``, ``lower_case``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pathlib
+
+from kbert.text.spec import TokenizerSpec, TokenizerSpecError
+
+_BUILTIN_MODULES = {
+    "wordpiece": "kbert.text.tokenizer",
+    "mecab-wordpiece": "kbert.text.mecab",
+    "mecab-character": "kbert.text.mecab",
+    "sentencepiece": "kbert.text.sentencepiece",
+}
+_REGISTRY: dict[str, type] = {}
+
+
+def register_tokenizer(name: str):
+    """Class decorator: ``@register_tokenizer("wordpiece") class BertTokenizer(...)``."""
+
+    def register(cls):
+        if name in _REGISTRY and _REGISTRY[name] is not cls:
+            raise ValueError(f"tokenizer type {name!r} is already registered by {_REGISTRY[name].__qualname__}")
+        _REGISTRY[name] = cls
+        cls.tokenizer_type = name
+        return cls
+
+    return register
+
+
+def tokenizer_types() -> list[str]:
+    return sorted(set(_REGISTRY) | set(_BUILTIN_MODULES))
+
+
+def tokenizer_class(name: str) -> type:
+    if name not in _REGISTRY and name in _BUILTIN_MODULES:
+        importlib.import_module(_BUILTIN_MODULES[name])
+    if name not in _REGISTRY:
+        raise TokenizerSpecError(f"unknown tokenizer type {name!r}; known types: {', '.join(tokenizer_types())}")
+    return _REGISTRY[name]
+
+
+def create_tokenizer(spec: TokenizerSpec, directory=None, **kwargs):
+    """The tokenizer a spec describes; ``spec.vocab_file`` is read relative to ``directory``."""
+    return tokenizer_class(spec.type).from_spec(spec, directory, **kwargs)
+
+
+def asset_path(spec: TokenizerSpec, directory) -> pathlib.Path:
+    """Where the spec's ``vocab_file`` lies (an absolute ``vocab_file`` is taken as it is)."""
+    path = pathlib.Path(os.path.expanduser(spec.vocab_file))
+    if not path.is_absolute() and directory is not None:
+        path = pathlib.Path(directory) / path
+    return path
+
+
+def load_tokenizer(model_dir, **kwargs):
+    """The tokenizer of a model directory, from its ``kbert.json`` (legacy ``do_lower_case`` included)."""
+    from kbert.model_dir import read_tokenizer_spec
+
+    return create_tokenizer(read_tokenizer_spec(model_dir), model_dir, **kwargs)
