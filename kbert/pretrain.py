@@ -62,11 +62,20 @@ def parse_args(argv=None):
 
 
 # -- demo -----------------------------------------------------------------------------------------
+def demo_corpus_dir() -> pathlib.Path:
+    """The public-domain corpus shipped inside the package (``kbert/resources/corpus``)."""
+    corpus = pathlib.Path(__file__).parent / "resources" / "corpus"
+    if not list(corpus.glob("*.txt")):
+        raise FileNotFoundError(f"the demo corpus is missing from the installed package: no *.txt in {corpus} "
+                                "(reinstall kbert; its wheel ships kbert/resources/corpus)")
+    return corpus
+
+
 def demo_args():
     """The built-in default: tiny BERT on the shipped corpus, a few minutes on 2 CPU cores."""
     from kbert.text.vocab_learning import learn_vocab, write_vocab
 
-    corpus = pathlib.Path(__file__).parent / "resources" / "corpus"
+    corpus = demo_corpus_dir()
     data = DEMO_DIR / "data"
     data.mkdir(parents=True, exist_ok=True)
     vocab = data / "vocab.txt"
