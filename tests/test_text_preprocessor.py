@@ -11,7 +11,7 @@ import tensorflow as tf
 from conftest import UNCASED_VOCAB, run_fresh_python
 from kbert.export.preprocessor import resolve_vocab
 from kbert.text import BertPreprocessor
-from test_text_google_reference import expected_ids, minilm_rows, reference_lines, to_lists
+from google_bert_oracle import expected_ids, minilm_rows, reference_lines, to_lists
 
 KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 

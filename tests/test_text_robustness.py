@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from conftest import UNCASED_VOCAB
 from kbert.text import BertTokenizer
-from test_text_google_reference import GoogleBertTokenizer, read_vocab, reference_lines, to_lists
+from google_bert_oracle import GoogleBertTokenizer, read_vocab, reference_lines, to_lists
 
 NASTY = [
     "\x00", "\x01", "\x08", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x7f", "\x85", "\xa0", "\xad",
