@@ -85,6 +85,22 @@ def shared_data() -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
+def uncased_tokenizer():
+    """kbert's WordPiece tokenizer with the real bert-base-uncased vocabulary."""
+    from kbert.text import BertTokenizer
+
+    return BertTokenizer(UNCASED_VOCAB)
+
+
+@pytest.fixture(scope="session")
+def google_oracle():
+    """The independent oracle (google-research/bert's rules re-typed) with the same vocabulary."""
+    from google_bert_oracle import GoogleBertTokenizer, read_vocab
+
+    return GoogleBertTokenizer(read_vocab(UNCASED_VOCAB))
+
+
+@pytest.fixture(scope="session")
 def minilm_model_dir(tmp_path_factory) -> pathlib.Path:
     """all-MiniLM-L6-v2 converted once per session to a kbert model directory."""
     from kbert.convert import hf

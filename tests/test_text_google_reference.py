@@ -2,31 +2,24 @@
 checked against the Hugging Face reference outputs in ``shared/data/reference``."""
 
 import numpy as np
-import pytest
 
-from conftest import REFERENCE, UNCASED_VOCAB
-from google_bert_oracle import (GoogleBertTokenizer, expected_ids, google_pack, minilm_rows, read_vocab,
-                                reference_lines, truncate_seq_pair)
+from conftest import REFERENCE
+from google_bert_oracle import (expected_ids, google_pack, minilm_rows, reference_lines, truncate_seq_pair)
 
 
-@pytest.fixture(scope="module")
-def oracle():
-    return GoogleBertTokenizer(read_vocab(UNCASED_VOCAB))
-
-
-def test_oracle_reproduces_reference_tokenization(oracle):
+def test_oracle_reproduces_reference_tokenization(google_oracle):
     lines = reference_lines()
     assert len(lines) == 3000
-    wrong = [line["src"] for line in lines if oracle.ids(line["text"]) != expected_ids(line)]
+    wrong = [line["src"] for line in lines if google_oracle.ids(line["text"]) != expected_ids(line)]
     assert wrong == []
 
 
-def test_oracle_reproduces_reference_packing(oracle):
+def test_oracle_reproduces_reference_packing(google_oracle):
     ref = np.load(REFERENCE / "minilm_encoder.npz")
     rows = minilm_rows()
     for i, row in enumerate(rows):
-        a = oracle.ids(row["text_a"])
-        b = None if row["text_b"] is None else oracle.ids(row["text_b"])
+        a = google_oracle.ids(row["text_a"])
+        b = None if row["text_b"] is None else google_oracle.ids(row["text_b"])
         assert (len(a), len(b) if b is not None else None) == (row["num_tokens_a"], row.get("num_tokens_b")), i
         ids, mask, types = google_pack(a, b, 128)
         assert ids == row.get("google_bert_input_ids", ref["input_ids"][i].tolist()), i

@@ -8,14 +8,11 @@ it differently. Every assigned code point was checked to agree one by one when t
 
 from __future__ import annotations
 
-import pytest
 import tensorflow as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import UNCASED_VOCAB
-from kbert.text import BertTokenizer
-from google_bert_oracle import GoogleBertTokenizer, read_vocab, reference_lines, to_lists
+from google_bert_oracle import reference_lines, to_lists
 
 NASTY = [
     "\x00", "\x01", "\x08", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x7f", "\x85", "\xa0", "\xad",
@@ -29,37 +26,27 @@ CHARACTERS = st.one_of(st.characters(exclude_categories=("Cn", "Cs")), st.sample
 TEXT = st.text(CHARACTERS, max_size=60)
 
 
-@pytest.fixture(scope="module")
-def tokenizer():
-    return BertTokenizer(UNCASED_VOCAB)
-
-
-@pytest.fixture(scope="module")
-def oracle():
-    return GoogleBertTokenizer(read_vocab(UNCASED_VOCAB))
-
-
 def _fold_sigma(s):
     return s.replace("ς", "σ")
 
 
 @settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=st.lists(TEXT, min_size=1, max_size=24))
-def test_unicode_text_matches_oracle(tokenizer, oracle, texts):
-    got = to_lists(tokenizer(texts))
-    assert got == [oracle.word_ids(t) for t in texts]
-    # Offsets: inside the text, in order, same ids; a word's span is that word to the oracle.
-    ids, starts, ends = map(to_lists, tokenizer.tokenize_with_offsets(texts, unit="UTF8_CHAR"))
+def test_unicode_text_matches_oracle(uncased_tokenizer, google_oracle, texts):
+    got = to_lists(uncased_tokenizer(texts))
+    assert got == [google_oracle.word_ids(t) for t in texts]
+    # Offsets: inside the text, in order, same ids; a word's span is that word to the google_oracle.
+    ids, starts, ends = map(to_lists, uncased_tokenizer.tokenize_with_offsets(texts, unit="UTF8_CHAR"))
     assert ids == got
-    vocab = tokenizer.get_vocabulary()
+    vocab = uncased_tokenizer.get_vocabulary()
     for text, words, word_starts, word_ends in zip(texts, ids, starts, ends):
         flat_starts = [s for ws in word_starts for s in ws]
         assert flat_starts == sorted(flat_starts)
         for word, s, e in zip(words, word_starts, word_ends):
             assert all(0 <= a <= b <= len(text) for a, b in zip(s, e))
-            span = oracle.basic_tokenize(text[s[0]:e[-1]])
+            span = google_oracle.basic_tokenize(text[s[0]:e[-1]])
             assert len(span) == 1, (text, s[0], e[-1], span)
-            if word != [tokenizer.special_token_ids["unknown_id"]]:
+            if word != [uncased_tokenizer.special_token_ids["unknown_id"]]:
                 assert _fold_sigma(span[0]) == _fold_sigma("".join(vocab[i].removeprefix("##") for i in word))
 
 
@@ -68,23 +55,23 @@ BYTES = st.lists(st.one_of(st.binary(max_size=12), TEXT.map(lambda t: t.encode("
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.lists(BYTES, min_size=1, max_size=24))
-def test_invalid_utf8_is_dropped_like_the_original(tokenizer, oracle, data):
+def test_invalid_utf8_is_dropped_like_the_original(uncased_tokenizer, google_oracle, data):
     """google-research/bert decodes with errors="ignore": invalid bytes vanish."""
-    assert to_lists(tokenizer(tf.constant(data))) == [oracle.word_ids(b) for b in data]
-    ids, starts, ends = map(to_lists, tokenizer.tokenize_with_offsets(tf.constant(data)))
+    assert to_lists(uncased_tokenizer(tf.constant(data))) == [google_oracle.word_ids(b) for b in data]
+    ids, starts, ends = map(to_lists, uncased_tokenizer.tokenize_with_offsets(tf.constant(data)))
     for raw, word_starts, word_ends in zip(data, starts, ends):
         assert all(0 <= a <= b <= len(raw) for s, e in zip(word_starts, word_ends) for a, b in zip(s, e))
 
 
-def test_degenerate_strings(tokenizer):
+def test_degenerate_strings(uncased_tokenizer):
     texts = [t.encode("utf-8") for t in ["", " ", "\t\n\r", "\u3000\u2028", "\x00\x01\u200b\ufeff", "\u0301\u0308"]]
     texts += [b"\xff\xfe", b"\xc0\x80", b"\xed\xa0\x80"]  # invalid: bytes, overlong NUL, surrogate
-    assert to_lists(tokenizer(texts)) == [[]] * len(texts)
-    out = tokenizer.tokenize_with_offsets(texts)
+    assert to_lists(uncased_tokenizer(texts)) == [[]] * len(texts)
+    out = uncased_tokenizer.tokenize_with_offsets(texts)
     assert all(r.flat_values.shape[0] == 0 for r in out)
 
 
-def test_megabyte_strings(tokenizer, oracle):
+def test_megabyte_strings(uncased_tokenizer, google_oracle):
     lines = [line["text"] for line in reference_lines()]
     mixed = ""
     while len(mixed.encode("utf-8")) < 1_000_000:
@@ -92,12 +79,12 @@ def test_megabyte_strings(tokenizer, oracle):
     mixed = mixed.encode("utf-8")[:1_000_000].decode("utf-8", "ignore")  # cut inside a character: fine
     texts = [mixed, "a" * 1_000_000, " " * 1_000_000, "\x00" * 1_000_000, "中" * 333_333,
              "\u0301" * 500_000]
-    got = to_lists(tokenizer(texts))
-    assert got[0] == oracle.word_ids(mixed)
-    assert got[1] == [[tokenizer.special_token_ids["unknown_id"]]]
+    got = to_lists(uncased_tokenizer(texts))
+    assert got[0] == google_oracle.word_ids(mixed)
+    assert got[1] == [[uncased_tokenizer.special_token_ids["unknown_id"]]]
     assert got[2] == [] and got[3] == [] and got[5] == []
-    assert got[4] == [[tokenizer.token_to_id("中")]] * 333_333
-    ids, starts, ends = tokenizer.tokenize_with_offsets(texts[:2])
+    assert got[4] == [[uncased_tokenizer.token_to_id("中")]] * 333_333
+    ids, starts, ends = uncased_tokenizer.tokenize_with_offsets(texts[:2])
     assert to_lists(ids) == got[:2]
     assert to_lists(ends)[1] == [[1_000_000]]
 
@@ -119,7 +106,7 @@ def test_plain_ascii_short_path_equals_the_unicode_path(texts, lower_case):
     assert normalize(grid, lower_case).numpy().tolist() == [normalize_unicode(batch, lower_case).numpy().tolist()] * 2
 
 
-def test_mixed_batch_matches_the_oracle(tokenizer, oracle):
+def test_mixed_batch_matches_the_oracle(uncased_tokenizer, google_oracle):
     texts = ["Hello, World!\tTabs\r\nand CAPS", "Café déjà vu", "DEL\x7fand\x01ctrl", "", "ÀB plain? no",
              "PLAIN ascii again", "naïve"]
-    assert to_lists(tokenizer(texts)) == [oracle.word_ids(t) for t in texts]
+    assert to_lists(uncased_tokenizer(texts)) == [google_oracle.word_ids(t) for t in texts]

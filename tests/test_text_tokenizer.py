@@ -13,37 +13,27 @@ from google_bert_oracle import (GoogleBertTokenizer, expected_ids, read_vocab,
 
 
 @pytest.fixture(scope="module")
-def tokenizer():
-    return BertTokenizer(UNCASED_VOCAB)
-
-
-@pytest.fixture(scope="module")
-def oracle():
-    return GoogleBertTokenizer(read_vocab(UNCASED_VOCAB))
-
-
-@pytest.fixture(scope="module")
 def lines():
     return reference_lines()
 
 
-def test_reference_lines_exact(tokenizer, oracle, lines):
+def test_reference_lines_exact(uncased_tokenizer, google_oracle, lines):
     """Every line of wordpiece_uncased.jsonl (English and Japanese): ids equal, 100%."""
-    words = to_lists(tokenizer([line["text"] for line in lines]))
+    words = to_lists(uncased_tokenizer([line["text"] for line in lines]))
     got = [[i for w in ws for i in w] for ws in words]
     mismatches = [line["src"] for line, ids in zip(lines, got) if ids != expected_ids(line)]
     assert len(lines) == 3000 and mismatches == []
     # The word dimension is the original's words (basic tokenization), pieces inside.
-    assert words == [oracle.word_ids(line["text"]) for line in lines]
+    assert words == [google_oracle.word_ids(line["text"]) for line in lines]
 
 
-def test_same_ids_eager_tf_function_and_tf_data(tokenizer, lines):
+def test_same_ids_eager_tf_function_and_tf_data(uncased_tokenizer, lines):
     texts = [line["text"] for line in lines[::5]]
-    eager = to_lists(tokenizer(texts))
-    in_function = to_lists(tf.function(lambda s: tokenizer(s))(tf.constant(texts)))
-    batched = tf.data.Dataset.from_tensor_slices(texts).batch(64).map(tokenizer)
+    eager = to_lists(uncased_tokenizer(texts))
+    in_function = to_lists(tf.function(lambda s: uncased_tokenizer(s))(tf.constant(texts)))
+    batched = tf.data.Dataset.from_tensor_slices(texts).batch(64).map(uncased_tokenizer)
     from_dataset = [row for batch in batched for row in to_lists(batch)]
-    unbatched = tf.data.Dataset.from_tensor_slices(texts[:40]).map(tokenizer)
+    unbatched = tf.data.Dataset.from_tensor_slices(texts[:40]).map(uncased_tokenizer)
     single = [to_lists(tf.RaggedTensor.from_tensor(r[tf.newaxis])) if not isinstance(r, tf.RaggedTensor)
               else to_lists(r) for r in unbatched]
     assert in_function == eager
@@ -107,57 +97,57 @@ def _fold_sigma(s):
     return s.replace("ς", "σ")
 
 
-def test_offsets_point_at_the_words(tokenizer, oracle, lines):
+def test_offsets_point_at_the_words(uncased_tokenizer, google_oracle, lines):
     texts = [line["text"] for line in lines] + ["Héllo, ΣΑΣ wörld! 中文x\x00y", "a\u200bb İstanbul ﬁ"]
-    ids, starts, ends = tokenizer.tokenize_with_offsets(texts, unit="UTF8_CHAR")
-    _, byte_starts, byte_ends = tokenizer.tokenize_with_offsets(texts)
+    ids, starts, ends = uncased_tokenizer.tokenize_with_offsets(texts, unit="UTF8_CHAR")
+    _, byte_starts, byte_ends = uncased_tokenizer.tokenize_with_offsets(texts)
     ids, starts, ends, byte_starts, byte_ends = map(to_lists, (ids, starts, ends, byte_starts, byte_ends))
-    unk = tokenizer.special_token_ids["unknown_id"]
-    vocab = tokenizer.get_vocabulary()
+    unk = uncased_tokenizer.special_token_ids["unknown_id"]
+    vocab = uncased_tokenizer.get_vocabulary()
     for n, text in enumerate(texts):
         encoded = text.encode("utf-8")
-        assert len(ids[n]) == len(oracle.basic_tokenize(text))
+        assert len(ids[n]) == len(google_oracle.basic_tokenize(text))
         for w, word in enumerate(ids[n]):
             s, e = starts[n][w], ends[n][w]
             assert all(0 <= a <= b <= len(text) for a, b in zip(s, e))
             # Byte and character offsets describe the same spans.
             assert [encoded[a:b].decode() for a, b in zip(byte_starts[n][w], byte_ends[n][w])] == \
                    [text[a:b] for a, b in zip(s, e)]
-            # The span of a word, cleaned by the oracle, is that word.
-            span = oracle.basic_tokenize(text[s[0]:e[-1]])
+            # The span of a word, cleaned by the google_oracle, is that word.
+            span = google_oracle.basic_tokenize(text[s[0]:e[-1]])
             if word != [unk]:
                 assert _fold_sigma("".join(span)) == _fold_sigma("".join(vocab[i].removeprefix("##") for i in word))
             assert len(span) == 1, (text, span)
 
 
-def test_offsets_of_a_known_string(tokenizer):
-    ids, starts, ends = tokenizer.tokenize_with_offsets(["Héllo, wörld!"])
+def test_offsets_of_a_known_string(uncased_tokenizer):
+    ids, starts, ends = uncased_tokenizer.tokenize_with_offsets(["Héllo, wörld!"])
     assert to_lists(starts) == [[[0], [6], [8], [14]]]
     assert to_lists(ends) == [[[6], [7], [14], [15]]]
-    ids, starts, ends = tokenizer.tokenize_with_offsets(["Héllo, wörld!"], unit="UTF8_CHAR")
+    ids, starts, ends = uncased_tokenizer.tokenize_with_offsets(["Héllo, wörld!"], unit="UTF8_CHAR")
     assert to_lists(starts) == [[[0], [5], [7], [12]]]
     assert to_lists(ends) == [[[5], [6], [12], [13]]]
     with pytest.raises(ValueError, match="unit"):
-        tokenizer.tokenize_with_offsets(["x"], unit="WORD")
+        uncased_tokenizer.tokenize_with_offsets(["x"], unit="WORD")
 
 
-def test_shapes(tokenizer):
-    scalar = tokenizer("hello world")
+def test_shapes(uncased_tokenizer):
+    scalar = uncased_tokenizer("hello world")
     assert to_lists(scalar) == [[7592], [2088]]
-    grid = tokenizer([["hello", "hello world"], ["", "world"]])
+    grid = uncased_tokenizer([["hello", "hello world"], ["", "world"]])
     assert grid.shape.rank == 4 and to_lists(grid) == [[[[7592]], [[7592], [2088]]], [[], [[2088]]]]
-    ragged = tokenizer(tf.ragged.constant([["hello"], ["world", "hello world"]]))
+    ragged = uncased_tokenizer(tf.ragged.constant([["hello"], ["world", "hello world"]]))
     assert to_lists(ragged) == [[[[7592]]], [[[2088]], [[7592], [2088]]]]
-    assert to_lists(tokenizer.tokenize_flat(["hello world", ""])) == [[7592, 2088], []]
-    empty = tokenizer([])
+    assert to_lists(uncased_tokenizer.tokenize_flat(["hello world", ""])) == [[7592, 2088], []]
+    empty = uncased_tokenizer([])
     assert empty.shape[0] == 0 and empty.dtype == tf.int32
-    assert tokenizer(np.array(["hello"])).dtype == tf.int32
+    assert uncased_tokenizer(np.array(["hello"])).dtype == tf.int32
 
 
 @pytest.mark.parametrize("bad", [tf.constant([1, 2]), np.array([1.0]), [1, 2], None, {"a": "b"}])
-def test_non_string_input_is_a_clear_error(tokenizer, bad):
+def test_non_string_input_is_a_clear_error(uncased_tokenizer, bad):
     with pytest.raises(TypeError, match="expects strings"):
-        tokenizer(bad)
+        uncased_tokenizer(bad)
 
 
 def test_special_tokens_are_looked_up_not_assumed(tmp_path):
@@ -176,8 +166,8 @@ def test_special_tokens_are_looked_up_not_assumed(tmp_path):
     assert uncased.special_token_ids["mask_id"] == 103 and uncased.token_to_id("hello") == 7592
 
 
-def test_config_round_trip(tokenizer):
-    clone = BertTokenizer.from_config(tokenizer.get_config())
+def test_config_round_trip(uncased_tokenizer):
+    clone = BertTokenizer.from_config(uncased_tokenizer.get_config())
     text = ["Configs keep the vocabulary, lower_case and the word limit."]
-    assert to_lists(clone(text)) == to_lists(tokenizer(text))
+    assert to_lists(clone(text)) == to_lists(uncased_tokenizer(text))
     assert clone.lower_case and clone.max_chars_per_word == 200
