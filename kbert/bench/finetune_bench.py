@@ -95,9 +95,9 @@ def _peers(spec: str) -> list:
 
 def _write_subset(args, out: pathlib.Path) -> pathlib.Path:
     """The training subset and the dev set as JSON, for every contender (kbert reads the same rows
-    through --max-train-examples with the same seed: kbert.tasks.recipes.subsample)."""
+    through --max-train-examples with the same seed: kbert.tasks.task_type.subsample)."""
     from kbert.data.glue import read_glue
-    from kbert.tasks.recipes import subsample
+    from kbert.tasks.task_type import subsample
 
     data_dir = args.data_dir or _shared_glue_dir(args.task)
     train = read_glue(args.task.split("/")[-1], "train", data_dir)

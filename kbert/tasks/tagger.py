@@ -20,7 +20,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kbert.tasks.base import TaskModel, TaskModelError, register_task
+from kbert.tasks.base import TaskModel, TaskModelError
+from kbert.tasks.batching import length_sorted_batches, trim_to_longest
 from kbert.tasks.datasets import make_dataset
 from kbert.tasks.heads import SequenceHead
 from kbert.tasks.ner_alignment import IGNORE_INDEX, entity_spans
@@ -30,13 +31,6 @@ def _ragged_words(words) -> tf.RaggedTensor:
     if isinstance(words, tf.RaggedTensor):
         return words
     return tf.ragged.constant([list(w) for w in words], dtype=tf.string, ragged_rank=1)
-
-
-def trim_batch(inputs, *rest):
-    """Cuts packed inputs (and [batch, seq] companions: labels, word ids) to the longest row."""
-    length = tf.maximum(tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1)), 1)
-    trimmed = ({k: v[:, :length] for k, v in inputs.items()},) + tuple(r[:, :length] for r in rest)
-    return trimmed if rest else trimmed[0]
 
 
 def words_from_tokens(token_tags, word_ids, num_words: int, fill_value: int = 0) -> np.ndarray:
@@ -52,7 +46,6 @@ def words_from_tokens(token_tags, word_ids, num_words: int, fill_value: int = 0)
     return tags
 
 
-@register_task
 class TokenTagger(TaskModel):
     """Tags words with one of ``label_names`` (e.g. the CoNLL-2003 IOB2 tags, "O" first).
 
@@ -152,7 +145,7 @@ class TokenTagger(TaskModel):
         inputs, labels, _ = self.numpy_features(words, word_labels, chunk=chunk)
         lengths = inputs["input_mask"].sum(axis=1)
         return make_dataset(inputs, labels, batch_size=batch_size, lengths=lengths, boundaries=boundaries,
-                            shuffle=shuffle, seed=seed, map_batch=trim_batch if self.dynamic_length else None)
+                            shuffle=shuffle, seed=seed, map_batch=trim_to_longest if self.dynamic_length else None)
 
     def numpy_features(self, words, word_labels=None, chunk=4096):
         parts = []
@@ -168,14 +161,10 @@ class TokenTagger(TaskModel):
     # -- predictions --------------------------------------------------------------------------
     def _tag_ids(self, inputs, word_ids, num_words, batch_size):
         """Word tag ids from packed features, batched by length."""
-        lengths = inputs["input_mask"].sum(axis=1)
-        order = np.argsort(lengths, kind="stable")
-        results = [None] * len(lengths)
+        results = [None] * len(word_ids)
         step = tf.function(lambda x: tf.argmax(self(x, training=False), axis=-1), reduce_retracing=True)
-        for start in range(0, len(order), batch_size):
-            index = order[start:start + batch_size]
-            width = max(int(lengths[index].max()), 1)
-            predicted = step({k: tf.constant(v[index, :width]) for k, v in inputs.items()}).numpy()
+        for index, width, batch in length_sorted_batches(inputs, batch_size):
+            predicted = step(batch).numpy()
             for row, i in enumerate(index):
                 results[i] = words_from_tokens(predicted[row], word_ids[i, :width], num_words[i], self.fill_label)
         return results
