@@ -9,6 +9,7 @@ import dataclasses
 import os
 from typing import Callable
 
+
 @dataclasses.dataclass(frozen=True)
 class TaskSpec:
     """A resolved task file.

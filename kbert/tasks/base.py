@@ -23,8 +23,9 @@ import numpy as np
 import tensorflow as tf
 
 from kbert import model_dir as model_dir_lib
-from kbert.tasks.batching import trim_to_longest  # noqa: F401  (kbert.features imports it from here)
+from kbert.tasks.batching import trim_to_longest
 from kbert.text import BertPreprocessor, load_vocab
+
 
 class TaskModelError(ValueError):
     """A task model directory or setting that does not fit: names the file, field and value."""

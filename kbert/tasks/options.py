@@ -28,7 +28,7 @@ def comma_list(text) -> tuple:
     return tuple(part.strip() for part in str(text).split(",") if part.strip())
 
 
-def option(default=dataclasses.MISSING, *, help: str, type=None, flag: str | None = None):  # noqa: A002
+def option(default=dataclasses.MISSING, *, help: str, type=None, flag: str | None = None):
     """A dataclass field with its command-line help (``type``: the argparse converter when the
     default does not say it; ``flag``: e.g. "--no-bucketing" for a True default)."""
     metadata = {"help": help, "type": type, "flag": flag}

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -26,7 +26,7 @@ GLUE_MAIN_METRIC = {"cola": "matthews_corrcoef", "mrpc": "f1", "qqp": "f1", "sts
 
 @dataclasses.dataclass
 class TableOptions:
-    """Options of the csv task (a generic file with named columns)."""
+    """csv: a generic file with named columns"""
 
     text_columns: tuple | None = option(None, type=comma_list, help="one or two column names, comma-separated")
     label_column: str = option("label", help="the label's column")

@@ -25,7 +25,7 @@ SQUAD_FILES = {
 
 @dataclasses.dataclass
 class SquadOptions:
-    """Window building and answer selection, as run_squad.py, and article subsets."""
+    """SQuAD: windows and answer selection as run_squad.py, article subsets"""
 
     train_articles: str | None = option(None, type=str,
                                         help="START:END slice of the training file's articles, e.g. :36")
