@@ -78,13 +78,11 @@ class GoodCount(TaskType):
     name = "test_good_count"
     model_types = ("test_good_counter",)
     Options = CountOptions
+    recipe_class = CountRecipe
     signature_docs = {"test_good_counter": "text -> score [b]"}
 
     def model_class(self, model_type):
         return GoodCounter
-
-    def recipe(self, task, options):
-        return CountRecipe(task, options)
 
     def signatures(self, module):
         from kbert.export.task import IDS_SPEC

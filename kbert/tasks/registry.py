@@ -89,12 +89,16 @@ def _load_builtins():
             importlib.import_module(module)
 
 
-def get_task(name: str) -> NamedTask:
+def _lookup(table: dict, key, what: str, known):
     _load_builtins()
     try:
-        return _TASKS[str(name).lower()]
+        return table[key]
     except KeyError:
-        raise UnknownTaskError(f"unknown task {name!r}; expected one of: {', '.join(task_names())}") from None
+        raise UnknownTaskError(f"unknown {what} {key!r}; expected one of: {', '.join(known())}") from None
+
+
+def get_task(name: str) -> NamedTask:
+    return _lookup(_TASKS, str(name).lower(), "task", task_names)
 
 
 def task_names() -> list:
@@ -110,11 +114,7 @@ def tasks() -> list:
 
 
 def get_task_type(name: str):
-    _load_builtins()
-    try:
-        return _TYPES[name]
-    except KeyError:
-        raise UnknownTaskError(f"unknown task type {name!r}; expected one of {sorted(_TYPES)}") from None
+    return _lookup(_TYPES, name, "task type", lambda: sorted(_TYPES))
 
 
 def task_types() -> list:
@@ -124,11 +124,7 @@ def task_types() -> list:
 
 def task_type_for_model(model_type: str):
     """The TaskType that owns a model type (kbert.json ``task.type``, e.g. "text_classifier")."""
-    _load_builtins()
-    try:
-        return _MODEL_TYPES[model_type]
-    except KeyError:
-        raise UnknownTaskError(f"unknown model type {model_type!r}; expected one of {sorted(_MODEL_TYPES)}") from None
+    return _lookup(_MODEL_TYPES, model_type, "model type", model_types)
 
 
 def model_types() -> list:

@@ -9,7 +9,7 @@ type and its named tasks::
         model_types = ("text_classifier",)       # the kbert.json task.type values it serves
         Options = MyOptions                      # a dataclass (kbert.tasks.options.option fields)
         def model_class(self, model_type): ...   # the Keras TaskModel class
-        def recipe(self, task, options): return MyRecipe(task, options)
+        recipe_class = MyRecipe                  # reads data, builds, trains, evaluates, writes predictions
         def data_source(self, task, split, options): ...   # for the TFRecord pipeline
         def signatures(self, module): ...        # serving_default / serving_ids tf.functions
         def warmup_inputs(self, model): ...      # TF Serving warm-up requests
@@ -54,6 +54,7 @@ class TaskType:
     name = ""
     model_types: tuple = ()
     Options = NoOptions
+    recipe_class = None  # the Recipe subclass
     default_seq_length = 128
     # What serving_default takes and returns, per model type (README documents the same).
     signature_docs: dict = {}
@@ -72,10 +73,18 @@ class TaskType:
         return task_options
 
     def recipe(self, task, options: FinetuneOptions):
-        raise NotImplementedError
+        """The fine-tuning Recipe of ``task`` (its ``recipe_class`` by default)."""
+        return self.recipe_class(task, options)
 
     def data_source(self, task, split: str, options) -> DataSource:
         raise NotImplementedError(f"task type {self.name!r} has no TFRecord pipeline")
+
+    @staticmethod
+    def split_file(task, files: dict, split: str) -> str:
+        """The file name of ``split`` in ``files``; an unknown split is an error listing them."""
+        if split not in files:
+            raise ValueError(f"task {task.name!r} has no split {split!r}; expected one of {sorted(files)}")
+        return files[split]
 
     def signatures(self, module) -> tuple:
         """(serve, serve_ids) tf.functions with input signatures over ``module.model``."""
@@ -126,12 +135,9 @@ class Recipe:
         """``override`` (--train-file / --eval-file), or the split's file (``files``) in --data-dir."""
         if override:
             return os.fspath(override)
-        name = self.task.name
         if not self.options.data_dir:
-            raise ValueError(f"task {name!r} needs --data-dir or --train-file/--eval-file")
-        if split not in files:
-            raise ValueError(f"task {name!r} has no split {split!r}; expected one of {sorted(files)}")
-        return os.path.join(os.fspath(self.options.data_dir), files[split])
+            raise ValueError(f"task {self.task.name!r} needs --data-dir or --train-file/--eval-file")
+        return os.path.join(os.fspath(self.options.data_dir), TaskType.split_file(self.task, files, split))
 
     def subsets(self, train_examples, eval_examples):
         """Sets train, dev (the --max-*-examples subsets), dev_index, num_train and num_eval."""

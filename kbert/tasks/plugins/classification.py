@@ -140,6 +140,7 @@ def _pooled_outputs(model, logits):
 class Classification(TaskType):
     name = "classification"
     model_types = ("text_classifier", "text_regressor", "multi_label_classifier")
+    recipe_class = ClassificationRecipe
     Options = TableOptions
     signature_docs = {
         "text_classifier": "text | text_a, text_b -> probabilities [b, C], class_ids [b], labels [b], logits [b, C]",
@@ -152,9 +153,6 @@ class Classification(TaskType):
 
         return {"text_classifier": classifier.TextClassifier, "text_regressor": classifier.TextRegressor,
                 "multi_label_classifier": classifier.MultiLabelClassifier}[model_type]
-
-    def recipe(self, task, options):
-        return ClassificationRecipe(task, options)
 
     def data_source(self, task, split, options):
         if "glue_task" in task.preset:

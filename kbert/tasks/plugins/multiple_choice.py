@@ -70,6 +70,7 @@ def _choice_outputs(logits):
 class MultipleChoice(TaskType):
     name = "multiple_choice"
     model_types = ("multiple_choice",)
+    recipe_class = ChoiceRecipe
     signature_docs = {
         "multiple_choice": "context [b], choices [b, N] -> probabilities [b, N], choice_ids [b], logits [b, N]",
     }
@@ -79,13 +80,8 @@ class MultipleChoice(TaskType):
 
         return MultipleChoiceModel
 
-    def recipe(self, task, options):
-        return ChoiceRecipe(task, options)
-
     def data_source(self, task, split, options):
-        if split not in SWAG_FILES:
-            raise ValueError(f"task {task.name!r} has no split {split!r}; expected one of {sorted(SWAG_FILES)}")
-        return DataSource("swag", SWAG_FILES[split], _read_swag, ("accuracy",))
+        return DataSource("swag", self.split_file(task, SWAG_FILES, split), _read_swag, ("accuracy",))
 
     def signatures(self, module):
         import tensorflow as tf

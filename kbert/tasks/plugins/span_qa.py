@@ -117,6 +117,7 @@ class SquadRecipe(Recipe):
 class SpanQA(TaskType):
     name = "span_qa"
     model_types = ("span_qa",)
+    recipe_class = SquadRecipe
     Options = SquadOptions
     default_seq_length = 384
     signature_docs = {
@@ -128,14 +129,9 @@ class SpanQA(TaskType):
 
         return SpanQuestionAnswerer
 
-    def recipe(self, task, options):
-        return SquadRecipe(task, options)
-
     def data_source(self, task, split, options):
-        files = SQUAD_FILES[task.preset["version"]]
-        if split not in files:
-            raise ValueError(f"task {task.name!r} has no split {split!r}; expected one of {sorted(files)}")
-        return DataSource("squad", files[split], _read_squad, ("squad_exact_match", "squad_f1"))
+        file = self.split_file(task, SQUAD_FILES[task.preset["version"]], split)
+        return DataSource("squad", file, _read_squad, ("squad_exact_match", "squad_f1"))
 
     def signatures(self, module):
         import tensorflow as tf

@@ -50,6 +50,7 @@ class TaggingRecipe(Recipe):
 class Tagging(TaskType):
     name = "tagging"
     model_types = ("token_tagger",)
+    recipe_class = TaggingRecipe
     signature_docs = {
         "token_tagger": "text -> words, word_start, word_end, tags, tag_ids [b, W]; num_words [b]; "
                         "entity_type, entity_text, entity_start, entity_end [b, E]; num_entities [b]",
@@ -60,13 +61,8 @@ class Tagging(TaskType):
 
         return TokenTagger
 
-    def recipe(self, task, options):
-        return TaggingRecipe(task, options)
-
     def data_source(self, task, split, options):
-        if split not in CONLL_FILES:
-            raise ValueError(f"task {task.name!r} has no split {split!r}; expected one of {sorted(CONLL_FILES)}")
-        return DataSource("conll", CONLL_FILES[split], _read_conll, ("ner_precision", "ner_recall", "ner_f1"))
+        return DataSource("conll", self.split_file(task, CONLL_FILES, split), _read_conll, TaggingRecipe.metric_names)
 
     def signatures(self, module):
         import tensorflow as tf
