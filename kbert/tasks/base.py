@@ -255,5 +255,6 @@ def load_task_model(model_dir, **settings) -> TaskModel:
     try:
         task_type = task_type_for_model(task["type"])
     except UnknownTaskError:
-        raise TaskModelError(f"{where}: field 'task.type' is {task['type']!r}; expected one of {model_types()}") from None
+        raise TaskModelError(f"{where}: field 'task.type' is {task['type']!r}; "
+                             f"expected one of {model_types()}") from None
     return task_type.model_class(task["type"]).from_model_dir(model_dir, load_head=True, **settings)

@@ -30,7 +30,8 @@ class TaggingRecipe(Recipe):
     def build_model(self, init_dir, encoder_overrides=None):
         from kbert.tasks.tagger import TokenTagger
 
-        return TokenTagger.from_model_dir(init_dir, label_names=self.label_names, **self.build_kwargs(encoder_overrides))
+        return TokenTagger.from_model_dir(init_dir, label_names=self.label_names,
+                                          **self.build_kwargs(encoder_overrides))
 
     def train_dataset(self, model):
         return model.dataset([e["words"] for e in self.train], [e["labels"] for e in self.train],
@@ -85,7 +86,8 @@ class Tagging(TaskType):
             batch, width = tf.shape(text)[0], tf.reduce_max(tf.concat([num_words, [0]], 0))
             tag_ids = tf.fill([batch, width], tf.constant(model.fill_label, tf.int32))
             first = word_ids >= 0  # a word's first piece carries its tag
-            index = tf.stack([tf.cast(tf.where(first)[:, 0], tf.int32), tf.cast(tf.boolean_mask(word_ids, first), tf.int32)], 1)
+            index = tf.stack([tf.cast(tf.where(first)[:, 0], tf.int32),
+                              tf.cast(tf.boolean_mask(word_ids, first), tf.int32)], 1)
             tag_ids = tf.tensor_scatter_nd_update(tag_ids, index, tf.boolean_mask(token_tags, first))
             word_start_d = word_start.to_tensor(default_value=-1, shape=[None, None])[:, :width]
             word_end_d = word_end.to_tensor(default_value=-1, shape=[None, None])[:, :width]
