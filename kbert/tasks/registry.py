@@ -61,6 +61,7 @@ class NamedTask:
 def register_task_type(task_type):
     """Registers a TaskType instance (or class, instantiated here) under ``task_type.name`` and
     as the owner of its model types. Returns it, so it works as a class decorator too."""
+    _load_builtins()  # the built-in types first, whoever registers first (a stable listing order)
     instance = task_type() if isinstance(task_type, type) else task_type
     if not instance.name:
         raise ValueError(f"{type(instance).__name__} has no name")
@@ -73,6 +74,7 @@ def register_task_type(task_type):
 def register_task(name: str, task_type: str, *, help: str = "", aliases=(), **preset) -> NamedTask:
     """Registers ``name`` (and ``aliases``) as a task of the registered ``task_type`` with the
     given preset settings; a later registration of the same name replaces it."""
+    _load_builtins()
     if task_type not in _TYPES:
         raise UnknownTaskError(f"task {name!r}: unknown task type {task_type!r}; known: {sorted(_TYPES)}")
     task = NamedTask(name, task_type, types.MappingProxyType(dict(preset)), help, tuple(aliases))
