@@ -97,7 +97,7 @@ def test_ner_metrics_reach_tensorboard(tiny_model_dir, tmp_path):
         assert values == [(1, pytest.approx(results["history"][0][name], abs=1e-6))]
     train = read_scalars(out / "logs" / "train")
     assert train["epoch_loss"] == [(0, pytest.approx(results["train_loss"][0], rel=1e-5))]
-    assert "epoch_learning_rate" in train
+    assert "epoch_learning_rate" in train and len(train["epoch_token_accuracy"]) == 1
 
 
 def test_squad_on_held_out_articles(tiny_model_dir, tmp_path):

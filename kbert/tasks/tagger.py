@@ -33,6 +33,23 @@ def _ragged_words(words) -> tf.RaggedTensor:
     return tf.ragged.constant([list(w) for w in words], dtype=tf.string, ragged_rank=1)
 
 
+class TokenAccuracy(keras.metrics.Mean):
+    """Share of the labelled positions (label != IGNORE_INDEX: the words' first pieces) whose
+    highest logit is the label: the training metric Keras shows and TensorBoard logs. (Keras'
+    SparseCategoricalAccuracy has no ignore_class.)"""
+
+    def __init__(self, name="token_accuracy", **kwargs):
+        super().__init__(name=name, **kwargs)
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        y_true = keras.ops.cast(y_true, "int32")
+        labelled = keras.ops.cast(keras.ops.not_equal(y_true, IGNORE_INDEX), self.dtype)
+        if sample_weight is not None:
+            labelled = labelled * keras.ops.cast(sample_weight, self.dtype)
+        correct = keras.ops.equal(keras.ops.cast(keras.ops.argmax(y_pred, axis=-1), "int32"), y_true)
+        return super().update_state(keras.ops.cast(correct, self.dtype), sample_weight=labelled)
+
+
 def words_from_tokens(token_tags, word_ids, num_words: int, fill_value: int = 0) -> np.ndarray:
     """Word tag ids from token tag ids: each word takes its first piece's tag (the positions where
     ``word_ids`` >= 0, as ``features`` makes them); words truncation cut off get ``fill_value``."""
@@ -94,6 +111,9 @@ class TokenTagger(TaskModel):
 
     def default_loss(self):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE_INDEX)
+
+    def default_metrics(self):
+        return [TokenAccuracy()]
 
     # -- features (in-graph) ------------------------------------------------------------------
     def pieces(self, words=None, texts=None) -> tf.RaggedTensor:
