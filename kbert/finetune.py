@@ -8,13 +8,13 @@ OUT/eval_results.json); the best epoch's model is kept in OUT as a model directo
 head, kbert.json with the task settings: ``kbert.tasks.load_task_model(OUT)`` reloads it, the
 export CLI serves it) together with its predictions in the benchmark's submission format.
 
-Tasks: glue/<cola|sst2|mrpc|stsb|qqp|mnli|qnli|rte|wnli>, squad/v1.1, squad/v2.0, conll2003, swag,
-csv (a CSV/TSV/JSONL file: --train-file, --eval-file, --text-columns, --label-column).
+Tasks (kbert.tasks.registry; a new task is a plug-in module, see README "Adding a task"):
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import pathlib
@@ -23,62 +23,49 @@ import time
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="python -m kbert.finetune", description=__doc__,
+    from kbert.tasks.options import FinetuneOptions, add_arguments
+    from kbert.tasks.registry import task_listing, task_types
+
+    p = argparse.ArgumentParser(prog="python -m kbert.finetune", description=__doc__ + task_listing(),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--task", required=True, help="glue/<task>, squad/v1.1, squad/v2.0, conll2003, swag or csv")
-    p.add_argument("--data-dir", help="the task's folder (GLUE: the task folder or the GLUE root)")
-    p.add_argument("--init", required=True, help="model directory to start from (kbert.convert output)")
-    p.add_argument("--model-dir", required=True, help="output: model directory, metrics, predictions, logs")
-    p.add_argument("--train-file", help="training file (instead of the task's file in --data-dir)")
-    p.add_argument("--eval-file", help="evaluation file (instead of the task's file in --data-dir)")
-    p.add_argument("--eval-split", help="split to evaluate on (default dev; MNLI dev_matched)")
-    p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--eval-batch-size", type=int, default=64)
-    p.add_argument("--learning-rate", type=float, default=5e-5)
-    p.add_argument("--warmup-proportion", type=float, default=0.1, help="share of the steps spent warming up")
-    p.add_argument("--weight-decay", type=float, default=0.01)
-    p.add_argument("--seq-length", type=int, default=None, help="default 128 (SQuAD 384)")
-    p.add_argument("--max-train-examples", type=int, help="train on this many examples (random, --seed)")
-    p.add_argument("--max-eval-examples", type=int, help="evaluate on this many examples (random, --seed)")
-    p.add_argument("--no-bucketing", dest="bucketing", action="store_false",
-                   help="random batches instead of batches grouped by length")
-    p.add_argument("--fixed-length", action="store_true",
-                   help="always pad to --seq-length (no per-batch trimming; e.g. for XLA/TPU)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--hidden-dropout", type=float, help="override the encoder's hidden_dropout_prob")
+    add_arguments(p, FinetuneOptions)
     p.add_argument("--quiet", action="store_true", help="one line per epoch instead of a progress bar")
-    g = p.add_argument_group("csv tasks")
-    g.add_argument("--text-columns", help="one or two column names, comma-separated")
-    g.add_argument("--label-column", default="label")
-    g.add_argument("--label-names", help="comma-separated label vocabulary (default: the training file's)")
-    g.add_argument("--regression", action="store_true", help="the label is a number")
-    g = p.add_argument_group("SQuAD")
-    g.add_argument("--train-articles", help="START:END slice of the training file's articles, e.g. :36")
-    g.add_argument("--eval-articles", help="START:END slice of the evaluation file's articles, e.g. 36:")
-    g.add_argument("--doc-stride", type=int, default=128)
-    g.add_argument("--max-query-length", type=int, default=64)
-    g.add_argument("--n-best-size", type=int, default=20)
-    g.add_argument("--max-answer-length", type=int, default=30)
-    g.add_argument("--null-score-diff-threshold", type=float, default=0.0)
-    args = p.parse_args(argv)
-    if args.seq_length is None:
-        args.seq_length = 384 if args.task.lower().startswith("squad") else 128
-    return args
+    for task_type in task_types():
+        if dataclasses.fields(task_type.Options):
+            add_arguments(p, task_type.Options, title=f"{task_type.name} options ({task_type.Options.__doc__.strip()})")
+    return p.parse_args(argv)
+
+
+def finetune_options(args):
+    """FinetuneOptions (with the task type's options) from parsed arguments; FinetuneOptions pass
+    through. The task's default seq_length is filled in."""
+    from kbert.tasks.options import FinetuneOptions, from_args
+    from kbert.tasks.registry import get_task
+
+    if isinstance(args, FinetuneOptions):
+        options = args
+        task_type = get_task(options.task).task_type
+    else:
+        task_type = get_task(args.task).task_type
+        options = from_args(FinetuneOptions, args, task_options=from_args(task_type.Options, args))
+    return dataclasses.replace(options, seq_length=options.seq_length or task_type.default_seq_length)
 
 
 def run(args) -> dict:
     import keras
 
-    from kbert.tasks.evaluation import EvaluateEachEpoch
-    from kbert.tasks.recipes import recipe_for
+    from kbert.tasks.evaluation import EpochTensorBoard, EvaluateEachEpoch
+    from kbert.tasks.registry import get_task
     from kbert.training.optimization import create_optimizer
 
+    quiet = getattr(args, "quiet", False)
+    args = finetune_options(args)
+    task = get_task(args.task)
     out_dir = pathlib.Path(args.model_dir)
     if pathlib.Path(args.init).resolve() == out_dir.resolve():
         raise SystemExit("error: --model-dir must differ from --init (the best epoch is saved there)")
     keras.utils.set_random_seed(args.seed)
-    recipe = recipe_for(args)
+    recipe = task.task_type.recipe(task, args)
     overrides = {} if args.hidden_dropout is None else {"hidden_dropout_prob": args.hidden_dropout}
     model = recipe.build_model(args.init, encoder_overrides=overrides)
     prepare_start, prepare_cpu = time.time(), time.process_time()
@@ -93,9 +80,8 @@ def run(args) -> dict:
     print(f"{args.task}: {recipe.num_train} training examples, {recipe.num_eval} eval examples, "
           f"{steps_per_epoch} steps/epoch x {args.epochs} epochs", flush=True)
     evaluator = EvaluateEachEpoch(recipe, model, out_dir)
-    callbacks = [keras.callbacks.TensorBoard(log_dir=str(out_dir / "logs"), update_freq=max(1, steps_per_epoch // 20)),
-                 evaluator]
-    verbose = 2 if args.quiet or not sys.stdout.isatty() else 1
+    callbacks = [EpochTensorBoard(log_dir=str(out_dir / "logs"), update_freq=max(1, steps_per_epoch // 20)), evaluator]
+    verbose = 2 if quiet or not sys.stdout.isatty() else 1
     start, cpu_start = time.time(), time.process_time()
     history = model.fit(train_ds, epochs=args.epochs, callbacks=callbacks, verbose=verbose, shuffle=False)
     # Training time: model.fit's, less the evaluation and best-model saving done after each epoch.

@@ -172,3 +172,17 @@ def pretraining_records(tmp_path_factory, small_vocab) -> pathlib.Path:
     run(["--input", str(en / "persuasion.txt"), "--output", str(out / "eval"), "--vocab", str(small_vocab),
          "--format", "prose", "--num-shards", "1", "--doc-sentences", "32"])
     return out
+
+
+def read_scalars(log_dir) -> dict:
+    """{tag: [(step, value), ...]} of the scalar summaries in a TensorBoard log folder's event files
+    (read with TensorFlow's own event reader)."""
+    import tensorflow as tf
+
+    scalars = {}
+    for path in sorted(pathlib.Path(log_dir).glob("events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(str(path)):
+            for value in event.summary.value:
+                number = tf.make_ndarray(value.tensor) if value.HasField("tensor") else value.simple_value
+                scalars.setdefault(value.tag, []).append((event.step, float(number)))
+    return scalars

@@ -14,7 +14,7 @@ from kbert.data.glue import read_glue
 from kbert.errors import DataError
 from kbert.finetune import main
 from kbert.tasks import load_task_model
-from conftest import REPO, SHARED
+from conftest import REPO, SHARED, read_scalars
 
 COMMON = ["--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-3", "--seq-length", "32", "--quiet"]
 
@@ -48,7 +48,9 @@ def test_sst2_command_line_end_to_end(tiny_model_dir, tmp_path):
     assert model.saved_task_info["epoch"] == results["best_epoch"]
     dev = read_glue("sst2", "dev", SHARED / "glue" / "SST-2").examples
     texts = [dev[i]["text_a"] for i in indices]
-    assert model.predict_labels(texts) == predicted
+    # The model answers with SST-2's label names; the submission file holds the GLUE server's 0/1.
+    assert model.label_names == ["negative", "positive"]
+    assert model.predict_labels(texts) == [model.label_names[int(p)] for p in predicted]
     accuracy = np.mean([int(p) == dev[i]["label"] for p, i in zip(predicted, indices)])
     assert accuracy == pytest.approx(results["best"]["accuracy"])
 
@@ -77,6 +79,25 @@ def test_conll_tagging_writes_conlleval_file(tiny_model_dir, tmp_path):
         for line in sentence.splitlines():
             word, gold, predicted = line.split(" ")
             assert gold in model.label_names and predicted in model.label_names
+
+
+def test_ner_metrics_reach_tensorboard(tiny_model_dir, tmp_path):
+    # 41 steps: Keras' TensorBoard callback records every 2nd batch (update_freq = 41 // 20) and left
+    # the last batch's condition (41 % 2 != 0) in force at the epoch's end, which dropped the
+    # evaluation metrics (logs/eval) and Keras' epoch summaries (logs/train) alike.
+    out = tmp_path / "ner"
+    main(["--task", "conll2003", "--data-dir", str(SHARED / "conll2003"), "--init", str(tiny_model_dir),
+          "--model-dir", str(out), "--max-train-examples", "41", "--max-eval-examples", "8", *COMMON,
+          "--batch-size", "1"])
+    results = json.loads((out / "eval_results.json").read_text())
+    assert results["steps"] == 41
+    evaluation = read_scalars(out / "logs" / "eval")
+    assert set(evaluation) == {"ner_precision", "ner_recall", "ner_f1"}
+    for name, values in evaluation.items():
+        assert values == [(1, pytest.approx(results["history"][0][name], abs=1e-6))]
+    train = read_scalars(out / "logs" / "train")
+    assert train["epoch_loss"] == [(0, pytest.approx(results["train_loss"][0], rel=1e-5))]
+    assert "epoch_learning_rate" in train and len(train["epoch_token_accuracy"]) == 1
 
 
 def test_squad_on_held_out_articles(tiny_model_dir, tmp_path):

@@ -82,3 +82,18 @@ def test_training_lowers_the_loss_and_predictions_go_back_to_words(tiny_model_di
         assert text[word["start"]:word["end"]] == word["text"]
     for entity in result["entities"]:
         assert text[entity["start"]:entity["end"]] == entity["text"] and entity["type"] in ("PER", "ORG", "LOC", "MISC")
+
+
+def test_token_accuracy_counts_only_labelled_positions():
+    from kbert.tasks.tagger import TokenAccuracy
+
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(3, 7, 4)).astype("float32")
+    labels = rng.integers(0, 4, size=(3, 7))
+    labels[rng.random((3, 7)) < 0.4] = IGNORE_INDEX
+    metric = TokenAccuracy()
+    metric.update_state(labels[:2], logits[:2])
+    metric.update_state(labels[2:], logits[2:])
+    labelled = labels != IGNORE_INDEX
+    expected = (logits.argmax(-1) == labels)[labelled].mean()
+    assert float(metric.result()) == pytest.approx(expected, abs=1e-6)

@@ -52,20 +52,21 @@ DEFAULT_HF_DIR = _shared_data() / "weights" / "all-MiniLM-L6-v2"
 
 
 def parse_args(argv):
+    from kbert.tasks.options import FinetuneOptions, add_arguments
+
     p = argparse.ArgumentParser(prog="python -m kbert.bench finetune", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--task", default="glue/sst2", help="a single-text GLUE classification task")
-    p.add_argument("--data-dir", help="the task's GLUE folder (default: the shared data's)")
+    # The training flags are kbert.finetune's (one definition: FinetuneOptions), with the bench's defaults.
+    add_arguments(p, FinetuneOptions, only=("task", "data_dir", "init"), defaults={"task": "glue/sst2", "init": None},
+                  helps={"task": "a single-text GLUE classification task",
+                         "data_dir": "the task's GLUE folder (default: the shared data's)",
+                         "init": "kbert model directory of the same weights (default: converted from --hf-dir)"})
     p.add_argument("--hf-dir", default=os.environ.get("KBERT_BENCH_HF_DIR", str(DEFAULT_HF_DIR)),
                    help="Hugging Face checkpoint folder (config.json, model.safetensors, vocab.txt)")
-    p.add_argument("--init", help="kbert model directory of the same weights (default: converted from --hf-dir)")
     p.add_argument("--out", default="runs/bench_finetune")
     p.add_argument("--train-examples", type=int, default=4000)
-    p.add_argument("--epochs", type=int, default=1)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--learning-rate", type=float, default=5e-5)
-    p.add_argument("--seq-length", type=int, default=128)
-    p.add_argument("--seed", type=int, default=0)
+    add_arguments(p, FinetuneOptions, only=("epochs", "batch_size", "learning_rate", "seq_length", "seed"),
+                  defaults={"epochs": 1, "seq_length": 128})
     p.add_argument("--peers", default="auto",
                    help="comma-separated: kbert, transformers, keras-hub (auto: kbert and transformers when "
                         "installed, else keras-hub)")
@@ -95,9 +96,9 @@ def _peers(spec: str) -> list:
 
 def _write_subset(args, out: pathlib.Path) -> pathlib.Path:
     """The training subset and the dev set as JSON, for every contender (kbert reads the same rows
-    through --max-train-examples with the same seed: kbert.tasks.recipes.subsample)."""
+    through --max-train-examples with the same seed: kbert.tasks.task_type.subsample)."""
     from kbert.data.glue import read_glue
-    from kbert.tasks.recipes import subsample
+    from kbert.tasks.task_type import subsample
 
     data_dir = args.data_dir or _shared_glue_dir(args.task)
     train = read_glue(args.task.split("/")[-1], "train", data_dir)

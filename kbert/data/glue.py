@@ -46,6 +46,10 @@ class GlueTask:
       id_column: header name of the row id, used when the file has it (test files always do).
       headerless: columns of files with no header line, for the splits listed in headerless_splits.
       label_range: allowed range of a regression label.
+      label_names: the classes' names in the task definition (TFDS ``glue`` / the GLUE paper),
+        index order = ``labels``: what fine-tuned models predict and exports answer ("negative"
+        for SST-2's "0"). ``labels`` stay what the files and the GLUE server's submission TSVs
+        hold. None: the same as ``labels`` (and for regression).
     """
 
     name: str
@@ -59,6 +63,7 @@ class GlueTask:
     headerless: tuple | None = None
     headerless_splits: frozenset = frozenset()
     label_range: tuple | None = None
+    label_names: tuple | None = None
 
     @property
     def is_regression(self) -> bool:
@@ -67,6 +72,11 @@ class GlueTask:
     @property
     def num_labels(self) -> int:
         return 1 if self.labels is None else len(self.labels)
+
+    @property
+    def class_names(self) -> tuple | None:
+        """The names models predict: label_names, else labels (None for regression)."""
+        return self.label_names or self.labels
 
     def is_labelled(self, split: str) -> bool:
         return not split.startswith("test")
@@ -96,18 +106,20 @@ TASKS = {
     for t in [
         GlueTask("cola", "CoLA", {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
                  ("sentence",), "label", _BINARY, ("matthews_corrcoef",),
-                 headerless=("source", "label", "mark", "sentence"),
+                 label_names=("unacceptable", "acceptable"), headerless=("source", "label", "mark", "sentence"),
                  headerless_splits=frozenset({"train", "dev"})),
         GlueTask("sst2", "SST-2", {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
-                 ("sentence",), "label", _BINARY, ("accuracy",)),
+                 ("sentence",), "label", _BINARY, ("accuracy",),
+                 label_names=("negative", "positive")),
         GlueTask("mrpc", "MRPC", {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
-                 ("#1 String", "#2 String"), "Quality", _BINARY, ("accuracy", "f1")),
+                 ("#1 String", "#2 String"), "Quality", _BINARY, ("accuracy", "f1"),
+                 label_names=("not_equivalent", "equivalent")),
         GlueTask("stsb", "STS-B", {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
                  ("sentence1", "sentence2"), "score", None, ("pearson", "spearman"),
                  label_range=(0.0, 5.0)),
         GlueTask("qqp", "QQP", {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
                  ("question1", "question2"), "is_duplicate", _BINARY, ("accuracy", "f1"),
-                 id_column="id"),
+                 id_column="id", label_names=("not_duplicate", "duplicate")),
         GlueTask("mnli", "MNLI",
                  {"train": "train.tsv", "dev_matched": "dev_matched.tsv",
                   "dev_mismatched": "dev_mismatched.tsv", "test_matched": "test_matched.tsv",
@@ -118,7 +130,8 @@ TASKS = {
         GlueTask("rte", "RTE", {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
                  ("sentence1", "sentence2"), "label", _NLI2, ("accuracy",)),
         GlueTask("wnli", "WNLI", {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
-                 ("sentence1", "sentence2"), "label", _BINARY, ("accuracy",)),
+                 ("sentence1", "sentence2"), "label", _BINARY, ("accuracy",),
+                 label_names=("not_entailment", "entailment")),
         GlueTask("ax", "diagnostic", {"test": "diagnostic.tsv"},
                  ("sentence1", "sentence2"), "label", _NLI3, ("matthews_corrcoef",)),
     ]

@@ -32,6 +32,8 @@ import os
 
 import tensorflow as tf
 
+from kbert.tasks.batching import trim_to_longest
+
 ANSWER_KEYS = ("answer_text", "answer_start", "answer_end", "score", "null_score_diff")
 STRINGS_SPEC = tf.TensorSpec([None], tf.string)
 
@@ -79,9 +81,7 @@ def build_answer_fn(model):
     def logits_fn(inputs):
         # As SpanQuestionAnswerer.call (via the model, so its padding logits come along).
         if s["dynamic_length"]:
-            lengths = tf.reduce_sum(inputs["input_mask"], axis=1)
-            width = tf.maximum(tf.reduce_max(tf.concat([lengths, tf.zeros([1], lengths.dtype)], 0)), 1)
-            inputs = {k: v[:, :width] for k, v in inputs.items()}
+            inputs = trim_to_longest(inputs)
         out = model(inputs, training=False)
         return out["start_logits"], out["end_logits"]
 

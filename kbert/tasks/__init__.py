@@ -6,6 +6,8 @@ metrics and post-processing.
   SpanQuestionAnswerer                                  SQuAD 1.1 / 2.0 (kbert.tasks.span_qa)
   MultipleChoiceModel                                   SWAG (kbert.tasks.multiple_choice)
   load_task_model(model_dir)                            any of them, from a fine-tuned model directory
+  get_task, task_names, register_task, register_task_type   the task registry (kbert.tasks.registry):
+                                                        task types as plug-ins, named tasks
 
 The names are imported on first use, so that ``kbert.tasks.metrics`` and the other numpy-only
 modules stay importable without TensorFlow and Keras being loaded.
@@ -14,8 +16,10 @@ modules stay importable without TensorFlow and Keras being loaded.
 import importlib
 
 _EXPORTS = {
-    "TASK_TYPES": "base", "TaskModel": "base", "TaskModelError": "base", "load_task_model": "base",
+    "TaskModel": "base", "TaskModelError": "base", "load_task_model": "base",
     "TextClassifier": "classifier", "TextRegressor": "classifier", "MultiLabelClassifier": "classifier",
+    "get_task": "registry", "task_names": "registry", "register_task": "registry",
+    "register_task_type": "registry", "TaskType": "task_type", "Recipe": "task_type",
     "TokenTagger": "tagger", "SpanQuestionAnswerer": "span_qa", "MultipleChoiceModel": "multiple_choice",
 }
 __all__ = sorted(_EXPORTS)
@@ -23,8 +27,5 @@ __all__ = sorted(_EXPORTS)
 
 def __getattr__(name):
     if name in _EXPORTS:
-        if name == "TASK_TYPES":  # the registry is filled by importing the task modules
-            for module in set(_EXPORTS.values()):
-                importlib.import_module(f"kbert.tasks.{module}")
         return getattr(importlib.import_module(f"kbert.tasks.{_EXPORTS[name]}"), name)
     raise AttributeError(f"module 'kbert.tasks' has no attribute {name!r}")

@@ -8,7 +8,7 @@ A fine-tuned task model is a model directory (see kbert.model_dir) whose ``kbert
      "task": {"type": "text_classifier", "head": "classifier", "seq_length": 128, ...}}
 
 ``task`` holds everything needed to rebuild the model around the encoder: the task type (the
-class, see TASK_TYPES), the head's name and size, label names and the preprocessing settings
+class, see kbert.tasks.registry), the head's name and size, label names and the preprocessing settings
 (seq_length, truncator, number of text inputs, ...). ``load_task_model(dir)`` rebuilds any of
 them; ``<Class>.from_model_dir(dir, ...)`` starts a new task from a pre-trained directory or
 reloads a fine-tuned one of the same type.
@@ -23,28 +23,12 @@ import numpy as np
 import tensorflow as tf
 
 from kbert import model_dir as model_dir_lib
+from kbert.tasks.batching import trim_to_longest
 from kbert.text import BertPreprocessor, load_vocab
-
-TASK_TYPES: dict = {}
-
-
-def register_task(cls):
-    TASK_TYPES[cls.task_type] = cls
-    return cls
 
 
 class TaskModelError(ValueError):
     """A task model directory or setting that does not fit: names the file, field and value."""
-
-
-def trim_to_longest(inputs: dict) -> dict:
-    """Cuts packed inputs to the longest real sequence of the batch (dynamic sequence length).
-
-    The packer pads to seq_length; positions past the longest input_mask are padding for every
-    row, so dropping them changes no output at real positions and saves their compute.
-    """
-    length = tf.maximum(tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1)), 1)
-    return {k: v[:, :length] for k, v in inputs.items()}
 
 
 def _string_tensors(data):
@@ -261,16 +245,16 @@ def _differs(a, b) -> bool:
 
 def load_task_model(model_dir, **settings) -> TaskModel:
     """Rebuilds whichever task model ``model_dir`` holds (its kbert.json ``task.type``)."""
-    import kbert.tasks.classifier  # noqa: F401  (importing the task modules registers their types)
-    import kbert.tasks.multiple_choice  # noqa: F401
-    import kbert.tasks.span_qa  # noqa: F401
-    import kbert.tasks.tagger  # noqa: F401
+    from kbert.tasks.registry import UnknownTaskError, model_types, task_type_for_model
 
     model_dir = pathlib.Path(model_dir)
     task = model_dir_lib.read_metadata(model_dir).get("task")
     where = model_dir / model_dir_lib.METADATA_FILE
     if not isinstance(task, dict) or "type" not in task:
         raise TaskModelError(f"{where} has no 'task' object: {model_dir} is not a fine-tuned task model")
-    if task["type"] not in TASK_TYPES:
-        raise TaskModelError(f"{where}: field 'task.type' is {task['type']!r}; expected one of {sorted(TASK_TYPES)}")
-    return TASK_TYPES[task["type"]].from_model_dir(model_dir, load_head=True, **settings)
+    try:
+        task_type = task_type_for_model(task["type"])
+    except UnknownTaskError:
+        raise TaskModelError(f"{where}: field 'task.type' is {task['type']!r}; "
+                             f"expected one of {model_types()}") from None
+    return task_type.model_class(task["type"]).from_model_dir(model_dir, load_head=True, **settings)

@@ -17,7 +17,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kbert.tasks.base import TaskModel, TaskModelError, register_task
+from kbert.tasks.base import TaskModel, TaskModelError
+from kbert.tasks.batching import in_input_order, length_order
 from kbert.tasks.heads import PooledHead
 from kbert.tasks.text_inputs import take_rows, text_lengths, text_segments
 
@@ -49,12 +50,8 @@ class _PooledTextModel(TaskModel):
     def predict_logits(self, inputs, batch_size=64) -> np.ndarray:
         """call(inputs) for many examples, batched in order of length (little padding), returned
         in the input order."""
-        lengths = text_lengths(inputs, self.num_segments)
-        order = np.argsort(lengths, kind="stable")
-        logits = self.predict(take_rows(inputs, order), batch_size=batch_size, verbose=0)
-        result = np.empty_like(logits)
-        result[order] = logits
-        return result
+        order = length_order(text_lengths(inputs, self.num_segments))
+        return in_input_order(self.predict(take_rows(inputs, order), batch_size=batch_size, verbose=0), order)
 
 
 def _label_names(num_classes, label_names, who):
@@ -68,7 +65,6 @@ def _label_names(num_classes, label_names, who):
     return int(num_classes), None
 
 
-@register_task
 class TextClassifier(_PooledTextModel):
     """Single-label classification of one text or a pair.
 
@@ -119,7 +115,6 @@ class TextClassifier(_PooledTextModel):
         return [self.label_names[i] for i in ids] if self.label_names else ids.tolist()
 
 
-@register_task
 class TextRegressor(_PooledTextModel):
     """One real-valued score for a text or a pair (STS-B), trained with mean squared error."""
 
@@ -141,7 +136,6 @@ class TextRegressor(_PooledTextModel):
         return {"scores": self(inputs, training=False)}
 
 
-@register_task
 class MultiLabelClassifier(_PooledTextModel):
     """Any subset of the labels: one sigmoid per label, binary cross-entropy.
 

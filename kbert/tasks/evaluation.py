@@ -1,4 +1,6 @@
-"""EvaluateEachEpoch: the fine-tuning CLI's dev evaluation after every epoch, keeping the best."""
+"""The fine-tuning loop's callbacks, the same for every task type: EvaluateEachEpoch (dev
+evaluation after every epoch, keeping the best) and EpochTensorBoard (Keras' TensorBoard callback
+whose epoch summaries are always written)."""
 
 from __future__ import annotations
 
@@ -31,7 +33,10 @@ class EvaluateEachEpoch(keras.callbacks.Callback):
         main = metrics[self.recipe.main_metric]
         self.history.append({"epoch": epoch + 1, "train_loss": float((logs or {}).get("loss", float("nan"))),
                              "eval_seconds": round(seconds, 1), **{k: float(v) for k, v in metrics.items()}})
-        with self.writer.as_default(step=epoch + 1):
+        # record_if(True): Keras' TensorBoard callback leaves its batch-level record_if condition
+        # in place, which would drop these summaries whenever the epoch's last step is not a
+        # multiple of its update_freq (e.g. 4 steps with update_freq 3).
+        with self.writer.as_default(step=epoch + 1), tf.summary.record_if(True):
             for k, v in metrics.items():
                 tf.summary.scalar(k, v)
         self.writer.flush()
@@ -47,3 +52,14 @@ class EvaluateEachEpoch(keras.callbacks.Callback):
         self.history[-1]["save_seconds"] = round(time.time() - start - seconds, 1)
         self.epoch_end_seconds += time.time() - start
         self.epoch_end_cpu_seconds += time.process_time() - cpu_start
+
+
+class EpochTensorBoard(keras.callbacks.TensorBoard):
+    """keras.callbacks.TensorBoard whose epoch summaries (``epoch_loss``, the model's metrics,
+    ``epoch_learning_rate`` under ``logs/train``) are written after every epoch: Keras writes them
+    under the record_if condition of the epoch's last batch (``step % update_freq == 0``), so they
+    were lost whenever the steps per epoch were not a multiple of update_freq."""
+
+    def on_epoch_end(self, epoch, logs=None):
+        with tf.summary.record_if(True):
+            super().on_epoch_end(epoch, logs)

@@ -15,14 +15,14 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kbert.tasks.base import TaskModel, TaskModelError, register_task
+from kbert.tasks.base import TaskModel, TaskModelError
+from kbert.tasks.batching import in_input_order, length_order
 from kbert.tasks.heads import PooledHead
 from kbert.tasks.text_inputs import take_rows
 
 INPUT_KEYS = ("text_a", "choices")
 
 
-@register_task
 class MultipleChoiceModel(TaskModel):
     """Scores ``num_choices`` continuations of a text (any number when num_choices is None)."""
 
@@ -76,11 +76,8 @@ class MultipleChoiceModel(TaskModel):
         inputs = {"text_a": np.asarray(inputs["text_a"], dtype=object),
                   "choices": np.asarray(inputs["choices"], dtype=object)}
         lengths = np.array([len(a) + max(len(c) for c in cs) for a, cs in zip(inputs["text_a"], inputs["choices"])])
-        order = np.argsort(lengths, kind="stable")
-        logits = self.predict(take_rows(inputs, order), batch_size=batch_size, verbose=0)
-        result = np.empty_like(logits)
-        result[order] = logits
-        return result
+        order = length_order(lengths)
+        return in_input_order(self.predict(take_rows(inputs, order), batch_size=batch_size, verbose=0), order)
 
     def predict_choices(self, inputs, batch_size=32) -> np.ndarray:
         return self.predict_logits(inputs, batch_size).argmax(axis=-1)

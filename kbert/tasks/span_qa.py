@@ -17,16 +17,15 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kbert.tasks.base import TaskModel, TaskModelError, register_task
+from kbert.tasks.base import TaskModel, TaskModelError
+from kbert.tasks.batching import length_sorted_batches, trim_to_longest
 from kbert.tasks.datasets import make_dataset
 from kbert.tasks.heads import SequenceHead
 from kbert.tasks.squad_postprocess import build_windows, postprocess_example
-from kbert.tasks.tagger import trim_batch
 
 PADDING_LOGIT = -10000.0
 
 
-@register_task
 class SpanQuestionAnswerer(TaskModel):
     """SQuAD-style span prediction.
 
@@ -139,21 +138,17 @@ class SpanQuestionAnswerer(TaskModel):
         """tf.data of (inputs, {"start_logits": start position, "end_logits": end position})."""
         windows = self.windows(questions, contexts, answer_spans, is_impossible)
         inputs, positions = self.window_arrays(windows)
-        trim = (lambda x, y: (trim_batch(x), y)) if self.dynamic_length else None
+        trim = (lambda x, y: (trim_to_longest(x), y)) if self.dynamic_length else None
         return make_dataset(inputs, positions, batch_size=batch_size, lengths=inputs["input_mask"].sum(axis=1),
                             boundaries=boundaries, shuffle=shuffle, seed=seed, map_batch=trim)
 
     # -- predictions --------------------------------------------------------------------------
     def window_logits(self, inputs, batch_size=64) -> list:
         """(start, end) logits per window, each of the window's trimmed batch width."""
-        lengths = inputs["input_mask"].sum(axis=1)
-        order = np.argsort(lengths, kind="stable")
         step = tf.function(lambda x: self(x, training=False), reduce_retracing=True)
-        result = [None] * len(lengths)
-        for start in range(0, len(order), batch_size):
-            index = order[start:start + batch_size]
-            width = max(int(lengths[index].max()), 1) if self.dynamic_length else self.seq_length
-            out = step({k: tf.constant(v[index, :width]) for k, v in inputs.items()})
+        result = [None] * len(inputs["input_mask"])
+        for index, _, batch in length_sorted_batches(inputs, batch_size, trim=self.dynamic_length):
+            out = step(batch)
             starts, ends = out["start_logits"].numpy(), out["end_logits"].numpy()
             for row, i in enumerate(index):
                 result[i] = (starts[row], ends[row])

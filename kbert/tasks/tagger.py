@@ -20,7 +20,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kbert.tasks.base import TaskModel, TaskModelError, register_task
+from kbert.tasks.base import TaskModel, TaskModelError
+from kbert.tasks.batching import length_sorted_batches, trim_to_longest
 from kbert.tasks.datasets import make_dataset
 from kbert.tasks.heads import SequenceHead
 from kbert.tasks.ner_alignment import IGNORE_INDEX, entity_spans
@@ -32,11 +33,21 @@ def _ragged_words(words) -> tf.RaggedTensor:
     return tf.ragged.constant([list(w) for w in words], dtype=tf.string, ragged_rank=1)
 
 
-def trim_batch(inputs, *rest):
-    """Cuts packed inputs (and [batch, seq] companions: labels, word ids) to the longest row."""
-    length = tf.maximum(tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1)), 1)
-    trimmed = ({k: v[:, :length] for k, v in inputs.items()},) + tuple(r[:, :length] for r in rest)
-    return trimmed if rest else trimmed[0]
+class TokenAccuracy(keras.metrics.Mean):
+    """Share of the labelled positions (label != IGNORE_INDEX: the words' first pieces) whose
+    highest logit is the label: the training metric Keras shows and TensorBoard logs. (Keras'
+    SparseCategoricalAccuracy has no ignore_class.)"""
+
+    def __init__(self, name="token_accuracy", **kwargs):
+        super().__init__(name=name, **kwargs)
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        y_true = keras.ops.cast(y_true, "int32")
+        labelled = keras.ops.cast(keras.ops.not_equal(y_true, IGNORE_INDEX), self.dtype)
+        if sample_weight is not None:
+            labelled = labelled * keras.ops.cast(sample_weight, self.dtype)
+        correct = keras.ops.equal(keras.ops.cast(keras.ops.argmax(y_pred, axis=-1), "int32"), y_true)
+        return super().update_state(keras.ops.cast(correct, self.dtype), sample_weight=labelled)
 
 
 def words_from_tokens(token_tags, word_ids, num_words: int, fill_value: int = 0) -> np.ndarray:
@@ -52,7 +63,6 @@ def words_from_tokens(token_tags, word_ids, num_words: int, fill_value: int = 0)
     return tags
 
 
-@register_task
 class TokenTagger(TaskModel):
     """Tags words with one of ``label_names`` (e.g. the CoNLL-2003 IOB2 tags, "O" first).
 
@@ -101,6 +111,9 @@ class TokenTagger(TaskModel):
 
     def default_loss(self):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE_INDEX)
+
+    def default_metrics(self):
+        return [TokenAccuracy()]
 
     # -- features (in-graph) ------------------------------------------------------------------
     def pieces(self, words=None, texts=None) -> tf.RaggedTensor:
@@ -152,7 +165,7 @@ class TokenTagger(TaskModel):
         inputs, labels, _ = self.numpy_features(words, word_labels, chunk=chunk)
         lengths = inputs["input_mask"].sum(axis=1)
         return make_dataset(inputs, labels, batch_size=batch_size, lengths=lengths, boundaries=boundaries,
-                            shuffle=shuffle, seed=seed, map_batch=trim_batch if self.dynamic_length else None)
+                            shuffle=shuffle, seed=seed, map_batch=trim_to_longest if self.dynamic_length else None)
 
     def numpy_features(self, words, word_labels=None, chunk=4096):
         parts = []
@@ -168,14 +181,10 @@ class TokenTagger(TaskModel):
     # -- predictions --------------------------------------------------------------------------
     def _tag_ids(self, inputs, word_ids, num_words, batch_size):
         """Word tag ids from packed features, batched by length."""
-        lengths = inputs["input_mask"].sum(axis=1)
-        order = np.argsort(lengths, kind="stable")
-        results = [None] * len(lengths)
+        results = [None] * len(word_ids)
         step = tf.function(lambda x: tf.argmax(self(x, training=False), axis=-1), reduce_retracing=True)
-        for start in range(0, len(order), batch_size):
-            index = order[start:start + batch_size]
-            width = max(int(lengths[index].max()), 1)
-            predicted = step({k: tf.constant(v[index, :width]) for k, v in inputs.items()}).numpy()
+        for index, width, batch in length_sorted_batches(inputs, batch_size):
+            predicted = step(batch).numpy()
             for row, i in enumerate(index):
                 results[i] = words_from_tokens(predicted[row], word_ids[i, :width], num_words[i], self.fill_label)
         return results

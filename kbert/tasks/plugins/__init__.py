@@ -1,0 +1,1 @@
+"""The built-in task types, one module each (see kbert.tasks.registry.BUILTIN_PLUGINS)."""

@@ -1,0 +1,215 @@
+"""Task type "classification": one label (or a score) for a text or a text pair, from the pooled
+[CLS] output (kbert.tasks.classifier: TextClassifier, TextRegressor, MultiLabelClassifier).
+
+Tasks: the GLUE tasks (glue/<task>, read by kbert.data.glue, labels named as in the task
+definition, predictions in the GLUE server's TSV) and csv (alias table: a CSV/TSV/JSONL file with
+named columns, kbert.data.table).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import numpy as np
+
+from kbert.data import glue, table
+from kbert.tasks import submission
+from kbert.tasks.metrics import compute_metrics
+from kbert.tasks.options import comma_list, option
+from kbert.tasks.registry import register_task, register_task_type
+from kbert.tasks.task_type import WARMUP_TEXTS, DataSource, Recipe, TaskType
+
+# The metric that picks the best epoch (the one GLUE's leaderboard reports first for the task).
+GLUE_MAIN_METRIC = {"cola": "matthews_corrcoef", "mrpc": "f1", "qqp": "f1", "stsb": "spearman"}
+
+
+@dataclasses.dataclass
+class TableOptions:
+    """csv: a generic file with named columns"""
+
+    text_columns: tuple | None = option(None, type=comma_list, help="one or two column names, comma-separated")
+    label_column: str = option("label", help="the label's column")
+    label_names: tuple | None = option(None, type=comma_list,
+                                       help="comma-separated label vocabulary (default: the training file's)")
+    regression: bool = option(False, help="the label is a number")
+
+    def __post_init__(self):
+        self.text_columns = comma_list(self.text_columns) if self.text_columns else None
+        self.label_names = comma_list(self.label_names) if self.label_names else None
+
+
+class ClassificationRecipe(Recipe):
+    def read(self):
+        o, t = self.options, self.task_options
+        if "glue_task" in self.task.preset:
+            self.glue_task = glue.get_task(self.task.preset["glue_task"])
+            split = o.eval_split or ("dev_matched" if self.glue_task.name == "mnli" else "dev")
+
+            def read(split_name, override):
+                if override:
+                    return glue.read_glue(self.glue_task, split_name, path=override)
+                if not o.data_dir:
+                    raise ValueError(f"task {self.task.name!r} needs --data-dir (the GLUE task folder or GLUE root)")
+                return glue.read_glue(self.glue_task, split_name, o.data_dir)
+
+            train, dev = read("train", o.train_file), read(split, o.eval_file)
+            self.regression = self.glue_task.is_regression
+            self.metric_names = self.glue_task.metrics
+            self.main_metric = GLUE_MAIN_METRIC.get(self.glue_task.name, self.metric_names[0])
+            self.split = split
+            self.label_names = self.glue_task.class_names
+            self.file_labels = self.glue_task.labels  # what the GLUE server's TSV holds
+        else:  # a generic file with named columns
+            if not (o.train_file and o.eval_file and t.text_columns):
+                raise ValueError(f"task {self.task.name!r} needs --train-file, --eval-file and --text-columns")
+            self.glue_task = None
+            self.regression = t.regression
+            kwargs = dict(text_columns=list(t.text_columns), label_column=t.label_column, regression=t.regression,
+                          label_names=list(t.label_names) if t.label_names else None)
+            train = table.read_table(o.train_file, **kwargs)
+            if not t.regression and kwargs["label_names"] is None:
+                kwargs["label_names"] = train.label_names  # the same ids in both files
+            dev = table.read_table(o.eval_file, **kwargs)
+            self.metric_names = ("pearson", "spearman") if t.regression else ("accuracy", "macro_f1")
+            self.main_metric = self.metric_names[-1] if t.regression else "accuracy"
+            self.split = "eval"
+            self.label_names = self.file_labels = None if t.regression else tuple(train.label_names)
+        if self.regression:
+            self.label_names = self.file_labels = None
+        self.subsets(train.examples, dev.examples)
+        self.num_segments = 2 if any(e["text_b"] is not None for e in train.examples) else 1
+
+    def inputs(self, examples):
+        text_a = np.array([e["text_a"] for e in examples], dtype=object)
+        if self.num_segments == 1:
+            return text_a, [text_a]
+        text_b = np.array([e["text_b"] or "" for e in examples], dtype=object)
+        return {"text_a": text_a, "text_b": text_b}, [text_a, text_b]
+
+    def labels(self, examples):
+        return np.array([e["label"] for e in examples], dtype=np.float32 if self.regression else np.int32)
+
+    def build_model(self, init_dir, encoder_overrides=None):
+        from kbert.tasks.classifier import TextClassifier, TextRegressor
+
+        common = dict(num_segments=self.num_segments, **self.build_kwargs(encoder_overrides))
+        if self.regression:
+            return TextRegressor.from_model_dir(init_dir, **common)
+        return TextClassifier.from_model_dir(init_dir, label_names=self.label_names, **common)
+
+    def train_dataset(self, model):
+        from kbert.tasks.datasets import make_dataset, token_lengths
+
+        x, segments = self.inputs(self.train)
+        lengths = token_lengths(model.tokenizer, segments, model.seq_length)
+        self.train_lengths = lengths
+        return make_dataset(x, self.labels(self.train), batch_size=self.options.batch_size, lengths=lengths,
+                            boundaries=self.boundaries(model.seq_length), shuffle=True, seed=self.options.seed)
+
+    def evaluate(self, model):
+        x, _ = self.inputs(self.dev)
+        outputs = model.predict_logits(x, batch_size=self.options.eval_batch_size)
+        return compute_metrics(self.metric_names, outputs, self.labels(self.dev)), outputs
+
+    def write_predictions(self, out_dir, outputs):
+        values = outputs if self.regression else outputs.argmax(axis=-1)
+        name = (submission.glue_file_name(self.glue_task.name, self.split) if self.glue_task
+                else "predictions.tsv")
+        return [submission.write_glue(self.out_path(out_dir, name), self.dev_index, values, self.file_labels)]
+
+
+# -- serving ---------------------------------------------------------------------------------------
+def _pooled_outputs(model, logits):
+    import tensorflow as tf
+
+    kind = model.task_type
+    if kind == "text_regressor":
+        return {"scores": tf.squeeze(logits, -1) if logits.shape.rank == 2 else logits}
+    if kind == "multi_label_classifier":
+        p = tf.sigmoid(logits)
+        return {"probabilities": p, "predictions": tf.cast(p > model.threshold, tf.int32)}
+    out = {"logits": logits, "probabilities": tf.nn.softmax(logits),
+           "class_ids": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+    names = model.label_names or [str(i) for i in range(model.num_classes)]
+    out["labels"] = tf.gather(tf.constant(names), out["class_ids"])
+    return out
+
+
+@register_task_type
+class Classification(TaskType):
+    name = "classification"
+    model_types = ("text_classifier", "text_regressor", "multi_label_classifier")
+    recipe_class = ClassificationRecipe
+    Options = TableOptions
+    signature_docs = {
+        "text_classifier": "text | text_a, text_b -> probabilities [b, C], class_ids [b], labels [b], logits [b, C]",
+        "text_regressor": "text | text_a, text_b -> scores [b]",
+        "multi_label_classifier": "text | text_a, text_b -> probabilities [b, L], predictions [b, L] (0/1)",
+    }
+
+    def model_class(self, model_type):
+        from kbert.tasks import classifier
+
+        return {"text_classifier": classifier.TextClassifier, "text_regressor": classifier.TextRegressor,
+                "multi_label_classifier": classifier.MultiLabelClassifier}[model_type]
+
+    def data_source(self, task, split, options):
+        if "glue_task" in task.preset:
+            glue_task = glue.get_task(task.preset["glue_task"])
+            kind = "regression" if glue_task.is_regression else "classification"
+            return DataSource(kind, glue_task.file(split), functools.partial(_read_glue, glue_task, split),
+                              glue_task.metrics)
+        if not options.text_columns:
+            raise ValueError(f"task {task.name!r} needs text_columns")
+        read = functools.partial(_read_table, tuple(options.text_columns), options.label_column,
+                                 tuple(options.label_names) if options.label_names else None, options.regression)
+        kind = "regression" if options.regression else "classification"
+        metrics = ("pearson", "spearman") if options.regression else ("accuracy",)
+        return DataSource(kind, None, read, metrics)
+
+    def signatures(self, module):
+        import tensorflow as tf
+
+        from kbert.export.task import IDS_SPEC
+
+        model = module.model
+        names = ["text"] if model.num_segments == 1 else ["text_a", "text_b"]
+
+        @tf.function(input_signature=[{n: tf.TensorSpec([None], tf.string, name=n) for n in names}])
+        def serve(inputs):
+            segments = inputs["text"] if model.num_segments == 1 else {"text_a": inputs["text_a"],
+                                                                       "text_b": inputs["text_b"]}
+            logits = model(segments, training=False)
+            if model.task_type == "text_regressor":
+                logits = logits[:, None]
+            return _pooled_outputs(model, logits)
+
+        @tf.function(input_signature=[IDS_SPEC])
+        def serve_ids(inputs):
+            pooled = model.encode(dict(inputs), training=False)["pooled_output"]
+            return _pooled_outputs(model, model.head(pooled, training=False))
+
+        return serve, serve_ids
+
+    def warmup_inputs(self, model):
+        keys = ["text"] if model.num_segments == 1 else ["text_a", "text_b"]
+        return [{k: WARMUP_TEXTS[:1] for k in keys}, {k: (WARMUP_TEXTS * 4)[:8] for k in keys}]
+
+
+# Module-level readers (picklable, so a Beam worker can receive them).
+def _read_glue(task, split, path, data=None):
+    return glue.read_glue(task, split, path=path, data=data)
+
+
+def _read_table(text_columns, label_column, label_names, regression, path, data=None):
+    return table.read_table(path, text_columns, label_column, label_names=label_names,
+                            regression=regression, data=data)
+
+
+for _glue_task in glue.TASKS.values():
+    _aliases = {f"glue/{_glue_task.directory.lower()}"} - {f"glue/{_glue_task.name}"}
+    register_task(f"glue/{_glue_task.name}", "classification", glue_task=_glue_task.name, aliases=tuple(_aliases),
+                  help=f"GLUE {_glue_task.directory}")
+register_task("csv", "classification", aliases=("table",),
+              help="a CSV/TSV/JSONL file: --train-file, --eval-file, --text-columns, --label-column")

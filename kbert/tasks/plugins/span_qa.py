@@ -1,0 +1,166 @@
+"""Task type "span_qa": an answer span in a context for each question (SQuAD 1.1 / 2.0,
+kbert.tasks.span_qa.SpanQuestionAnswerer), with run_squad.py's windows and answer selection;
+served by one graph from raw strings (kbert.export.span_qa_graph).
+
+Tasks: squad/v1.1 (alias squad) and squad/v2.0 (kbert.data.squad), evaluated with the official
+exact match / F1 (2.0 also the best threshold); predictions as run_squad.py writes them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kbert.data import squad
+from kbert.tasks import submission
+from kbert.tasks.metrics import squad_metrics, squad_v2_best_threshold
+from kbert.tasks.options import option
+from kbert.tasks.registry import register_task, register_task_type
+from kbert.tasks.task_type import WARMUP_TEXTS, DataSource, Recipe, TaskType
+
+SQUAD_FILES = {
+    "v1.1": {"train": "train-v1.1.json", "dev": "dev-v1.1.json"},
+    "v2.0": {"train": "train-v2.0.json", "dev": "dev-v2.0.json"},
+}
+
+
+@dataclasses.dataclass
+class SquadOptions:
+    """SQuAD: windows and answer selection as run_squad.py, article subsets"""
+
+    train_articles: str | None = option(None, type=str,
+                                        help="START:END slice of the training file's articles, e.g. :36")
+    eval_articles: str | None = option(None, type=str,
+                                       help="START:END slice of the evaluation file's articles, e.g. 36:")
+    doc_stride: int = option(128, help="tokens between the starts of a context's windows")
+    max_query_length: int = option(64, help="question tokens kept")
+    n_best_size: int = option(20, help="start/end candidates per window")
+    max_answer_length: int = option(30, help="longest answer, in tokens")
+    null_score_diff_threshold: float = option(0.0, help="SQuAD 2.0: predict no answer above this score difference")
+
+
+def select_articles(examples, spec, path):
+    """SQuAD examples of the articles ``spec`` ("START:END", Python slice of the articles in
+    file order), e.g. ":36" and "36:" to split the 48 dev articles into train and eval."""
+    if not spec:
+        return examples
+    try:
+        start, end = (int(p) if p else None for p in spec.split(":"))
+    except ValueError:
+        raise ValueError(f"articles must be START:END (e.g. :36 or 36:), got {spec!r}") from None
+    titles = list(dict.fromkeys(e["title"] for e in examples))
+    chosen = set(titles[start:end])
+    if not chosen:
+        raise ValueError(f"articles {spec!r} selects none of the {len(titles)} articles of {path}")
+    return [e for e in examples if e["title"] in chosen]
+
+
+class SquadRecipe(Recipe):
+    main_metric = "f1"
+    metric_names = ("exact_match", "f1")
+
+    def read(self):
+        o, t = self.options, self.task_options
+        version = self.task.preset["version"]
+        train_path = self.data_file(SQUAD_FILES[version], "train", o.train_file)
+        eval_path = self.data_file(SQUAD_FILES[version], self.eval_split, o.eval_file)
+        train = squad.read_squad(train_path)
+        dev = train if eval_path == train_path else squad.read_squad(eval_path)
+        self.version_2 = version == "v2.0" or train.meta.get("version_2_with_negative", False)
+        train_examples = select_articles(train.examples, t.train_articles, train_path)
+        dev_examples = select_articles(dev.examples, t.eval_articles, eval_path)
+        if eval_path == train_path and not (t.train_articles and t.eval_articles):
+            raise ValueError("training and evaluating on the same SQuAD file needs --train-articles and "
+                             "--eval-articles (e.g. :36 and 36:)")
+        overlap = {e["id"] for e in train_examples} & {e["id"] for e in dev_examples}
+        if overlap:
+            raise ValueError(f"{len(overlap)} questions are in both the training and the evaluation articles")
+        self.subsets(train_examples, dev_examples)
+
+    def build_model(self, init_dir, encoder_overrides=None):
+        from kbert.tasks.span_qa import SpanQuestionAnswerer
+
+        t = self.task_options
+        return SpanQuestionAnswerer.from_model_dir(
+            init_dir, max_query_length=t.max_query_length, doc_stride=t.doc_stride, n_best_size=t.n_best_size,
+            max_answer_length=t.max_answer_length, version_2_with_negative=self.version_2,
+            null_score_diff_threshold=t.null_score_diff_threshold, **self.build_kwargs(encoder_overrides))
+
+    def train_dataset(self, model):
+        spans = [None if e["is_impossible"] else
+                 (e["answers"][0]["answer_start"], e["answers"][0]["answer_start"] + len(e["answers"][0]["text"]))
+                 for e in self.train]
+        return model.dataset([e["question"] for e in self.train], [e["context"] for e in self.train], spans,
+                             [e["is_impossible"] for e in self.train], batch_size=self.options.batch_size,
+                             shuffle=True, seed=self.options.seed, boundaries=self.boundaries(model.seq_length))
+
+    def evaluate(self, model):
+        questions = [e["question"] for e in self.dev]
+        contexts = [e["context"] for e in self.dev]
+        if not hasattr(self, "_dev_windows"):  # the same windows every epoch
+            self._dev_windows = model.windows(questions, contexts)
+        predictions = model.predict_windows(contexts, self._dev_windows, batch_size=self.options.eval_batch_size)
+        by_id = {e["id"]: p for e, p in zip(self.dev, predictions)}
+        result = squad_metrics({k: p.text for k, p in by_id.items()}, self.dev, self.version_2)
+        metrics = {"exact_match": result["exact_match"], "f1": result["f1"]}
+        if self.version_2:
+            metrics.update({k: v for k, v in result.items() if k.startswith(("has_ans", "no_ans"))})
+            best_non_null = {k: (p.best_non_null.text if p.best_non_null else "") for k, p in by_id.items()}
+            diffs = {k: p.score_diff for k, p in by_id.items()}
+            metrics["best_f1"], metrics["best_f1_threshold"] = squad_v2_best_threshold(best_non_null, diffs, self.dev)
+        return metrics, by_id
+
+    def write_predictions(self, out_dir, by_id):
+        return submission.write_squad(out_dir, by_id, self.version_2)
+
+
+@register_task_type
+class SpanQA(TaskType):
+    name = "span_qa"
+    model_types = ("span_qa",)
+    recipe_class = SquadRecipe
+    Options = SquadOptions
+    default_seq_length = 384
+    signature_docs = {
+        "span_qa": "question, context -> answer_text, answer_start, answer_end, score, null_score_diff [b]",
+    }
+
+    def model_class(self, model_type):
+        from kbert.tasks.span_qa import SpanQuestionAnswerer
+
+        return SpanQuestionAnswerer
+
+    def data_source(self, task, split, options):
+        file = self.split_file(task, SQUAD_FILES[task.preset["version"]], split)
+        return DataSource("squad", file, _read_squad, ("squad_exact_match", "squad_f1"))
+
+    def signatures(self, module):
+        import tensorflow as tf
+
+        from kbert.export.span_qa_graph import build_answer_fn
+        from kbert.export.task import IDS_SPEC, valid_utf8
+
+        model = module.model
+        answer = build_answer_fn(model)
+
+        @tf.function(input_signature=[{"question": tf.TensorSpec([None], tf.string, name="question"),
+                                       "context": tf.TensorSpec([None], tf.string, name="context")}])
+        def serve(inputs):
+            return answer(valid_utf8(inputs["question"]), valid_utf8(inputs["context"]))
+
+        @tf.function(input_signature=[IDS_SPEC])
+        def serve_ids(inputs):
+            return dict(model(dict(inputs), training=False))
+
+        return serve, serve_ids
+
+    def warmup_inputs(self, model):
+        return [{"question": ["What warms up?"], "context": WARMUP_TEXTS[:1]}]
+
+
+def _read_squad(path, data=None):  # module-level: picklable for Beam workers
+    return squad.read_squad(path, data=data)
+
+
+register_task("squad/v1.1", "span_qa", version="v1.1", aliases=("squad",),
+              help="SQuAD 1.1 (--data-dir: train-v1.1.json, dev-v1.1.json)")
+register_task("squad/v2.0", "span_qa", version="v2.0", help="SQuAD 2.0 (--data-dir: train-v2.0.json, dev-v2.0.json)")

@@ -1,0 +1,121 @@
+"""Task type "tagging": a tag for each word (NER, kbert.tasks.tagger.TokenTagger), on its first
+WordPiece.
+
+Task: conll2003 (alias conll; kbert.data.conll: train.txt, valid.txt, test.txt), evaluated with
+seqeval's entity precision/recall/F1; predictions in conlleval's input format.
+"""
+
+from __future__ import annotations
+
+from kbert.data import conll
+from kbert.tasks import submission
+from kbert.tasks.metrics import compute_metrics
+from kbert.tasks.registry import register_task, register_task_type
+from kbert.tasks.task_type import WARMUP_TEXTS, DataSource, Recipe, TaskType
+
+CONLL_FILES = {"train": "train.txt", "dev": "valid.txt", "valid": "valid.txt", "test": "test.txt"}
+
+
+class TaggingRecipe(Recipe):
+    metric_names = ("ner_precision", "ner_recall", "ner_f1")
+    main_metric = "ner_f1"
+
+    def read(self):
+        o = self.options
+        train = conll.read_conll(self.data_file(CONLL_FILES, "train", o.train_file))
+        dev = conll.read_conll(self.data_file(CONLL_FILES, self.eval_split, o.eval_file), tags=train.label_names)
+        self.label_names = train.label_names
+        self.subsets(train.examples, dev.examples)
+
+    def build_model(self, init_dir, encoder_overrides=None):
+        from kbert.tasks.tagger import TokenTagger
+
+        return TokenTagger.from_model_dir(init_dir, label_names=self.label_names,
+                                          **self.build_kwargs(encoder_overrides))
+
+    def train_dataset(self, model):
+        return model.dataset([e["words"] for e in self.train], [e["labels"] for e in self.train],
+                             batch_size=self.options.batch_size, shuffle=True, seed=self.options.seed,
+                             boundaries=self.boundaries(model.seq_length))
+
+    def evaluate(self, model):
+        predicted = model.predict_words([e["words"] for e in self.dev], batch_size=self.options.eval_batch_size)
+        return compute_metrics(self.metric_names, predicted, [e["tags"] for e in self.dev]), predicted
+
+    def write_predictions(self, out_dir, predicted):
+        return [submission.write_conll(self.out_path(out_dir, "predictions.txt"), [e["words"] for e in self.dev],
+                                       [e["tags"] for e in self.dev], predicted)]
+
+
+@register_task_type
+class Tagging(TaskType):
+    name = "tagging"
+    model_types = ("token_tagger",)
+    recipe_class = TaggingRecipe
+    signature_docs = {
+        "token_tagger": "text -> words, word_start, word_end, tags, tag_ids [b, W]; num_words [b]; "
+                        "entity_type, entity_text, entity_start, entity_end [b, E]; num_entities [b]",
+    }
+
+    def model_class(self, model_type):
+        from kbert.tasks.tagger import TokenTagger
+
+        return TokenTagger
+
+    def data_source(self, task, split, options):
+        return DataSource("conll", self.split_file(task, CONLL_FILES, split), _read_conll, TaggingRecipe.metric_names)
+
+    def signatures(self, module):
+        import tensorflow as tf
+
+        from kbert.export.iob_graph import iob_entities
+        from kbert.export.task import IDS_SPEC, valid_utf8
+
+        model = module.model
+        names = tf.constant(model.label_names)
+
+        @tf.function(input_signature=[{"text": tf.TensorSpec([None], tf.string, name="text")}])
+        def serve(inputs):
+            text = valid_utf8(inputs["text"])
+            _, starts, ends = model.tokenizer.tokenize_with_offsets(text, unit="UTF8_CHAR")
+            word_start = tf.cast(tf.reduce_min(starts, axis=2), tf.int32)  # [batch, (words)]
+            word_end = tf.cast(tf.reduce_max(ends, axis=2), tf.int32)
+            num_words = tf.cast(word_start.row_lengths(), tf.int32)
+            packed, _, word_ids = model.features(model.pieces(texts=text))
+            token_tags = tf.argmax(model(packed, training=False), axis=-1, output_type=tf.int32)
+            batch, width = tf.shape(text)[0], tf.reduce_max(tf.concat([num_words, [0]], 0))
+            tag_ids = tf.fill([batch, width], tf.constant(model.fill_label, tf.int32))
+            first = word_ids >= 0  # a word's first piece carries its tag
+            index = tf.stack([tf.cast(tf.where(first)[:, 0], tf.int32),
+                              tf.cast(tf.boolean_mask(word_ids, first), tf.int32)], 1)
+            tag_ids = tf.tensor_scatter_nd_update(tag_ids, index, tf.boolean_mask(token_tags, first))
+            word_start_d = word_start.to_tensor(default_value=-1, shape=[None, None])[:, :width]
+            word_end_d = word_end.to_tensor(default_value=-1, shape=[None, None])[:, :width]
+            valid = tf.sequence_mask(num_words, width)
+            tags = tf.where(valid, tf.gather(names, tag_ids), "")
+            tag_ids = tf.where(valid, tag_ids, -1)
+            words = tf.strings.substr(tf.repeat(text[:, None], width, axis=1), tf.maximum(word_start_d, 0),
+                                      tf.maximum(word_end_d - word_start_d, 0), unit="UTF8_CHAR")
+            out = {"words": tf.where(valid, words, ""), "word_start": word_start_d, "word_end": word_end_d,
+                   "tags": tags, "tag_ids": tag_ids, "num_words": num_words}
+            out.update(iob_entities(tags, word_start_d, word_end_d, num_words, text))
+            return out
+
+        @tf.function(input_signature=[IDS_SPEC])
+        def serve_ids(inputs):
+            logits = model(dict(inputs), training=False)
+            tag_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
+            return {"token_tag_ids": tag_ids, "token_tags": tf.gather(names, tag_ids),
+                    "token_probabilities": tf.nn.softmax(logits)}
+
+        return serve, serve_ids
+
+    def warmup_inputs(self, model):
+        return [{"text": WARMUP_TEXTS[:1]}, {"text": (WARMUP_TEXTS * 4)[:8]}]
+
+
+def _read_conll(path, data=None):  # module-level: picklable for Beam workers
+    return conll.read_conll(path, data=data)
+
+
+register_task("conll2003", "tagging", aliases=("conll",), help="CoNLL-2003 NER (--data-dir: train.txt, valid.txt)")

@@ -1,0 +1,144 @@
+"""The task registry: task types (plug-ins) and the named tasks built on them.
+
+A **task type** (a ``kbert.tasks.task_type.TaskType`` subclass, one module each under
+``kbert/tasks/plugins/``) owns everything about one kind of task: its Keras model class(es), its
+options (a dataclass, one command-line group), how it reads data, trains and evaluates
+(a Recipe), its submission files, and its serving signatures and warm-up requests.
+
+A **named task** ("glue/sst2", "squad/v2.0", "conll2003", "csv", ...) is a task type plus fixed
+settings (``preset``: which GLUE task, which SQuAD version, ...). ``kbert.finetune --task NAME``,
+``kbert.data.tasks.resolve_task(NAME)`` (the TFRecord pipeline), ``load_task_model`` and
+``kbert.export task`` all look tasks up here; none of them knows a task by name.
+
+A new task is one new module that calls ``register_task_type`` and ``register_task`` (see
+README "Adding a task" and tests/test_task_plugins.py). The built-in plug-ins are imported on the
+first lookup; this module itself imports neither TensorFlow nor Keras.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import types
+
+# Modules whose import registers the built-in task types and named tasks.
+BUILTIN_PLUGINS = ("kbert.tasks.plugins.classification", "kbert.tasks.plugins.tagging",
+                   "kbert.tasks.plugins.span_qa", "kbert.tasks.plugins.multiple_choice")
+
+_TYPES: dict = {}         # task type name -> TaskType instance
+_MODEL_TYPES: dict = {}   # kbert.json ``task.type`` (a model class's task_type) -> TaskType instance
+_TASKS: dict = {}         # lower-case task name or alias -> NamedTask
+_loaded = False
+
+
+class UnknownTaskError(ValueError):
+    """A task name, task type or model type the registry does not know: lists the known ones."""
+
+
+@dataclasses.dataclass(frozen=True)
+class NamedTask:
+    """A task as ``--task`` names it.
+
+    Attributes:
+      name: e.g. "glue/sst2".
+      type: the task type's name, e.g. "classification".
+      preset: fixed settings the task type reads (e.g. {"glue_task": "sst2"}).
+      help: one line for listings.
+      aliases: other accepted names (case is ignored for all).
+    """
+
+    name: str
+    type: str
+    preset: types.MappingProxyType = dataclasses.field(default_factory=lambda: types.MappingProxyType({}))
+    help: str = ""
+    aliases: tuple = ()
+
+    @property
+    def task_type(self):
+        return get_task_type(self.type)
+
+
+def register_task_type(task_type):
+    """Registers a TaskType instance (or class, instantiated here) under ``task_type.name`` and
+    as the owner of its model types. Returns it, so it works as a class decorator too."""
+    _load_builtins()  # the built-in types first, whoever registers first (a stable listing order)
+    instance = task_type() if isinstance(task_type, type) else task_type
+    if not instance.name:
+        raise ValueError(f"{type(instance).__name__} has no name")
+    _TYPES[instance.name] = instance
+    for model_type in instance.model_types:
+        _MODEL_TYPES[model_type] = instance
+    return task_type
+
+
+def register_task(name: str, task_type: str, *, help: str = "", aliases=(), **preset) -> NamedTask:
+    """Registers ``name`` (and ``aliases``) as a task of the registered ``task_type`` with the
+    given preset settings; a later registration of the same name replaces it."""
+    _load_builtins()
+    if task_type not in _TYPES:
+        raise UnknownTaskError(f"task {name!r}: unknown task type {task_type!r}; known: {sorted(_TYPES)}")
+    task = NamedTask(name, task_type, types.MappingProxyType(dict(preset)), help, tuple(aliases))
+    for key in (name, *aliases):
+        _TASKS[key.lower()] = task
+    return task
+
+
+def _load_builtins():
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        for module in BUILTIN_PLUGINS:
+            importlib.import_module(module)
+
+
+def _lookup(table: dict, key, what: str, known):
+    _load_builtins()
+    try:
+        return table[key]
+    except KeyError:
+        raise UnknownTaskError(f"unknown {what} {key!r}; expected one of: {', '.join(known())}") from None
+
+
+def get_task(name: str) -> NamedTask:
+    return _lookup(_TASKS, str(name).lower(), "task", task_names)
+
+
+def task_names() -> list:
+    """The registered task names (not aliases), in registration order."""
+    _load_builtins()
+    return list(dict.fromkeys(t.name for t in _TASKS.values()))
+
+
+def tasks() -> list:
+    """The registered NamedTasks, in registration order."""
+    _load_builtins()
+    return list({t.name: t for t in _TASKS.values()}.values())
+
+
+def get_task_type(name: str):
+    return _lookup(_TYPES, name, "task type", lambda: sorted(_TYPES))
+
+
+def task_types() -> list:
+    _load_builtins()
+    return list(_TYPES.values())
+
+
+def task_type_for_model(model_type: str):
+    """The TaskType that owns a model type (kbert.json ``task.type``, e.g. "text_classifier")."""
+    return _lookup(_MODEL_TYPES, model_type, "model type", model_types)
+
+
+def model_types() -> list:
+    _load_builtins()
+    return sorted(_MODEL_TYPES)
+
+
+def task_listing() -> str:
+    """One line per task type with its tasks, for help texts."""
+    lines = []
+    for task_type in task_types():
+        names = [t.name for t in tasks() if t.type == task_type.name]
+        if names:
+            lines.append(f"  {task_type.name:<16} {', '.join(names)}")
+    return "\n".join(lines)

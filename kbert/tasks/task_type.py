@@ -1,0 +1,183 @@
+"""The plug-in interface of a task type (see kbert.tasks.registry) and the fine-tuning Recipe base.
+
+A task type module defines a ``TaskType`` subclass and a ``Recipe`` subclass, registers the
+type and its named tasks::
+
+    @register_task_type
+    class MyType(TaskType):
+        name = "my_type"
+        model_types = ("text_classifier",)       # the kbert.json task.type values it serves
+        Options = MyOptions                      # a dataclass (kbert.tasks.options.option fields)
+        def model_class(self, model_type): ...   # the Keras TaskModel class
+        recipe_class = MyRecipe                  # reads data, builds, trains, evaluates, writes predictions
+        def data_source(self, task, split, options): ...   # for the TFRecord pipeline
+        def signatures(self, module): ...        # serving_default / serving_ids tf.functions
+        def warmup_inputs(self, model): ...      # TF Serving warm-up requests
+
+    register_task("my_task", "my_type", help="...")
+
+Nothing here imports TensorFlow: the methods that need it import it when called.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pathlib
+from collections.abc import Callable
+
+import numpy as np
+
+from kbert.tasks.options import FinetuneOptions, NoOptions
+
+
+@dataclasses.dataclass(frozen=True)
+class DataSource:
+    """How the TFRecord pipeline reads a task split (see kbert.data.tasks.resolve_task).
+
+    Attributes:
+      kind: the TFRecord layout (kbert.data.tfrecord.KINDS).
+      file: the split's file name inside the data folder (None: the caller must name the file).
+      read: read(path, data=None) -> TaskData; module-level (picklable for Beam workers).
+      metrics: metric names for kbert.tasks.metrics.compute_metrics.
+    """
+
+    kind: str
+    file: str | None
+    read: Callable
+    metrics: tuple = ()
+
+
+class TaskType:
+    """One kind of task; subclasses fill in the attributes and methods below."""
+
+    name = ""
+    model_types: tuple = ()
+    Options = NoOptions
+    recipe_class = None  # the Recipe subclass
+    default_seq_length = 128
+    # What serving_default takes and returns, per model type (README documents the same).
+    signature_docs: dict = {}
+
+    def model_class(self, model_type: str):
+        """The TaskModel class that kbert.json ``task.type`` == model_type rebuilds."""
+        raise NotImplementedError
+
+    def options(self, task_options=None):
+        """``task_options`` checked against this type's Options (None: the defaults)."""
+        if task_options is None:
+            return self.Options()
+        if not isinstance(task_options, self.Options):
+            raise TypeError(f"task type {self.name!r} takes {self.Options.__name__} options, "
+                            f"got {type(task_options).__name__}")
+        return task_options
+
+    def recipe(self, task, options: FinetuneOptions):
+        """The fine-tuning Recipe of ``task`` (its ``recipe_class`` by default)."""
+        return self.recipe_class(task, options)
+
+    def data_source(self, task, split: str, options) -> DataSource:
+        raise NotImplementedError(f"task type {self.name!r} has no TFRecord pipeline")
+
+    @staticmethod
+    def split_file(task, files: dict, split: str) -> str:
+        """The file name of ``split`` in ``files``; an unknown split is an error listing them."""
+        if split not in files:
+            raise ValueError(f"task {task.name!r} has no split {split!r}; expected one of {sorted(files)}")
+        return files[split]
+
+    def signatures(self, module) -> tuple:
+        """(serve, serve_ids) tf.functions with input signatures over ``module.model``."""
+        raise NotImplementedError
+
+    def warmup_inputs(self, model) -> list:
+        """Small representative requests (dicts of lists) for TF Serving's warm-up."""
+        raise NotImplementedError
+
+
+# Example texts for warm-up requests: short and long, with non-ASCII characters.
+WARMUP_TEXTS = ["kbert warms up this model.", "A second, longer sentence — with ünïcode and 字 — to warm up."]
+
+
+def subsample(examples, n, seed):
+    """(examples, their indices in the file): all of them, or n drawn without replacement
+    (fixed seed), kept in file order."""
+    if n is None or n >= len(examples):
+        return list(examples), np.arange(len(examples))
+    index = np.sort(np.random.default_rng(seed).choice(len(examples), size=n, replace=False))
+    return [examples[i] for i in index], index
+
+
+class Recipe:
+    """How ``python -m kbert.finetune`` runs a task: read the data (``read``, called by the
+    constructor), build the model, feed it, evaluate it with the benchmark's metric and write its
+    predictions. Subclasses set metric_names, main_metric, num_train, num_eval and implement
+    read, build_model, train_dataset, evaluate and write_predictions."""
+
+    metric_names: tuple = ()
+    main_metric = ""
+
+    def __init__(self, task, options: FinetuneOptions):
+        self.task = task
+        self.options = options
+        self.task_options = task.task_type.options(options.task_options)
+        self.read()
+
+    @property
+    def seq_length(self) -> int:
+        return self.options.seq_length or self.task.task_type.default_seq_length
+
+    @property
+    def eval_split(self) -> str:
+        return self.options.eval_split or "dev"
+
+    def data_file(self, files: dict, split: str, override) -> str:
+        """``override`` (--train-file / --eval-file), or the split's file (``files``) in --data-dir."""
+        if override:
+            return os.fspath(override)
+        if not self.options.data_dir:
+            raise ValueError(f"task {self.task.name!r} needs --data-dir or --train-file/--eval-file")
+        return os.path.join(os.fspath(self.options.data_dir), TaskType.split_file(self.task, files, split))
+
+    def subsets(self, train_examples, eval_examples):
+        """Sets train, dev (the --max-*-examples subsets), dev_index, num_train and num_eval."""
+        o = self.options
+        self.train, _ = subsample(train_examples, o.max_train_examples, o.seed)
+        self.dev, self.dev_index = subsample(eval_examples, o.max_eval_examples, o.seed)
+        self.num_train, self.num_eval = len(self.train), len(self.dev)
+
+    def build_kwargs(self, encoder_overrides=None) -> dict:
+        """The from_model_dir arguments every task model takes."""
+        return dict(seq_length=self.seq_length, load_head=False, encoder_overrides=encoder_overrides,
+                    dynamic_length=self.options.dynamic_length)
+
+    def boundaries(self, seq_length):
+        from kbert.tasks.datasets import bucket_boundaries
+
+        return bucket_boundaries(seq_length) if self.options.bucketing else None
+
+    def summary(self) -> dict:
+        return {"train_examples": self.num_train, "eval_examples": self.num_eval}
+
+    def task_info(self) -> dict:
+        return {"task_name": self.task.name, "metrics": list(self.metric_names), "main_metric": self.main_metric}
+
+    def read(self):
+        raise NotImplementedError
+
+    def build_model(self, init_dir, encoder_overrides=None):
+        raise NotImplementedError
+
+    def train_dataset(self, model):
+        raise NotImplementedError
+
+    def evaluate(self, model) -> tuple:
+        """(metrics dict, predictions for write_predictions)."""
+        raise NotImplementedError
+
+    def write_predictions(self, out_dir, predictions) -> list:
+        raise NotImplementedError
+
+    @staticmethod
+    def out_path(out_dir, name) -> pathlib.Path:
+        return pathlib.Path(out_dir) / name

@@ -1,0 +1,63 @@
+"""Fine-tuning options: one dataclass definition behind kbert.finetune's and kbert.bench
+finetune's flags; the task registry behind --task."""
+
+import dataclasses
+
+import pytest
+
+from kbert.bench.finetune_bench import parse_args as bench_parse_args
+from kbert.finetune import finetune_options, parse_args
+from kbert.tasks.options import FinetuneOptions
+from kbert.tasks.plugins.classification import TableOptions
+from kbert.tasks.plugins.span_qa import SquadOptions
+from kbert.tasks.registry import UnknownTaskError, get_task, task_names
+
+REQUIRED = ["--init", "in", "--model-dir", "out"]
+
+
+def test_command_line_defaults_are_the_dataclass_defaults():
+    options = finetune_options(parse_args(["--task", "glue/sst2", *REQUIRED]))
+    expected = FinetuneOptions(task="glue/sst2", init="in", model_dir="out", seq_length=128,
+                               task_options=TableOptions())
+    assert options == expected
+    squad = finetune_options(parse_args(["--task", "SQuAD/v2.0", *REQUIRED, "--doc-stride", "32", "--no-bucketing"]))
+    assert squad.seq_length == 384 and squad.bucketing is False and squad.dynamic_length
+    assert squad.task_options == SquadOptions(doc_stride=32)
+
+
+def test_list_options_from_the_command_line_and_from_python():
+    options = finetune_options(parse_args(["--task", "csv", *REQUIRED, "--text-columns", "title, body",
+                                           "--label-names", "neg,pos", "--regression"]))
+    assert options.task_options == TableOptions(text_columns=["title", "body"], label_names="neg,pos", regression=True)
+    assert options.task_options.text_columns == ("title", "body")
+
+
+def test_bench_finetune_shares_the_flags_with_its_own_defaults():
+    args = bench_parse_args([])
+    assert (args.task, args.epochs, args.seq_length, args.init) == ("glue/sst2", 1, 128, None)
+    defaults = FinetuneOptions(task="x", init="x", model_dir="x")
+    assert (args.batch_size, args.learning_rate, args.seed) == (defaults.batch_size, defaults.learning_rate,
+                                                                 defaults.seed)
+    args = bench_parse_args(["--epochs", "2", "--learning-rate", "1e-4", "--seq-length", "64"])
+    assert (args.epochs, args.learning_rate, args.seq_length) == (2, 1e-4, 64)
+
+
+def test_every_finetune_field_has_a_flag_and_help_lists_the_registry(capsys):
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    shown = capsys.readouterr().out
+    for field in dataclasses.fields(FinetuneOptions):
+        if field.name == "task_options":
+            continue
+        assert (field.metadata.get("flag") or "--" + field.name.replace("_", "-")) in shown
+    for name in task_names():
+        assert name in shown
+
+
+def test_task_lookup():
+    assert get_task("GLUE/SST-2") is get_task("glue/sst2")
+    assert get_task("table") is get_task("csv") and get_task("squad").preset["version"] == "v1.1"
+    with pytest.raises(UnknownTaskError, match="unknown task 'glue/sst3'; expected one of: glue/cola, "):
+        get_task("glue/sst3")
+    with pytest.raises(TypeError, match="takes SquadOptions options, got TableOptions"):
+        get_task("squad/v1.1").task_type.options(TableOptions())
