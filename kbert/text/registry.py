@@ -30,7 +30,7 @@ import importlib
 import os
 import pathlib
 
-from kbert.text.spec import TokenizerSpec, TokenizerSpecError
+from kbert.text.spec import DEFAULT_TYPE, TokenizerSpec, TokenizerSpecError
 
 _BUILTIN_MODULES = {
     "wordpiece": "kbert.text.tokenizer",
@@ -77,6 +77,27 @@ def asset_path(spec: TokenizerSpec, directory) -> pathlib.Path:
     if not path.is_absolute() and directory is not None:
         path = pathlib.Path(directory) / path
     return path
+
+
+def as_tokenizer(tokenizer_or_vocab, lower_case=None, source: str = "tokenizer"):
+    """A tokenizer object as it is, or (backwards compatibility) a WordPiece tokenizer from a
+    vocabulary (``vocab.txt`` path or token list) and ``lower_case`` (default True).
+
+    ``lower_case`` beside a tokenizer object must agree with it (the object's spec decides).
+    """
+    if is_tokenizer(tokenizer_or_vocab):
+        if lower_case is not None and bool(lower_case) != tokenizer_or_vocab.lower_case:
+            raise ValueError(f"{source}: lower_case={lower_case!r} contradicts the tokenizer's "
+                             f"{tokenizer_or_vocab.spec.type!r} spec (lower_case={tokenizer_or_vocab.lower_case})")
+        return tokenizer_or_vocab
+    if tokenizer_or_vocab is None:
+        raise ValueError(f"{source}: needs a tokenizer (kbert.text.load_tokenizer(model_dir)) or a vocabulary")
+    return tokenizer_class(DEFAULT_TYPE)(tokenizer_or_vocab, lower_case=True if lower_case is None else lower_case)
+
+
+def is_tokenizer(obj) -> bool:
+    """True for an object of the tokenizer interface (a registered type's instance)."""
+    return getattr(type(obj), "tokenizer_type", None) in _REGISTRY
 
 
 def load_tokenizer(model_dir, **kwargs):

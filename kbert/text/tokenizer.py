@@ -104,7 +104,7 @@ class BertTokenizer(keras.layers.Layer):
     # -- the tokenizer interface (kbert.text.registry) -----------------------------------------
     @property
     def spec(self) -> TokenizerSpec:
-        return TokenizerSpec(type="wordpiece", lower_case=self.lower_case)
+        return TokenizerSpec(type=self.tokenizer_type, lower_case=self.lower_case)
 
     @property
     def asset_files(self) -> dict:
