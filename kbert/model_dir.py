@@ -68,6 +68,14 @@ def read_tokenizer_spec(model_dir):
         raise ModelDirError(str(e)) from None
 
 
+def record_tokenizer_spec(model_dir, spec) -> None:
+    """Writes ``spec`` (and ``do_lower_case``) into ``kbert.json``, keeping the rest (a directory with
+    only a vocabulary then names its tokenizer: ``--tokenizer-dir``/``--model-dir`` read it)."""
+    metadata = read_metadata(model_dir)
+    metadata.update(format=FORMAT_VERSION, tokenizer=spec.to_json(), do_lower_case=spec.lower_case)
+    write_metadata(model_dir, metadata)
+
+
 def write_metadata(model_dir, metadata: dict) -> None:
     text = json.dumps(metadata, indent=2, sort_keys=True) + "\n"
     atomic_write(pathlib.Path(model_dir) / METADATA_FILE, lambda tmp: tmp.write_text(text, encoding="utf-8"))
