@@ -102,6 +102,11 @@ def is_tokenizer(obj) -> bool:
 
 def load_tokenizer(model_dir, **kwargs):
     """The tokenizer of a model directory, from its ``kbert.json`` (legacy ``do_lower_case`` included)."""
-    from kbert.model_dir import read_tokenizer_spec
+    from kbert.model_dir import METADATA_FILE, ModelDirError, read_tokenizer_spec
 
-    return create_tokenizer(read_tokenizer_spec(model_dir), model_dir, **kwargs)
+    spec = read_tokenizer_spec(model_dir)
+    try:
+        cls = tokenizer_class(spec.type)
+    except TokenizerSpecError as e:
+        raise ModelDirError(f"{pathlib.Path(model_dir) / METADATA_FILE}: field 'tokenizer.type': {e}") from None
+    return cls.from_spec(spec, model_dir, **kwargs)
