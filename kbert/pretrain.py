@@ -104,7 +104,8 @@ def build_config(args, vocab_size):
         if args.config in ("tiny", "mini", "small", "medium", "base", "large"):
             config = BertConfig(**{**config.to_dict(), "vocab_size": vocab_size})
         else:
-            raise ValueError(f"{args.config} says vocab_size={config.vocab_size} but {args.vocab} has {vocab_size} tokens")
+            raise ValueError(f"{args.config} says vocab_size={config.vocab_size} but the tokenizer "
+                             f"({args.vocab or args.tokenizer_dir}) has {vocab_size} tokens")
     if args.seq_length > config.max_position_embeddings:
         raise ValueError(f"--seq-length {args.seq_length} exceeds max_position_embeddings {config.max_position_embeddings}")
     return config

@@ -115,3 +115,35 @@ def test_as_tokenizer_keeps_objects_and_builds_wordpiece_from_a_vocabulary():
     assert type(built) is BertTokenizer and built.lower_case is False
     with pytest.raises(ValueError, match="needs a tokenizer"):
         as_tokenizer(None)
+
+
+def test_command_line_flags_give_the_spec(tmp_path):
+    import argparse
+
+    from kbert.text.cli_args import add_tokenizer_arguments, tokenizer_spec_from_args
+
+    parser = argparse.ArgumentParser()
+    add_tokenizer_arguments(parser)
+    spec, directory = tokenizer_spec_from_args(parser.parse_args(["--vocab", str(UNCASED_VOCAB), "--cased"]))
+    assert spec == TokenizerSpec(lower_case=False, vocab_file=str(UNCASED_VOCAB)) and directory is None
+    record_tokenizer_spec(tmp_path, TokenizerSpec(type="sentencepiece", lower_case=True, vocab_file="spm.model"))
+    spec, directory = tokenizer_spec_from_args(parser.parse_args(["--model-dir", str(tmp_path)]))
+    assert (spec.type, spec.lower_case, spec.vocab_file, directory) == ("sentencepiece", True, "spm.model", str(tmp_path))
+    spec, _ = tokenizer_spec_from_args(parser.parse_args(["--model-dir", str(tmp_path), "--cased",
+                                                           "--tokenizer", "wordpiece"]))
+    assert (spec.type, spec.lower_case) == ("wordpiece", False)
+    with pytest.raises(SystemExit, match="--vocab or --model-dir is required"):
+        tokenizer_spec_from_args(parser.parse_args([]))
+
+
+def test_kbert_vocab_records_the_spec_beside_the_vocabulary(tmp_path):
+    from kbert.vocab import main
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("The cat sat on the mat. " * 50 + "Dogs bark loudly at cats. " * 50, encoding="utf-8")
+    (tmp_path / "out").mkdir()
+    assert main(["--input", str(corpus), "--size", "60", "--min-count", "1", "--cased",
+                 "--out", str(tmp_path / "out" / "my-vocab.txt")]) == 0
+    assert read_tokenizer_spec(tmp_path / "out") == TokenizerSpec(lower_case=False, vocab_file="my-vocab.txt")
+    tokenizer = load_tokenizer(tmp_path / "out")
+    assert tokenizer.lower_case is False and tokenizer.token_to_id("The") > 0
