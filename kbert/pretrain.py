@@ -144,9 +144,9 @@ def train(args) -> dict:
     tokenizer = tokenizer_from_args(args, "tokenizer_dir")
     config = build_config(args, tokenizer.vocab_size)
     preprocessor = BertPreprocessor(tokenizer, seq_length=args.seq_length)
-    masker = MlmMasker(tokenizer.get_vocabulary(), max_predictions=args.max_predictions, selection_rate=args.mask_rate,
-                       mask_token_rate=args.mask_token_rate, random_token_rate=args.random_token_rate,
-                       whole_word=args.whole_word_masking)
+    masker = MlmMasker.from_tokenizer(tokenizer, max_predictions=args.max_predictions, selection_rate=args.mask_rate,
+                                      mask_token_rate=args.mask_token_rate, random_token_rate=args.random_token_rate,
+                                      whole_word=args.whole_word_masking)
     use_nsp = not args.no_nsp
     bad_records = BadRecordCounter() if args.skip_bad_records else None  # outside strategy.scope()
     replicas = strategy.num_replicas_in_sync

@@ -19,6 +19,7 @@ What a tokenizer class gives (``BertTokenizer`` is the reference implementation)
   * ``tokenize(strings)`` -> int32 RaggedTensor ``[batch, words, pieces]`` (the first piece of each
     word starts a word: whole-word masking and tagging read the ragged structure),
     ``tokenize_serial``, ``tokenize_flat`` and ``tokenize_with_offsets(strings, unit)``;
+  * ``starts_word()``: for each id, whether that piece begins a word (whole-word masking);
   * ``special_token_ids`` (``padding_id``, ``start_of_sequence_id``, ``end_of_segment_id``,
     ``mask_id``, ``unknown_id``), ``get_special_tokens_dict()`` (TF Hub), ``vocab_size``,
     ``get_vocabulary()``, ``id_to_token``, ``token_to_id``, ``lower_case``.
