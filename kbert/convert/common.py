@@ -8,17 +8,17 @@ from kbert.config import BertConfig
 from kbert.convert.names import ConversionError, assign, encoder_variables, head_variables, heads_present
 from kbert.layers.heads import build_head
 from kbert.model_dir import count_vocab, save_model_dir
-from kbert.text.spec import TokenizerSpec
 
 
-def write_model_dir(config: BertConfig, arrays: dict, vocab_file, out_dir, tokenizer_spec: TokenizerSpec,
-                    source: str):
-    """``vocab_file``: the tokenizer's file to copy, saved as ``tokenizer_spec.vocab_file`` and
-    recorded with the spec in ``kbert.json`` (a bool there is the older ``do_lower_case``: WordPiece)."""
+def write_model_dir(config: BertConfig, arrays: dict, vocab_file, out_dir, tokenizer_spec, source: str):
+    """``tokenizer_spec``: the ``TokenizerSpec`` recorded in ``kbert.json`` (a bool is the older
+    ``do_lower_case``: WordPiece); ``vocab_file`` is saved as its ``vocab_file``."""
     from kbert.models import BertEncoder
+    from kbert.text.spec import TokenizerSpec
 
     if isinstance(tokenizer_spec, bool):
         tokenizer_spec = TokenizerSpec(lower_case=tokenizer_spec)
+
     vocab_file = pathlib.Path(vocab_file)
     if not vocab_file.exists():
         raise ConversionError(f"vocab file not found: {vocab_file}")

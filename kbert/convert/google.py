@@ -12,7 +12,6 @@ import shutil
 
 from kbert.config import BertConfig
 from kbert.convert.common import write_model_dir
-from kbert.text.spec import TokenizerSpec
 from kbert.convert.names import ConversionError, encoder_variables, export_arrays, head_variables, is_model_weight
 
 
@@ -40,8 +39,7 @@ def convert(ckpt_prefix, out_dir, config_file=None, vocab_file=None, do_lower_ca
         raise ConversionError(f"no bert_config.json: looked for {config_file} (pass --config)")
     config = BertConfig.from_json_file(config_file)
     arrays = read_checkpoint(ckpt_prefix)
-    spec = TokenizerSpec(lower_case=do_lower_case)
-    return write_model_dir(config, arrays, vocab_file, out_dir, spec, str(ckpt_prefix))
+    return write_model_dir(config, arrays, vocab_file, out_dir, do_lower_case, str(ckpt_prefix))
 
 
 def to_google(model_dir, out_prefix) -> pathlib.Path:

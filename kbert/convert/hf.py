@@ -16,7 +16,6 @@ import numpy as np
 
 from kbert.config import BertConfig
 from kbert.convert.common import write_model_dir
-from kbert.text.spec import TokenizerSpec
 from kbert.convert.names import ConversionError
 
 # transformers' activation names -> kbert's (Google semantics: kbert's "gelu" is the tanh form).
@@ -189,5 +188,4 @@ def convert(hf_dir, out_dir) -> pathlib.Path:
     tok_config = hf_dir / "tokenizer_config.json"
     if tok_config.exists():
         do_lower_case = bool(json.loads(tok_config.read_text(encoding="utf-8")).get("do_lower_case", True))
-    spec = TokenizerSpec(lower_case=do_lower_case)
-    return write_model_dir(config, arrays, hf_dir / "vocab.txt", out_dir, spec, source)
+    return write_model_dir(config, arrays, hf_dir / "vocab.txt", out_dir, do_lower_case, source)

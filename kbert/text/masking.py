@@ -67,7 +67,8 @@ class MlmMasker:
         kwargs.setdefault("mask_token", tokenizer.id_to_token(ids["mask_id"]))
         kwargs.setdefault("unselectable_tokens", tuple(tokenizer.id_to_token(ids[k]) for k in (
             "start_of_sequence_id", "end_of_segment_id", "padding_id")))
-        kwargs.setdefault("starts_word", tokenizer.starts_word())
+        if hasattr(tokenizer, "starts_word"):  # else the WordPiece "##" rule (types without the method)
+            kwargs.setdefault("starts_word", tokenizer.starts_word())
         return cls(tokenizer.get_vocabulary(), **kwargs)
 
     def __call__(self, packed: dict) -> dict:
