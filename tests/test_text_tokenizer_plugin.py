@@ -126,3 +126,25 @@ def test_python_step_type_runs_pre_tokenize_in_fit_predict_and_features(tmp_path
     model.save_model_dir(tmp_path / "fine-tuned")
     with pytest.raises(NotImplementedError, match="'test-reversed-words'"):
         export_task(tmp_path / "fine-tuned", tmp_path / "out" / "1", warmup=False)
+
+
+def test_task_and_feature_models_load_a_directory_written_before_the_spec(tmp_path, tiny_model_dir):
+    """kbert.json with only do_lower_case: WordPiece with that case, as before."""
+    from kbert.features import FeatureExtractor
+    from kbert.tasks import TextClassifier
+
+    legacy = tmp_path / "legacy"
+    shutil.copytree(tiny_model_dir, legacy)
+    metadata = json.loads((legacy / "kbert.json").read_text())
+    metadata.pop("tokenizer")
+    metadata["do_lower_case"] = False
+    (legacy / "kbert.json").write_text(json.dumps(metadata))
+    model = TextClassifier.from_model_dir(legacy, num_classes=2, seq_length=32)
+    assert type(model.tokenizer) is BertTokenizer and model.lower_case is False
+    cased = BertTokenizer(UNCASED_VOCAB, lower_case=False)
+    assert model.tokenizer.tokenize(TEXTS).to_list() == cased.tokenize(TEXTS).to_list()
+    extractor = FeatureExtractor.from_model_dir(legacy, seq_length=32, combinations=("last_hidden",))
+    assert extractor.tokenizer.lower_case is False
+    model.save_model_dir(tmp_path / "saved")  # and it is written back with the spec
+    assert json.loads((tmp_path / "saved" / "kbert.json").read_text())["tokenizer"] == {
+        "type": "wordpiece", "lower_case": False, "vocab_file": "vocab.txt"}
