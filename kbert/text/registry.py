@@ -22,7 +22,13 @@ What a tokenizer class gives (``BertTokenizer`` is the reference implementation)
   * ``starts_word()``: for each id, whether that piece begins a word (whole-word masking);
   * ``special_token_ids`` (``padding_id``, ``start_of_sequence_id``, ``end_of_segment_id``,
     ``mask_id``, ``unknown_id``), ``get_special_tokens_dict()`` (TF Hub), ``vocab_size``,
-    ``get_vocabulary()``, ``id_to_token``, ``token_to_id``, ``lower_case``.
+    ``get_vocabulary()``, ``id_to_token``, ``token_to_id``, ``lower_case``;
+  * optionally ``shards`` (slices a batch is tokenized in, in parallel; 1 when absent).
+
+Consumers take a tokenizer object (``load_tokenizer(model_dir)``, ``create_tokenizer(spec, dir)``):
+``BertPreprocessor``, task models, ``FeatureExtractor``, the exports (files from ``asset_files``;
+``kbert.export.tokenizer_assets``), pre-training (``MlmMasker.from_tokenizer``) and the data
+pipelines. Python paths run ``pre_tokenize`` for them (``kbert.text.pre_tokenize``).
 """
 
 from __future__ import annotations
