@@ -26,10 +26,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kbert.model_dir import VOCAB_FILE, load_encoder, read_metadata
+from kbert.model_dir import load_encoder
 from kbert.tasks.base import trim_to_longest
 from kbert.tasks.text_inputs import take_rows, text_lengths, text_segments
-from kbert.text import BertPreprocessor, load_vocab
+from kbert.text import BertPreprocessor
+from kbert.text.pre_tokenize import pre_tokenize_data
+from kbert.text.registry import load_tokenizer
 
 
 def _sum(tensors):
@@ -72,15 +74,19 @@ class FeatureExtractor(keras.Model):
     ``call`` returns ``hidden_states`` ([L + 1, batch, seq, H]: embedding output, then each
     block), ``input_mask`` [batch, seq] and one entry per combination in ``combinations``.
     Dropout is off (``training=False`` always): the encoder is a frozen feature source.
+
+    ``tokenizer``: a tokenizer object (``kbert.text.load_tokenizer(model_dir)``), or a vocabulary
+    with ``lower_case`` (WordPiece, as before). ``extract`` runs a tokenizer's Python step
+    (``pre_tokenize``) itself; ``call`` takes its output.
     """
 
-    def __init__(self, encoder, vocab, lower_case=True, seq_length=128, num_segments=1,
+    def __init__(self, encoder, tokenizer, lower_case=None, seq_length=128, num_segments=1,
                  combinations=tuple(COMBINATIONS), dynamic_length=True, **kwargs):
         super().__init__(**kwargs)
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
         self.encoder = encoder
-        self.preprocessor = BertPreprocessor(vocab, lower_case=lower_case, seq_length=seq_length)
+        self.preprocessor = BertPreprocessor(tokenizer, lower_case=lower_case, seq_length=seq_length)
         self.num_segments = int(num_segments)
         self.dynamic_length = bool(dynamic_length)
         self.combinations = check_combinations(combinations, encoder.config.num_hidden_layers)
@@ -91,8 +97,11 @@ class FeatureExtractor(keras.Model):
     @classmethod
     def from_model_dir(cls, model_dir, **kwargs):
         model_dir = pathlib.Path(model_dir)
-        lower_case = read_metadata(model_dir).get("do_lower_case", True)
-        return cls(load_encoder(model_dir), load_vocab(model_dir / VOCAB_FILE), lower_case, **kwargs)
+        return cls(load_encoder(model_dir), load_tokenizer(model_dir), **kwargs)
+
+    @property
+    def tokenizer(self):
+        return self.preprocessor.tokenizer
 
     def call(self, inputs, training=None):
         packed = self.preprocessor(text_segments(inputs, self.num_segments, "FeatureExtractor"))
@@ -110,7 +119,7 @@ class FeatureExtractor(keras.Model):
         step = tf.function(self.call, reduce_retracing=True)
         parts = []
         for start in range(0, len(order), batch_size):
-            batch = take_rows(inputs, order[start:start + batch_size])
+            batch = pre_tokenize_data(self.tokenizer, take_rows(inputs, order[start:start + batch_size]))
             if isinstance(batch, dict):
                 batch = {k: tf.constant(list(v), tf.string) for k, v in batch.items()}
             elif isinstance(batch, tuple):

@@ -1,13 +1,17 @@
 """A model directory: one folder = one model.
 
     bert_config.json     Google's format (kbert.BertConfig)
-    vocab.txt            one token per line, id = line number
+    vocab.txt            one token per line, id = line number (the tokenizer's file: its
+                         spec's ``vocab_file``, e.g. a SentencePiece ``.model`` instead)
     encoder.weights.h5   the encoder's weights (Keras format)
-    kbert.json           {"format": 1, "do_lower_case": bool, "heads": {name: {...}}}
+    kbert.json           {"format": 1, "tokenizer": {"type": ..., "lower_case": bool, "vocab_file": ...},
+                          "do_lower_case": bool, "heads": {name: {...}}}
     <head>.weights.h5    one file per head listed in kbert.json (mlm, nsp, task heads)
 
 ``kbert.json`` is kbert's own metadata (DESIGN.md sketched it as ``heads.json``): it also
-records ``do_lower_case``, which Google's directories leave to the user to know.
+records the tokenizer (``kbert.text.spec.TokenizerSpec``; ``do_lower_case``, which Google's
+directories leave to the user to know, is kept beside it for older readers, and a directory
+with only ``do_lower_case`` reads as WordPiece).
 """
 
 from __future__ import annotations
@@ -62,6 +66,14 @@ def read_tokenizer_spec(model_dir):
         return TokenizerSpec.from_metadata(read_metadata(model_dir), str(pathlib.Path(model_dir) / METADATA_FILE))
     except TokenizerSpecError as e:
         raise ModelDirError(str(e)) from None
+
+
+def record_tokenizer_spec(model_dir, spec) -> None:
+    """Writes ``spec`` (and ``do_lower_case``) into ``kbert.json``, keeping the rest (a directory with
+    only a vocabulary then names its tokenizer: ``--tokenizer-dir``/``--model-dir`` read it)."""
+    metadata = read_metadata(model_dir)
+    metadata.update(format=FORMAT_VERSION, tokenizer=spec.to_json(), do_lower_case=spec.lower_case)
+    write_metadata(model_dir, metadata)
 
 
 def write_metadata(model_dir, metadata: dict) -> None:
@@ -126,7 +138,8 @@ def check_files(model_dir) -> None:
     model_dir = pathlib.Path(model_dir)
     if not model_dir.is_dir():
         raise ModelDirError(f"model directory not found: {model_dir}")
-    missing = [n for n in (CONFIG_FILE, VOCAB_FILE, ENCODER_WEIGHTS) if not (model_dir / n).exists()]
+    vocab_file = read_tokenizer_spec(model_dir).vocab_file
+    missing = [n for n in (CONFIG_FILE, vocab_file, ENCODER_WEIGHTS) if not (model_dir / n).exists()]
     if missing:
         raise ModelDirError(f"model directory {model_dir} is missing: {', '.join(missing)}")
 
@@ -229,34 +242,66 @@ def _weights_differences(layer, path, expected_from: str = CONFIG_FILE, limit=20
     return f"{len(lines)} difference(s):\n  " + "\n  ".join(shown)
 
 
-def save_model_dir(model_dir, encoder, vocab_file=None, vocab=None, do_lower_case=True, heads=None):
-    """Writes config, vocab, encoder weights and metadata; ``heads`` maps name -> (layer, info)."""
+def save_model_dir(model_dir, encoder, vocab_file=None, vocab=None, do_lower_case=True, heads=None, *,
+                   tokenizer=None, tokenizer_spec=None, asset_files=None):
+    """Writes config, tokenizer files, encoder weights and metadata; ``heads`` maps name -> (layer, info).
+
+    The tokenizer: ``tokenizer`` (an object: its ``spec`` and ``asset_files``; a WordPiece one built
+    from a token list writes its vocabulary), or ``tokenizer_spec`` with ``asset_files`` ({name in
+    the directory: source path}; files already in ``model_dir`` may be left out), or (the older
+    arguments) WordPiece from ``vocab_file``/``vocab`` and ``do_lower_case``.
+    """
     model_dir = pathlib.Path(model_dir)
     model_dir.mkdir(parents=True, exist_ok=True)
     config = encoder.config
-    target = model_dir / VOCAB_FILE
+    tokens = None
+    if tokenizer is not None:
+        tokenizer_spec, asset_files = tokenizer.spec, dict(tokenizer.asset_files)
+        if tokenizer.vocab_size != config.vocab_size:
+            raise ModelDirError(f"the {tokenizer_spec.type} tokenizer has {tokenizer.vocab_size} tokens but the "
+                                f"encoder's vocab_size is {config.vocab_size}")
+        if tokenizer_spec.vocab_file not in asset_files:
+            tokens = tokenizer.get_vocabulary()
+    elif tokenizer_spec is None:
+        from kbert.text.spec import TokenizerSpec
 
-    def check_vocab(path):
-        if count_vocab(path) != config.vocab_size:
+        tokenizer_spec, asset_files = TokenizerSpec(lower_case=bool(do_lower_case)), {}
+        if vocab_file is not None:
+            asset_files[VOCAB_FILE] = vocab_file
+        elif vocab is not None:
+            tokens = vocab
+    asset_files = dict(asset_files or {})
+
+    def check_vocab(path):  # a one-token-per-line file must match the embeddings
+        if pathlib.Path(path).suffix == ".txt" and count_vocab(path) != config.vocab_size:
             raise ModelDirError(
                 f"vocab has {count_vocab(path)} tokens but the encoder's vocab_size is {config.vocab_size}"
             )
 
-    def write_checked_vocab(write):  # checked before it replaces anything (atomic_write then removes it)
+    def write_checked(write):  # checked before it replaces anything (atomic_write then removes it)
         return lambda tmp: (write(tmp), check_vocab(tmp))
 
     # Every file is written with atomic_write: a failure leaves each file either old or new, whole.
-    if vocab_file is not None and pathlib.Path(vocab_file).resolve() != target.resolve():
-        atomic_write(target, write_checked_vocab(lambda tmp: shutil.copyfile(vocab_file, tmp)))
-    elif vocab_file is None and vocab is not None:
-        text = "".join(t + "\n" for t in vocab)
-        atomic_write(target, write_checked_vocab(lambda tmp: tmp.write_text(text, encoding="utf-8")))
-    elif target.exists():
+    for name, source in asset_files.items():
+        target = resolve_file(model_dir, name)
+        if pathlib.Path(source).resolve() != target:
+            atomic_write(target, write_checked(lambda tmp, source=source: shutil.copyfile(source, tmp)))
+        else:
+            check_vocab(target)
+    target = resolve_file(model_dir, tokenizer_spec.vocab_file)
+    if tokens is not None:
+        text = "".join(t + "\n" for t in tokens)
+        atomic_write(target, write_checked(lambda tmp: tmp.write_text(text, encoding="utf-8")))
+    elif tokenizer_spec.vocab_file not in asset_files:
+        if not target.exists():
+            raise ModelDirError(f"{model_dir} has no {tokenizer_spec.vocab_file} (the {tokenizer_spec.type} "
+                                "tokenizer's file) and none was given")
         check_vocab(target)
     atomic_write(model_dir / CONFIG_FILE, config.to_json_file)
     atomic_write(model_dir / ENCODER_WEIGHTS, lambda tmp: save_weights(encoder, tmp))
     metadata = read_metadata(model_dir)
-    metadata.update(format=FORMAT_VERSION, do_lower_case=bool(do_lower_case))
+    metadata.update(format=FORMAT_VERSION, tokenizer=tokenizer_spec.to_json(),
+                    do_lower_case=tokenizer_spec.lower_case)
     for name, (layer, info) in (heads or {}).items():
         filename = f"{name}.weights.h5"
         atomic_write(model_dir / filename, lambda tmp, layer=layer: save_weights(layer, tmp))

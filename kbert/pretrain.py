@@ -23,13 +23,14 @@ DEMO_DIR = pathlib.Path("runs/pretrain_demo")
 
 
 def parse_args(argv=None):
+    from kbert.text.cli_args import add_tokenizer_arguments
+
     p = argparse.ArgumentParser(prog="python -m kbert.pretrain", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tpu", default=None, help="TPU name or grpc:// address (selects TPUStrategy)")
     p.add_argument("--strategy", default="auto", choices=("auto", "one_device", "mirrored", "multi_worker", "tpu"))
     p.add_argument("--config", default="base", help="preset name or bert_config.json")
-    p.add_argument("--vocab", help="vocab.txt")
-    p.add_argument("--cased", action="store_true", help="cased vocabulary (no lower-casing)")
+    add_tokenizer_arguments(p, dir_flag="--tokenizer-dir")  # --vocab, --cased, --tokenizer TYPE
     p.add_argument("--train-data", help="glob of TFRecords from pipelines.pretraining_data")
     p.add_argument("--eval-data", help="glob of held-out TFRecords")
     p.add_argument("--skip-bad-records", action="store_true",
@@ -112,7 +113,8 @@ def build_config(args, vocab_size):
         if args.config in ("tiny", "mini", "small", "medium", "base", "large"):
             config = BertConfig(**{**config.to_dict(), "vocab_size": vocab_size})
         else:
-            raise ValueError(f"{args.config} says vocab_size={config.vocab_size} but {args.vocab} has {vocab_size} tokens")
+            raise ValueError(f"{args.config} says vocab_size={config.vocab_size} but the tokenizer "
+                             f"({args.vocab or args.tokenizer_dir}) has {vocab_size} tokens")
     if args.seq_length > config.max_position_embeddings:
         raise ValueError(f"--seq-length {args.seq_length} exceeds max_position_embeddings {config.max_position_embeddings}")
     return config
@@ -127,13 +129,14 @@ def train(args) -> dict:
     from kbert.model_dir import load_encoder, load_heads, save_model_dir
     from kbert.models import BertEncoder
     from kbert.models.pretrainer import BertPretrainer
-    from kbert.text import BertPreprocessor, load_vocab
+    from kbert.text import BertPreprocessor
+    from kbert.text.cli_args import tokenizer_from_args
     from kbert.text.masking import MlmMasker
     from kbert.training.checkpoints import CheckpointCallback, CheckpointState, StepLogger
     from kbert.training.distribute import resolve_strategy
     from kbert.training.optimization import create_optimizer
 
-    for flag in ("vocab", "train_data", "model_dir"):
+    for flag in ("train_data", "model_dir"):
         if not getattr(args, flag):
             raise SystemExit(f"error: --{flag.replace('_', '-')} is required (or run with no arguments for the demo)")
     list_files(args.train_data)  # fail before any work when nothing matches or all files are empty
@@ -147,12 +150,12 @@ def train(args) -> dict:
     if args.mixed_precision != "float32" or args.tpu:
         keras.mixed_precision.set_dtype_policy("mixed_bfloat16" if args.tpu else args.mixed_precision)
 
-    vocab = load_vocab(args.vocab)
-    config = build_config(args, len(vocab))
-    preprocessor = BertPreprocessor(vocab, lower_case=not args.cased, seq_length=args.seq_length)
-    masker = MlmMasker(vocab, max_predictions=args.max_predictions, selection_rate=args.mask_rate,
-                       mask_token_rate=args.mask_token_rate, random_token_rate=args.random_token_rate,
-                       whole_word=args.whole_word_masking)
+    tokenizer = tokenizer_from_args(args, "tokenizer_dir")
+    config = build_config(args, tokenizer.vocab_size)
+    preprocessor = BertPreprocessor(tokenizer, seq_length=args.seq_length)
+    masker = MlmMasker.from_tokenizer(tokenizer, max_predictions=args.max_predictions, selection_rate=args.mask_rate,
+                                      mask_token_rate=args.mask_token_rate, random_token_rate=args.random_token_rate,
+                                      whole_word=args.whole_word_masking)
     use_nsp = not args.no_nsp
     bad_records = BadRecordCounter() if args.skip_bad_records else None  # outside strategy.scope()
     replicas = strategy.num_replicas_in_sync
@@ -236,7 +239,7 @@ def train(args) -> dict:
         if bad_records.count:
             print(f"skipped {bad_records.count} damaged TFRecord region(s) (each a bad record and the rest of its "
                   "file); the files are named in the log above", flush=True)
-    save_model_dir(model_dir, encoder, vocab=vocab, do_lower_case=not args.cased,
+    save_model_dir(model_dir, encoder, tokenizer=tokenizer,
                    heads={name: (head, {"type": name}) for name, head in pretrainer.heads().items()})
     (model_dir / "pretrain_results.json").write_text(json.dumps(results, indent=2) + "\n")
     return results

@@ -3,6 +3,7 @@
 Learns a WordPiece vocabulary from raw UTF-8 text files (one or more --input globs, ``**``
 allowed) with the same normalisation and word splitting as kbert's tokenizer. The vocabulary
 starts with [PAD] [UNK] [CLS] [SEP] [MASK] and --unused [unusedN] slots. Progress goes to stderr.
+The output directory's ``kbert.json`` records the tokenizer (WordPiece, case, file name).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ def main(argv=None) -> int:
     if not os.path.isdir(out_dir):
         parser.error(f"--out {args.out}: directory {out_dir} does not exist")
 
+    from kbert.model_dir import METADATA_FILE, read_tokenizer_spec, record_tokenizer_spec
+    from kbert.text.spec import TokenizerSpec
     from kbert.text.vocab_learning import CorpusError, learn_vocab, write_vocab
 
     start = time.monotonic()
@@ -48,6 +51,11 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     write_vocab(tokens, args.out)
+    # The directory records which tokenizer the file is for (kbert.json "tokenizer"), unless its
+    # kbert.json names another file (a model directory whose vocabulary this is not).
+    name = os.path.basename(args.out)
+    if not os.path.exists(os.path.join(out_dir, METADATA_FILE)) or read_tokenizer_spec(out_dir).vocab_file == name:
+        record_tokenizer_spec(out_dir, TokenizerSpec(lower_case=not args.cased, vocab_file=name))
     note = ""
     if len(tokens) < 0.95 * args.size:
         note = (f" (fewer than --size {args.size}: the corpus has no more pieces that occur at least "

@@ -1,8 +1,9 @@
 """Apache Beam: documents -> next-sentence-prediction instances (raw text) -> sharded TFRecords.
 
     python -m pipelines.pretraining_data --input 'corpus/*.txt' --output out/pretrain \
-        --vocab vocab.txt [--max-seq-length 128 --short-seq-prob 0.1 --dupe-factor 5 \
-        --num-shards 8 --format sentences|prose --cased] [Beam options, e.g. --runner DataflowRunner]
+        --vocab vocab.txt [--cased] [--tokenizer TYPE] | --model-dir DIR \
+        [--max-seq-length 128 --short-seq-prob 0.1 --dupe-factor 5 --num-shards 8 \
+        --format sentences|prose] [Beam options, e.g. --runner DataflowRunner]
 
 Input formats:
   * ``sentences`` (the original's): one sentence per line, a blank line between documents.
@@ -14,7 +15,8 @@ Instances follow google-research/bert ``create_pretraining_data.py``
 random shorter one with probability ``short_seq_prob``), chunks of whole sentences split at a
 random point into A and B; B is the actual continuation half the time (IsNext, label 0) and a
 run of sentences from another document otherwise (NotNext, label 1), and the sentences that
-NotNext left unused are put back. Lengths are counted in wordpieces with kbert's tokenizer.
+NotNext left unused are put back. Lengths are counted in wordpieces with kbert's tokenizer: the
+one ``--vocab`` (with ``--cased``, ``--tokenizer TYPE``) or a model directory (``--model-dir``) names.
 What is written is raw text (``text_a``, ``text_b``, ``next_sentence_label``): tokenization,
 truncation to ``max_seq_length`` and masking happen in the tf.data pipeline, so masks are
 dynamic (new on every epoch) instead of ``dupe_factor`` fixed copies.
@@ -164,14 +166,19 @@ def build_pipeline(pipeline, args):
                 documents_counter.inc()
                 yield doc
 
+    from kbert.text.cli_args import tokenizer_spec_from_args
+
+    spec, spec_dir = tokenizer_spec_from_args(args)
+    spec_json = spec.to_json()  # plain data for the workers
+
     class CountWordpieces(beam.DoFn):
         def setup(self):
-            from kbert.text import BertTokenizer
+            from kbert.text import TokenizerSpec, create_tokenizer
 
-            self.tokenizer = BertTokenizer(args.vocab, lower_case=not args.cased)
+            self.tokenizer = create_tokenizer(TokenizerSpec.from_json(spec_json), spec_dir)
 
         def process(self, document):
-            pieces = self.tokenizer.tokenize_flat(document)
+            pieces = self.tokenizer.tokenize_flat(self.tokenizer.pre_tokenize(document))
             lengths = pieces.row_lengths().numpy().tolist()
             sentences_counter.inc(len(document))
             # Sentences with no wordpiece at all (punctuation-free blanks) carry nothing.
@@ -209,8 +216,9 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--input", required=True, help="glob of text files")
     parser.add_argument("--output", required=True, help="output prefix (shards: PREFIX-00000-of-0000N.tfrecord)")
-    parser.add_argument("--vocab", required=True, help="vocab.txt used to count wordpieces")
-    parser.add_argument("--cased", action="store_true")
+    from kbert.text.cli_args import add_tokenizer_arguments
+
+    add_tokenizer_arguments(parser)  # --vocab (counts wordpieces), --cased, --tokenizer TYPE, --model-dir
     parser.add_argument("--max-seq-length", type=int, default=128)
     parser.add_argument("--short-seq-prob", type=float, default=0.1)
     parser.add_argument("--dupe-factor", type=int, default=1,

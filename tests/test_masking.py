@@ -90,3 +90,29 @@ def test_whole_word_masking_masks_every_piece_of_a_word(packed):
                 assert p + 1 in chosen
             if is_cont[ids[p]]:
                 assert p - 1 in chosen
+
+
+def test_from_tokenizer_takes_the_tokenizers_special_tokens_and_word_starts(packed):
+    from kbert.text import BertTokenizer
+
+    tokenizer = BertTokenizer(UNCASED_VOCAB)
+    small = {k: tf.constant(v[:200]) for k, v in packed.items()}
+
+    def run(masker):
+        tf.random.set_seed(0)
+        return {k: v.numpy() for k, v in masker(small).items()}
+
+    # WordPiece: the same masks as the vocabulary-based constructor.
+    expected = run(MlmMasker(VOCAB, max_predictions=20, whole_word=True))
+    got = run(MlmMasker.from_tokenizer(tokenizer, max_predictions=20, whole_word=True))
+    for key in expected:
+        np.testing.assert_array_equal(got[key], expected[key])
+    # Word starts come from the tokenizer: the words the masker groups follow them.
+    words = tokenizer.tokenize(["unaffable cats sat"])  # the tokenizer's own [words, pieces]
+    ids = words.merge_dims(1, 2)
+    grouped = MlmMasker.from_tokenizer(tokenizer)._group_words(ids)
+    assert grouped.to_list() == words.to_list() and max(len(w) for w in grouped.to_list()[0]) > 1
+    every_piece = MlmMasker.from_tokenizer(tokenizer, starts_word=[True] * len(VOCAB))._group_words(ids)
+    assert [len(w) for w in every_piece.to_list()[0]] == [1] * len(ids.to_list()[0])
+    with pytest.raises(ValueError, match="starts_word has 3 entries"):
+        MlmMasker(VOCAB, starts_word=[True] * 3)

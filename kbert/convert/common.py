@@ -10,13 +10,20 @@ from kbert.layers.heads import build_head
 from kbert.model_dir import count_vocab, save_model_dir
 
 
-def write_model_dir(config: BertConfig, arrays: dict, vocab_file, out_dir, do_lower_case: bool, source: str):
+def write_model_dir(config: BertConfig, arrays: dict, vocab_file, out_dir, tokenizer_spec, source: str):
+    """``tokenizer_spec``: the ``TokenizerSpec`` recorded in ``kbert.json`` (a bool is the older
+    ``do_lower_case``: WordPiece); ``vocab_file`` is saved as its ``vocab_file``."""
     from kbert.models import BertEncoder
+    from kbert.text.spec import TokenizerSpec
+
+    if isinstance(tokenizer_spec, bool):
+        tokenizer_spec = TokenizerSpec(lower_case=tokenizer_spec)
 
     vocab_file = pathlib.Path(vocab_file)
     if not vocab_file.exists():
         raise ConversionError(f"vocab file not found: {vocab_file}")
-    n_vocab = count_vocab(vocab_file)
+    # A one-token-per-line vocabulary must match the embeddings (a SentencePiece model is binary).
+    n_vocab = count_vocab(vocab_file) if vocab_file.suffix == ".txt" else None
     table = arrays.get("bert/embeddings/word_embeddings")
     rows = None if table is None else table.shape[0]
     if len({n_vocab, rows, config.vocab_size} - {None}) > 1:
@@ -34,8 +41,8 @@ def write_model_dir(config: BertConfig, arrays: dict, vocab_file, out_dir, do_lo
     save_model_dir(
         out_dir,
         encoder,
-        vocab_file=vocab_file,
-        do_lower_case=do_lower_case,
+        tokenizer_spec=tokenizer_spec,
+        asset_files={tokenizer_spec.vocab_file: vocab_file},
         heads={name: (layer, {"type": name}) for name, layer in heads.items()},
     )
     return pathlib.Path(out_dir)

@@ -25,6 +25,7 @@ from kbert.data.records import (  # noqa: F401  (re-exported: kbert.pretrain and
     read_files,
 )
 from kbert.errors import DataError
+from kbert.text.pre_tokenize import pre_tokenize_tensor
 
 FEATURES = {
     "text_a": tf.io.FixedLenFeature([], tf.string),
@@ -97,7 +98,9 @@ def pretraining_dataset(
 
     def to_model_inputs(records):
         ex = tf.io.parse_example(records, FEATURES)
-        packed = preprocessor([ex["text_a"], ex["text_b"]])
+        # A tokenizer with a Python step (in_graph False) runs it here (tf.numpy_function); no-op otherwise.
+        texts = [pre_tokenize_tensor(preprocessor.tokenizer, ex[k]) for k in ("text_a", "text_b")]
+        packed = preprocessor(texts)
         masked = masker(packed)
         static = lambda t, *dims: tf.ensure_shape(t, [None if not is_training else batch_size, *dims])  # noqa: E731
         features = {

@@ -6,7 +6,7 @@ The contract of TF Hub's BERT encoders (``bert_en_uncased_L-12_H-768_A-12/4`` an
     outputs: pooled_output [batch, H], sequence_output [batch, seq, H],
              encoder_outputs (list of L [batch, seq, H]), default (= pooled_output)
     encoder.mlm(dict(..., masked_lm_positions=[batch, P]))["mlm_logits"]  # [batch, P, vocab]
-    encoder.vocab_file (asset), encoder.do_lower_case (bool variable),
+    encoder.vocab_file (asset), encoder.do_lower_case (bool variable): the tokenizer's file and case,
     encoder.variables / trainable_variables / regularization_losses (for hub.KerasLayer)
 
 Loads with ``tf.saved_model.load`` in a process that has never imported kbert or keras.
@@ -18,7 +18,9 @@ import pathlib
 
 import tensorflow as tf
 
-from kbert.model_dir import VOCAB_FILE, load_encoder, load_heads, read_metadata
+from kbert.export.tokenizer_assets import attach_tokenizer_assets
+from kbert.model_dir import load_encoder, load_heads
+from kbert.text.registry import load_tokenizer
 
 INPUT_SPEC = {
     name: tf.TensorSpec([None, None], tf.int32, name=name)
@@ -58,10 +60,10 @@ def _hub_outputs(outputs):
 
 
 class HubEncoder(tf.__internal__.tracking.AutoTrackable):
-    def __init__(self, encoder, vocab_file, do_lower_case, mlm_head=None):
+    def __init__(self, encoder, tokenizer, mlm_head=None):
         self._encoder = encoder
-        self.vocab_file = tf.saved_model.Asset(str(vocab_file))
-        self.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False, name="do_lower_case")
+        # Ids in, so any tokenizer type exports: only its files and case are kept (TF Hub's names).
+        attach_tokenizer_assets(self, tokenizer, "encoder export")
         self.variables = _tf_variables(encoder.variables)
         self.trainable_variables = _tf_variables(encoder.trainable_variables)
         self.regularization_losses = []
@@ -89,12 +91,7 @@ def export_encoder(model_dir, out_dir) -> pathlib.Path:
     model_dir = pathlib.Path(model_dir)
     encoder = load_encoder(model_dir)
     heads = load_heads(model_dir, encoder.config, names=("mlm",))
-    module = HubEncoder(
-        encoder,
-        model_dir / VOCAB_FILE,
-        read_metadata(model_dir)["do_lower_case"],
-        mlm_head=heads.get("mlm"),
-    )
+    module = HubEncoder(encoder, load_tokenizer(model_dir), mlm_head=heads.get("mlm"))
     # Trace both modes so that the SavedModel answers ``training=True`` (fine-tuning) too.
     for training in (False, True):
         module.__call__.get_concrete_function(INPUT_SPEC, training=training)

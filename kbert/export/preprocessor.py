@@ -11,6 +11,7 @@ imports ``tensorflow`` and ``tensorflow_text``:
     pre.tokenize_with_offsets(strings)            # ids, start and end byte offsets
     pre.bert_pack_inputs([ids_a, ids_b], seq_length=64)   # 1-3 segments, any seq_length
     pre.vocab_file, pre.do_lower_case             # asset and variable, as TF Hub's preprocessors
+                                                  # (the tokenizer's spec.vocab_file and lower_case)
 
 The ``serving_default`` signature maps ``text`` [batch] strings to the three packed inputs.
 """
@@ -22,43 +23,47 @@ import pathlib
 
 import tensorflow as tf
 
-from kbert.model_dir import METADATA_FILE, VOCAB_FILE, read_metadata
+from kbert.export.tokenizer_assets import attach_tokenizer_assets, check_exportable
+from kbert.model_dir import METADATA_FILE, read_tokenizer_spec
 from kbert.text import BertPreprocessor
+from kbert.text.registry import create_tokenizer
+from kbert.text.spec import TokenizerSpec
 
 MAX_PACKED_SEGMENTS = 3
 
 
-def resolve_vocab(model_dir_or_vocab, lower_case=None):
-    """(vocab file, lower_case) for a model directory or a vocab.txt.
+def resolve_tokenizer(model_dir_or_vocab, lower_case=None, tokenizer_type=None):
+    """The tokenizer of a model directory (its kbert.json spec) or of a vocabulary file.
 
-    ``lower_case=None`` takes ``do_lower_case`` from the model directory's ``kbert.json``
-    (True where there is none, as for a bare vocab file).
+    ``lower_case`` (None: the directory's spec; True for a bare file) and ``tokenizer_type``
+    (None: the directory's; WordPiece for a bare file) override the spec.
     """
     path = pathlib.Path(model_dir_or_vocab)
     if path.is_dir():
-        vocab_file = path / VOCAB_FILE
-        if not vocab_file.is_file():
-            raise FileNotFoundError(f"model directory {path} has no {VOCAB_FILE}")
-        if lower_case is None:
-            lower_case = read_metadata(path).get("do_lower_case", True)
-            if not isinstance(lower_case, bool):
-                raise ValueError(f"{path / METADATA_FILE}: field 'do_lower_case' must be true or false, "
-                                 f"got {lower_case!r}")
+        spec, directory = read_tokenizer_spec(path), path
+        if not (path / spec.vocab_file).is_file():
+            raise FileNotFoundError(f"model directory {path} has no {spec.vocab_file} "
+                                    f"(the file {path / METADATA_FILE} names for its {spec.type!r} tokenizer)")
     elif path.is_file():
-        vocab_file = path
+        spec, directory = TokenizerSpec(vocab_file=os.fspath(path.resolve())), None
     else:
         raise FileNotFoundError(f"{path} is neither a model directory nor a vocab file")
-    return vocab_file, True if lower_case is None else bool(lower_case)
+    changes = {k: v for k, v in (("lower_case", lower_case), ("type", tokenizer_type)) if v is not None}
+    return create_tokenizer(spec.replace(**changes) if changes else spec, directory)
 
 
-def build_preprocessor_module(preprocessor: BertPreprocessor, vocab_file) -> tf.Module:
-    """A tf.Module with TF Hub's preprocessor interface around ``preprocessor``."""
+def build_preprocessor_module(preprocessor: BertPreprocessor, vocab_file=None) -> tf.Module:
+    """A tf.Module with TF Hub's preprocessor interface around ``preprocessor``.
+
+    The ``vocab_file`` asset is the tokenizer's file (``tokenizer.asset_files``); the argument is
+    only needed for a tokenizer built from a token list.
+    """
     tokenizer, packer = preprocessor.tokenizer, preprocessor.packer
+    check_exportable(tokenizer, "preprocessor export")
     strings_spec = tf.TensorSpec([None], tf.string)
 
     module = tf.Module()
-    module.vocab_file = tf.saved_model.Asset(os.fspath(vocab_file))
-    module.do_lower_case = tf.Variable(preprocessor.lower_case, trainable=False, name="do_lower_case")
+    attach_tokenizer_assets(module, tokenizer, "preprocessor export", vocab_file)
     module.seq_length = tf.Variable(preprocessor.seq_length, trainable=False, name="seq_length")
 
     def traced(fn, *specs):
@@ -86,11 +91,11 @@ def build_preprocessor_module(preprocessor: BertPreprocessor, vocab_file) -> tf.
     return module
 
 
-def export_preprocessor(model_dir_or_vocab, out_dir, lower_case=None, seq_length=128) -> str:
+def export_preprocessor(model_dir_or_vocab, out_dir, lower_case=None, seq_length=128, tokenizer_type=None) -> str:
     """Writes the preprocessor SavedModel to ``out_dir`` and returns its path."""
-    vocab_file, lower_case = resolve_vocab(model_dir_or_vocab, lower_case)
-    preprocessor = BertPreprocessor(vocab_file, lower_case=lower_case, seq_length=seq_length)
-    module = build_preprocessor_module(preprocessor, vocab_file)
+    tokenizer = resolve_tokenizer(model_dir_or_vocab, lower_case, tokenizer_type)
+    preprocessor = BertPreprocessor(tokenizer, seq_length=seq_length)
+    module = build_preprocessor_module(preprocessor)
     serving = tf.function(lambda text: preprocessor(text), autograph=False,
                           input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     out_dir = os.fspath(out_dir)

@@ -20,6 +20,7 @@ import pathlib
 import tensorflow as tf
 
 from kbert.export.serving import write_warmup_requests
+from kbert.export.tokenizer_assets import attach_tokenizer_assets, check_exportable
 from kbert.tasks.registry import task_type_for_model
 
 IDS_SPEC = {
@@ -36,7 +37,7 @@ def valid_utf8(text):
 
 
 class _TaskModule(tf.__internal__.tracking.AutoTrackable):
-    def __init__(self, model, vocab_file, do_lower_case):
+    def __init__(self, model):
         # The Keras task model itself is not tracked: Keras would add its own default serving
         # function, traced with float inputs, which a string-in model cannot take. Its parts are,
         # which is all the SavedModel's functions capture.
@@ -44,8 +45,8 @@ class _TaskModule(tf.__internal__.tracking.AutoTrackable):
         self.encoder = model.encoder
         self.head = model.head
         self.preprocessor = model.preprocessor
-        self.vocab_file = tf.saved_model.Asset(str(vocab_file))
-        self.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False, name="do_lower_case")
+        check_exportable(model.tokenizer, "task export")
+        attach_tokenizer_assets(self, model.tokenizer, "task export")
 
 
 def signature_doc(model_type: str) -> str:
@@ -54,12 +55,11 @@ def signature_doc(model_type: str) -> str:
 
 
 def export_task(model_dir, out_dir, warmup: bool = True) -> pathlib.Path:
-    from kbert.model_dir import VOCAB_FILE, read_metadata
     from kbert.tasks import load_task_model
 
     model_dir, out_dir = pathlib.Path(model_dir), pathlib.Path(out_dir)
     model = load_task_model(model_dir)
-    module = _TaskModule(model, model_dir / VOCAB_FILE, read_metadata(model_dir)["do_lower_case"])
+    module = _TaskModule(model)
     task_type = task_type_for_model(model.task_type)
     serve, serve_ids = task_type.signatures(module)
     module.serve, module.serve_ids = serve, serve_ids

@@ -3,7 +3,7 @@
 A fine-tuned task model is a model directory (see kbert.model_dir) whose ``kbert.json`` has a
 ``task`` object next to ``heads``::
 
-    {"format": 1, "do_lower_case": true,
+    {"format": 1, "tokenizer": {"type": "wordpiece", ...}, "do_lower_case": true,
      "heads": {"classifier": {"weights": "classifier.weights.h5", "type": "text_classifier"}},
      "task": {"type": "text_classifier", "head": "classifier", "seq_length": 128, ...}}
 
@@ -24,7 +24,9 @@ import tensorflow as tf
 
 from kbert import model_dir as model_dir_lib
 from kbert.tasks.batching import trim_to_longest
-from kbert.text import BertPreprocessor, load_vocab
+from kbert.text import BertPreprocessor
+from kbert.text.pre_tokenize import pre_tokenize_data
+from kbert.text.registry import as_tokenizer, is_tokenizer, load_tokenizer
 
 
 class TaskModelError(ValueError):
@@ -79,22 +81,23 @@ class TaskModel(keras.Model):
     head_name = "head"
     head_shape_keys: tuple = ()
 
-    def __init__(self, encoder, vocab, lower_case=True, seq_length=128, truncator="round_robin",
+    def __init__(self, encoder, tokenizer, lower_case=None, seq_length=128, truncator="round_robin",
                  dynamic_length=True, **kwargs):
         super().__init__(**kwargs)
         # Inputs are strings (or dicts of them): Keras must not cast them to floats.
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
         self.encoder = encoder
-        self.vocab = list(vocab) if not isinstance(vocab, (str, pathlib.Path)) else load_vocab(vocab)
-        self.lower_case = bool(lower_case)
+        # A tokenizer object (kbert.text.load_tokenizer) decides lower-casing itself (the task classes'
+        # lower_case=True default is for a vocabulary, which still means WordPiece).
+        tokenizer = as_tokenizer(tokenizer, None if is_tokenizer(tokenizer) else lower_case, type(self).__name__)
         self.dynamic_length = bool(dynamic_length)
         max_positions = encoder.config.max_position_embeddings
         if int(seq_length) > max_positions:
             raise TaskModelError(f"seq_length {seq_length} exceeds the encoder's max_position_embeddings "
                                  f"{max_positions}")
-        self.preprocessor = BertPreprocessor(self.vocab, lower_case=self.lower_case, seq_length=int(seq_length),
-                                             truncator=truncator, name="preprocessor")
+        self.preprocessor = BertPreprocessor(tokenizer, seq_length=int(seq_length), truncator=truncator,
+                                             name="preprocessor")
         self.saved_task_info: dict = {}
 
     # -- settings ---------------------------------------------------------------------------------
@@ -106,12 +109,20 @@ class TaskModel(keras.Model):
     def tokenizer(self):
         return self.preprocessor.tokenizer
 
+    @property
+    def vocab(self) -> list:
+        return self.tokenizer.get_vocabulary()
+
+    @property
+    def lower_case(self) -> bool:
+        return self.tokenizer.lower_case
+
     def preprocessing_settings(self) -> dict:
         return {"seq_length": self.seq_length, "truncator": self.preprocessor.packer.truncator,
                 "dynamic_length": self.dynamic_length}
 
     def task_settings(self) -> dict:
-        """The constructor arguments (besides encoder/vocab/lower_case) that rebuild this model."""
+        """The constructor arguments (besides encoder/tokenizer) that rebuild this model."""
         return self.preprocessing_settings()
 
     def task_metadata(self) -> dict:
@@ -146,13 +157,17 @@ class TaskModel(keras.Model):
         # 7.1 s for all-MiniLM-L6-v2 on SST-2 on the 2-core CPU.
         if getattr(self, "optimizer", None) is not None and not self.optimizer.built:
             self.optimizer.build(self.trainable_variables)
-        return super().fit(_string_tensors(x), _label_arrays(y), *args, **kwargs)
+        return super().fit(self._texts(x), _label_arrays(y), *args, **kwargs)
 
     def evaluate(self, x=None, y=None, *args, **kwargs):
-        return super().evaluate(_string_tensors(x), _label_arrays(y), *args, **kwargs)
+        return super().evaluate(self._texts(x), _label_arrays(y), *args, **kwargs)
 
     def predict(self, x, *args, **kwargs):
-        return super().predict(_string_tensors(x), *args, **kwargs)
+        return super().predict(self._texts(x), *args, **kwargs)
+
+    def _texts(self, x):
+        """Texts as string tensors, through the tokenizer's Python step first if it has one."""
+        return _string_tensors(pre_tokenize_data(self.tokenizer, x))
 
     # -- model directories -----------------------------------------------------------------------
     def save_model_dir(self, model_dir, extra_info: dict | None = None) -> pathlib.Path:
@@ -160,7 +175,7 @@ class TaskModel(keras.Model):
         ``info``, e.g. the task name and dev metrics). Heads of an older model there are dropped."""
         model_dir = pathlib.Path(model_dir)
         info = {"type": self.task_type, "config": _head_config(self.head)}
-        model_dir_lib.save_model_dir(model_dir, self.encoder, vocab=self.vocab, do_lower_case=self.lower_case,
+        model_dir_lib.save_model_dir(model_dir, self.encoder, tokenizer=self.tokenizer,
                                      heads={self.head_name: (self.head, info)})
         metadata = model_dir_lib.read_metadata(model_dir)
         metadata["heads"] = {self.head_name: metadata["heads"][self.head_name]}
@@ -205,8 +220,11 @@ class TaskModel(keras.Model):
                         "was asked; pass load_head=False to start a new head")
             kwargs = {**restored, **{k: v for k, v in settings.items() if v is not None}}
         encoder = model_dir_lib.load_encoder(model_dir, **(encoder_overrides or {}))
-        vocab = load_vocab(model_dir / model_dir_lib.VOCAB_FILE)
-        model = cls(encoder, vocab, lower_case=metadata.get("do_lower_case", True), **kwargs)
+        try:
+            tokenizer = load_tokenizer(model_dir)
+        except ValueError as e:  # the spec's errors name kbert.json and the field
+            raise TaskModelError(str(e)) from None
+        model = cls(encoder, tokenizer, **kwargs)
         if saved is not None:
             model._load_head(model_dir, metadata, saved)
             model.saved_task_info = dict(saved.get("info") or {})

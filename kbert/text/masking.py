@@ -25,8 +25,10 @@ class MlmMasker:
         whole_word=False,
         mask_token="[MASK]",
         unselectable_tokens=("[CLS]", "[SEP]", "[PAD]"),  # the original masks [UNK] too
+        starts_word=None,
     ):
-        """``vocabulary``: the list of tokens (id = index)."""
+        """``vocabulary``: the list of tokens (id = index); ``starts_word``: for each id, whether that
+        piece begins a word (whole-word masking; default: all but WordPiece's ``##`` pieces)."""
         if not 0.0 < selection_rate <= 1.0:
             raise ValueError(f"selection_rate must be in (0, 1], got {selection_rate}")
         if mask_token_rate < 0 or random_token_rate < 0 or mask_token_rate + random_token_rate > 1:
@@ -52,8 +54,22 @@ class MlmMasker:
             self.vocab_size, index[mask_token], mask_token_rate=mask_token_rate,
             random_token_rate=random_token_rate,
         )
-        # A token starts a word unless it is a "##" continuation piece.
-        self._word_start = tf.constant([not t.startswith("##") for t in vocab])
+        if starts_word is None:  # a token starts a word unless it is a "##" continuation piece
+            starts_word = [not t.startswith("##") for t in vocab]
+        if len(starts_word) != len(vocab):
+            raise ValueError(f"starts_word has {len(starts_word)} entries for {len(vocab)} tokens")
+        self._word_start = tf.constant([bool(b) for b in starts_word], tf.bool)
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer, **kwargs):
+        """A masker for any tokenizer type: its vocabulary, special tokens and word starts."""
+        ids = tokenizer.special_token_ids
+        kwargs.setdefault("mask_token", tokenizer.id_to_token(ids["mask_id"]))
+        kwargs.setdefault("unselectable_tokens", tuple(tokenizer.id_to_token(ids[k]) for k in (
+            "start_of_sequence_id", "end_of_segment_id", "padding_id")))
+        if hasattr(tokenizer, "starts_word"):  # else the WordPiece "##" rule (types without the method)
+            kwargs.setdefault("starts_word", tokenizer.starts_word())
+        return cls(tokenizer.get_vocabulary(), **kwargs)
 
     def __call__(self, packed: dict) -> dict:
         """Adds ``masked_lm_positions``/``_ids``/``_weights`` and masks ``input_word_ids``."""

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from kbert.text.inputs import as_string_tensor, shard_rows
 from kbert.text.packer import BertPacker
+from kbert.text.registry import as_tokenizer, is_tokenizer
 from kbert.text.tokenizer import BertTokenizer
 
 
@@ -20,19 +21,35 @@ class BertPreprocessor(keras.layers.Layer):
     """Tokenizer + packer as one Keras layer.
 
     Args:
-      vocab: path to ``vocab.txt`` or a list of tokens.
-      lower_case: True for uncased models.
+      tokenizer: a tokenizer object (``kbert.text.load_tokenizer(model_dir)``,
+        ``create_tokenizer(spec, dir)``, any registered type). For backwards compatibility a
+        ``vocab.txt`` path or token list is taken too, as WordPiece with ``lower_case``
+        (``BertPreprocessor.from_vocab(vocab, lower_case)`` says so explicitly).
+      lower_case: only with a vocabulary: True for uncased models (default).
       seq_length: length of the packed outputs (default 128, as TF Hub).
       truncator: "round_robin" (default) or "waterfall", see ``BertPacker``.
+      vocab: the old keyword for a vocabulary (same as passing it as ``tokenizer``).
+
+    The texts it takes are what the tokenizer's graph part takes: for a tokenizer with a Python
+    step (``tokenizer.in_graph`` False) run ``tokenizer.pre_tokenize`` on them first.
     """
 
-    def __init__(self, vocab, lower_case=True, seq_length=128, truncator="round_robin", **kwargs):
+    def __init__(self, tokenizer=None, lower_case=None, seq_length=128, truncator="round_robin", vocab=None,
+                 **kwargs):
         kwargs.setdefault("dtype", "int32")
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
-        self.tokenizer = BertTokenizer(vocab, lower_case=lower_case, name="tokenizer")
+        if vocab is not None:
+            if tokenizer is not None:
+                raise ValueError("BertPreprocessor: pass a tokenizer or vocab=, not both")
+            tokenizer = vocab
+        if is_tokenizer(tokenizer) or tokenizer is None:
+            self.tokenizer = as_tokenizer(tokenizer, lower_case, "BertPreprocessor")
+        else:  # a vocabulary (backwards compatibility)
+            self.tokenizer = BertTokenizer(tokenizer, lower_case=True if lower_case is None else lower_case,
+                                           name="tokenizer")
         ids = self.tokenizer.special_token_ids
         self.packer = BertPacker(
             seq_length,
@@ -43,6 +60,11 @@ class BertPreprocessor(keras.layers.Layer):
             name="packer",
         )
         self.built = True
+
+    @classmethod
+    def from_vocab(cls, vocab, lower_case=True, **kwargs):
+        """A WordPiece preprocessor from ``vocab.txt`` (or a token list) and ``lower_case``."""
+        return cls(BertTokenizer(vocab, lower_case=lower_case, name="tokenizer"), **kwargs)
 
     @property
     def tokenize(self):
@@ -78,13 +100,23 @@ class BertPreprocessor(keras.layers.Layer):
             return self.packer([self.tokenizer.tokenize_serial(s) for s in rows], seq_length=seq_length)
 
         # Tokenize and pack slices of the batch in parallel (a concat of dense outputs after).
-        return shard_rows(preprocess, segments, self.tokenizer.shards)
+        return shard_rows(preprocess, segments, getattr(self.tokenizer, "shards", 1))
 
     def get_config(self):
         config = super().get_config()
-        config.update(vocab=self.tokenizer.get_vocabulary(), lower_case=self.lower_case,
-                      seq_length=self.seq_length, truncator=self.packer.truncator)
+        config.update(seq_length=self.seq_length, truncator=self.packer.truncator)
+        if type(self.tokenizer) is BertTokenizer:  # the config of earlier versions
+            config.update(vocab=self.tokenizer.get_vocabulary(), lower_case=self.lower_case)
+        else:
+            config.update(tokenizer=keras.saving.serialize_keras_object(self.tokenizer))
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("tokenizer"), dict):
+            config["tokenizer"] = keras.saving.deserialize_keras_object(config["tokenizer"])
+        return cls(**config)
 
 
 def _as_batch(strings, index):

@@ -19,9 +19,16 @@ What a tokenizer class gives (``BertTokenizer`` is the reference implementation)
   * ``tokenize(strings)`` -> int32 RaggedTensor ``[batch, words, pieces]`` (the first piece of each
     word starts a word: whole-word masking and tagging read the ragged structure),
     ``tokenize_serial``, ``tokenize_flat`` and ``tokenize_with_offsets(strings, unit)``;
+  * ``starts_word()``: for each id, whether that piece begins a word (whole-word masking);
   * ``special_token_ids`` (``padding_id``, ``start_of_sequence_id``, ``end_of_segment_id``,
     ``mask_id``, ``unknown_id``), ``get_special_tokens_dict()`` (TF Hub), ``vocab_size``,
-    ``get_vocabulary()``, ``id_to_token``, ``token_to_id``, ``lower_case``.
+    ``get_vocabulary()``, ``id_to_token``, ``token_to_id``, ``lower_case``;
+  * optionally ``shards`` (slices a batch is tokenized in, in parallel; 1 when absent).
+
+Consumers take a tokenizer object (``load_tokenizer(model_dir)``, ``create_tokenizer(spec, dir)``):
+``BertPreprocessor``, task models, ``FeatureExtractor``, the exports (files from ``asset_files``;
+``kbert.export.tokenizer_assets``), pre-training (``MlmMasker.from_tokenizer``) and the data
+pipelines. Python paths run ``pre_tokenize`` for them (``kbert.text.pre_tokenize``).
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ import importlib
 import os
 import pathlib
 
-from kbert.text.spec import TokenizerSpec, TokenizerSpecError
+from kbert.text.spec import DEFAULT_TYPE, TokenizerSpec, TokenizerSpecError
 
 _BUILTIN_MODULES = {
     "wordpiece": "kbert.text.tokenizer",
@@ -79,8 +86,34 @@ def asset_path(spec: TokenizerSpec, directory) -> pathlib.Path:
     return path
 
 
+def as_tokenizer(tokenizer_or_vocab, lower_case=None, source: str = "tokenizer"):
+    """A tokenizer object as it is, or (backwards compatibility) a WordPiece tokenizer from a
+    vocabulary (``vocab.txt`` path or token list) and ``lower_case`` (default True).
+
+    ``lower_case`` beside a tokenizer object must agree with it (the object's spec decides).
+    """
+    if is_tokenizer(tokenizer_or_vocab):
+        if lower_case is not None and bool(lower_case) != tokenizer_or_vocab.lower_case:
+            raise ValueError(f"{source}: lower_case={lower_case!r} contradicts the tokenizer's "
+                             f"{tokenizer_or_vocab.spec.type!r} spec (lower_case={tokenizer_or_vocab.lower_case})")
+        return tokenizer_or_vocab
+    if tokenizer_or_vocab is None:
+        raise ValueError(f"{source}: needs a tokenizer (kbert.text.load_tokenizer(model_dir)) or a vocabulary")
+    return tokenizer_class(DEFAULT_TYPE)(tokenizer_or_vocab, lower_case=True if lower_case is None else lower_case)
+
+
+def is_tokenizer(obj) -> bool:
+    """True for an object of the tokenizer interface (a registered type's instance)."""
+    return getattr(type(obj), "tokenizer_type", None) in _REGISTRY
+
+
 def load_tokenizer(model_dir, **kwargs):
     """The tokenizer of a model directory, from its ``kbert.json`` (legacy ``do_lower_case`` included)."""
-    from kbert.model_dir import read_tokenizer_spec
+    from kbert.model_dir import METADATA_FILE, ModelDirError, read_tokenizer_spec
 
-    return create_tokenizer(read_tokenizer_spec(model_dir), model_dir, **kwargs)
+    spec = read_tokenizer_spec(model_dir)
+    try:
+        cls = tokenizer_class(spec.type)
+    except TokenizerSpecError as e:
+        raise ModelDirError(f"{pathlib.Path(model_dir) / METADATA_FILE}: field 'tokenizer.type': {e}") from None
+    return cls.from_spec(spec, model_dir, **kwargs)

@@ -104,12 +104,16 @@ class BertTokenizer(keras.layers.Layer):
     # -- the tokenizer interface (kbert.text.registry) -----------------------------------------
     @property
     def spec(self) -> TokenizerSpec:
-        return TokenizerSpec(type="wordpiece", lower_case=self.lower_case)
+        return TokenizerSpec(type=self.tokenizer_type, lower_case=self.lower_case)
 
     @property
     def asset_files(self) -> dict:
         """``{"vocab.txt": path}``; a tokenizer built from a token list has no file yet (``{}``)."""
         return {self.spec.vocab_file: self._vocab_path} if self._vocab_path else {}
+
+    def starts_word(self) -> list:
+        """For each id, whether that piece begins a word (all but the ``##`` continuations)."""
+        return [not b for b in self._is_suffix.numpy().tolist()]
 
     def pre_tokenize(self, texts):
         """The Python step before the graph: none for WordPiece (the texts as they are)."""

@@ -1,0 +1,38 @@
+"""The tokenizer's files in an exported SavedModel, from the tokenizer interface (kbert.text.registry).
+
+Every export keeps what TF Hub's BERT SavedModels hold: the ``vocab_file`` asset (the tokenizer's
+``spec.vocab_file``: ``vocab.txt`` for WordPiece) and a ``do_lower_case`` bool variable. Other files
+a tokenizer lists in ``asset_files`` are kept as ``tokenizer_assets`` (name -> asset).
+"""
+
+from __future__ import annotations
+
+import os
+
+import tensorflow as tf
+
+
+def check_exportable(tokenizer, what: str) -> None:
+    """Text-in exports trace the tokenizer's graph: one with a Python step cannot be exported yet."""
+    if not getattr(tokenizer, "in_graph", True):
+        raise NotImplementedError(
+            f"{what}: the {tokenizer.spec.type!r} tokenizer has a Python step (pre_tokenize) that a SavedModel "
+            "cannot hold; exporting text-in models with it is not supported yet")
+
+
+def attach_tokenizer_assets(module, tokenizer, what: str, vocab_file=None) -> None:
+    """Sets ``module.vocab_file``, ``module.do_lower_case`` (and ``module.tokenizer_assets``).
+
+    ``vocab_file`` is only for a tokenizer built from a token list (which has no file of its own).
+    """
+    spec = tokenizer.spec
+    files = dict(tokenizer.asset_files)
+    if spec.vocab_file not in files:
+        if vocab_file is None:
+            raise ValueError(f"{what}: the {spec.type!r} tokenizer has no {spec.vocab_file} file to export "
+                             "(it was built from a token list): build it from its file or a model directory")
+        files[spec.vocab_file] = vocab_file
+    module.vocab_file = tf.saved_model.Asset(os.fspath(files.pop(spec.vocab_file)))
+    module.do_lower_case = tf.Variable(bool(spec.lower_case), trainable=False, name="do_lower_case")
+    if files:
+        module.tokenizer_assets = {name: tf.saved_model.Asset(os.fspath(path)) for name, path in sorted(files.items())}
