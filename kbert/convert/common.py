@@ -10,8 +10,15 @@ from kbert.layers.heads import build_head
 from kbert.model_dir import count_vocab, save_model_dir
 
 
-def write_model_dir(config: BertConfig, arrays: dict, vocab_file, out_dir, do_lower_case: bool, source: str):
+def write_model_dir(config: BertConfig, arrays: dict, vocab_file, out_dir, tokenizer_spec, source: str):
+    """``tokenizer_spec``: the ``TokenizerSpec`` recorded in ``kbert.json`` (a bool is the older
+    ``do_lower_case``: WordPiece)."""
     from kbert.models import BertEncoder
+    from kbert.model_dir import read_metadata, write_metadata
+    from kbert.text.spec import TokenizerSpec
+
+    if isinstance(tokenizer_spec, bool):
+        tokenizer_spec = TokenizerSpec(lower_case=tokenizer_spec)
 
     vocab_file = pathlib.Path(vocab_file)
     if not vocab_file.exists():
@@ -35,7 +42,10 @@ def write_model_dir(config: BertConfig, arrays: dict, vocab_file, out_dir, do_lo
         out_dir,
         encoder,
         vocab_file=vocab_file,
-        do_lower_case=do_lower_case,
+        do_lower_case=tokenizer_spec.lower_case,
         heads={name: (layer, {"type": name}) for name, layer in heads.items()},
     )
+    metadata = read_metadata(out_dir)
+    metadata["tokenizer"] = tokenizer_spec.to_json()
+    write_metadata(out_dir, metadata)
     return pathlib.Path(out_dir)
