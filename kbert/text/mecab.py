@@ -159,7 +159,7 @@ def _nfkc_spans(text: str):
     checked against NFKC of the whole text (on a mismatch every character spans the whole text).
     """
     if unicodedata.is_normalized("NFKC", text):
-        return text, list(range(len(text))), list(range(1, len(text) + 1))
+        return text, range(len(text)), range(1, len(text) + 1)
     out, starts, ends = [], [], []
     for match in _cluster_pattern().finditer(text):
         cluster = match.group()
@@ -253,16 +253,15 @@ class _MecabTokenizer(keras.layers.Layer):
             return [(w, None, None) for node in self._tagger.tagger(unicodedata.normalize("NFKC", segment))
                     for w, _ in self._split_surface(node.surface)]
         normalized, starts, ends = _nfkc_spans(segment)
+        if offset:
+            starts, ends = [offset + i for i in starts], [offset + i for i in ends]
         words, pos = [], 0
         for node in self._tagger.tagger(normalized):
             surface = node.surface
-            pos += len(node.white_space)
-            if normalized[pos:pos + len(surface)] != surface:  # not expected: find it instead
-                found = normalized.find(surface, pos)
-                pos = found if found >= 0 else pos
+            found = normalized.find(surface, pos)  # after the white space MeCab skipped
+            pos = found if found >= 0 else pos
             for w, a in self._split_surface(surface):
-                k = range(pos + a, pos + a + len(w))
-                words.append((w, [offset + starts[i] for i in k], [offset + ends[i] for i in k]))
+                words.append((w, starts[pos + a:pos + a + len(w)], ends[pos + a:pos + a + len(w)]))
             pos += len(surface)
         return words
 
@@ -400,8 +399,11 @@ def _python_texts(texts) -> list:
 def _byte_positions(text) -> list[int]:
     """UTF-8 byte offset of each character position 0..len of a decoded text (bytes: the input's)."""
     decoded, lengths = decode_text(text)
-    if lengths is None:
-        lengths = [len(c.encode("utf-8", "surrogatepass")) for c in text]
+    if lengths is None:  # a str (lone surrogates are U+FFFD: 3 bytes, as "surrogatepass" would count)
+        if decoded.isascii():
+            return range(len(decoded) + 1)
+        points = np.frombuffer(decoded.encode("utf-32-le"), dtype=np.uint32)
+        lengths = 1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000)
     return [0, *np.cumsum(lengths, dtype=np.int64).tolist()]
 
 
