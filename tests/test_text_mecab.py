@@ -66,6 +66,19 @@ def test_ids_equal_transformers_inside_tf_data(rows, tokenizers, name):
     assert ids == [r[key] for r in rows]
 
 
+def test_the_readme_client_lines_build_what_the_graph_part_takes(rows, tokenizers):
+    """The fugashi lines the README gives clients of an export give the same ids on every line."""
+    from conftest import REPO
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split("builds the same strings with fugashi:", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    namespace = {}
+    exec(block, namespace)
+    tokenizer = tokenizers["mecab-wordpiece"]
+    ids = _flat(tokenizer.tokenize([namespace["words"](r["text"]) for r in rows]))
+    assert ids == [r["mecab_wordpiece_ids"] for r in rows]
+
+
 def test_words_are_mecab_surfaces_and_wordpiece_marks_them(rows, tokenizers):
     """[batch, words, pieces]: the words are the reference MeCab surfaces (with literal special tokens
     as words of their own), so whole-word masking, which regroups pieces by their ``##`` marks
