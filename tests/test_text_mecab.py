@@ -243,3 +243,27 @@ def test_a_one_megabyte_text():
     ids = _flat(tokenizer.tokenize(tokenizer.pre_tokenize([text])))[0]
     assert len(ids) > 200_000
     assert np.mean(np.array(ids) == tokenizer.special_token_ids["unknown_id"]) < 0.01
+
+
+@pytest.mark.parametrize("name", sorted(TYPES))
+def test_graph_part_runs_from_a_savedmodel_in_a_tensorflow_only_process(tmp_path, rows, tokenizers, name):
+    """The graph part (pre-tokenized strings -> ids) saved and run where neither kbert nor MeCab is imported."""
+    import subprocess
+
+    tokenizer, key = tokenizers[name], TYPES[name][1]
+    module = tf.Module()
+    module.tokenizer = tokenizer
+    module.ids = tf.function(lambda s: tokenizer.tokenize(s).merge_dims(1, 2).to_tensor(-1),
+                             input_signature=[tf.TensorSpec([None], tf.string)])
+    tf.saved_model.save(module, str(tmp_path / "sm"))
+    subset = rows[::20]
+    (tmp_path / "in.json").write_text(json.dumps(tokenizer.pre_tokenize([r["text"] for r in subset])),
+                                      encoding="utf-8")
+    code = ("import json, sys, tensorflow as tf, tensorflow_text\n"
+            f"m = tf.saved_model.load({str(tmp_path / 'sm')!r})\n"
+            f"ids = m.ids(tf.constant(json.load(open({str(tmp_path / 'in.json')!r}, encoding='utf-8')))).numpy()\n"
+            "assert not any(k.startswith(('kbert', 'fugashi')) for k in sys.modules)\n"
+            "print(json.dumps([[int(i) for i in row if i >= 0] for row in ids]))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == [r[key] for r in subset]
