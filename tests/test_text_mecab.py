@@ -165,9 +165,11 @@ def test_offsets_map_nfkc_back_to_the_input_characters(tokenizers):
 
 def test_a_text_scalar_gives_one_row(tokenizers):
     tokenizer = tokenizers["mecab-wordpiece"]
-    ids, starts, ends = tokenizer.tokenize_with_offsets("本日は晴天なり。")
-    assert ids.shape.rank == 2 and ragged_to_lists(tokenizer.tokenize_with_offsets(["本日は晴天なり。"])[0])[0] == \
-        ids.to_list()
+    row = ragged_to_lists(tokenizer.tokenize_with_offsets(["本日は晴天なり。"])[0])[0]
+    for one in ("本日は晴天なり。", "本日は晴天なり。".encode(), tf.constant("本日は晴天なり。")):
+        ids, starts, ends = tokenizer.tokenize_with_offsets(one)
+        assert ids.shape.rank == 2 and ids.to_list() == row
+    assert tokenizer.pre_tokenize(tf.constant(["本日は晴天なり。"])) == tokenizer.pre_tokenize("本日は晴天なり。")
 
 
 def test_spec_round_trip_and_asset(tokenizers):

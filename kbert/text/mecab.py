@@ -324,7 +324,8 @@ class _MecabTokenizer(keras.layers.Layer):
         return words.with_flat_values(self._pieces(words.flat_values))
 
     def tokenize_with_offsets(self, texts, unit="BYTE"):
-        """``(ids, starts, ends)``, each ``[batch, words, pieces]``, for RAW texts (not pre-tokenized).
+        """``(ids, starts, ends)``, each ``[batch, words, pieces]``, for RAW texts (not pre-tokenized): a
+        list or 1-D tensor of them (other shapes are flattened), or one text (then ``[words, pieces]``).
 
         Eager only (MeCab runs in Python). Offsets are into the original texts: UTF-8 bytes
         (``unit="BYTE"``) or characters (``"UTF8_CHAR"``: ``str`` indices of the text decoded with
@@ -391,6 +392,8 @@ def _python_texts(texts) -> list:
         raise TypeError("the mecab-* tokenizers take a list or 1-D tensor of texts, got a RaggedTensor")
     if isinstance(texts, tf.Tensor):
         texts = texts.numpy()
+        if isinstance(texts, bytes):  # a scalar
+            return [texts]
     if isinstance(texts, np.ndarray):
         return [t for t in texts.reshape(-1).tolist()]
     return list(texts)
