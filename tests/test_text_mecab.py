@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E
 
 from conftest import SHARED  # noqa: E402
 from kbert.text import mecab  # noqa: E402
-from kbert.text.mecab import MecabCharacterTokenizer, MecabWordpieceTokenizer, ragged_to_lists  # noqa: E402
+from kbert.text.mecab import MecabWordpieceTokenizer, ragged_to_lists  # noqa: E402
 from kbert.text.registry import create_tokenizer, tokenizer_class  # noqa: E402
 from kbert.text.spec import TokenizerSpec, TokenizerSpecError  # noqa: E402
 

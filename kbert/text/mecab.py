@@ -22,7 +22,8 @@ MeCab cannot run inside a TensorFlow graph, so the work is split in two:
 
 ``tokenize_with_offsets(texts, unit)`` takes the ORIGINAL texts (it runs ``pre_tokenize`` itself,
 eagerly) and gives each piece its span in them: NFKC is mapped back character cluster by cluster
-(``ｶﾞ`` -> ``ガ`` spans both input characters, ``㈱`` -> ``(株)`` gives all three pieces the one).
+(``kbert.text.nfkc_spans``: ``ｶﾞ`` -> ``ガ`` spans both input characters, ``㈱`` -> ``(株)`` gives all three
+pieces the one).
 
 Defined results for odd input (tests/test_text_mecab.py, hypothesis): bytes are decoded as UTF-8
 with U+FFFD for invalid sequences (Python's ``errors="replace"``), lone surrogates become U+FFFD;
@@ -47,6 +48,7 @@ import tensorflow_text as tf_text
 
 from kbert.text import vocab as vocab_lib
 from kbert.text.inputs import Untracked, as_string_tensor, map_flat
+from kbert.text.nfkc_spans import SURROGATES, byte_positions, decode_text, nfkc_spans
 from kbert.text.registry import asset_path, register_tokenizer
 from kbert.text.spec import TokenizerSpec, TokenizerSpecError
 
@@ -60,7 +62,6 @@ DEFAULT_DICTIONARY = "unidic_lite"
 # transformers' MecabTokenizer(mecab_dic=...) -> the PyPI package holding that dictionary.
 DICTIONARY_PACKAGES = {"unidic_lite": "unidic-lite", "unidic": "unidic", "ipadic": "ipadic"}
 INSTALL_HINT = "pip install 'kbert[ja]'"
-_SURROGATES = re.compile("[\ud800-\udfff]")
 _NON_SPACE = re.compile(r"\S+")  # the runs str.split() keeps (both use Python's isspace)
 
 
@@ -93,85 +94,6 @@ def mecab_tagger(dictionary: str = DEFAULT_DICTIONARY):
         return fugashi.GenericTagger(f'-d "{dic_dir}" -r "{mecabrc}"')
     except RuntimeError as e:
         raise MecabError(f"MeCab cannot load the dictionary {dictionary!r} at {dic_dir}: {e}") from None
-
-
-def decode_text(text) -> tuple[str, list[int] | None]:
-    """``(str, byte lengths of its characters or None)``: bytes as UTF-8 with U+FFFD per invalid
-    sequence (exactly ``bytes.decode("utf-8", "replace")``; the lengths are the input bytes each
-    character came from), lone surrogates of a ``str`` replaced by U+FFFD."""
-    if isinstance(text, str):
-        return _SURROGATES.sub("\ufffd", text), None
-    data = bytes(text)
-    parts, lengths, pos = [], [], 0
-    while pos < len(data):
-        try:
-            chunk = data[pos:].decode("utf-8")
-            parts.append(chunk)
-            lengths += [len(c.encode("utf-8")) for c in chunk]
-            break
-        except UnicodeDecodeError as e:
-            good = data[pos:pos + e.start].decode("utf-8")
-            parts += [good, "\ufffd"]
-            lengths += [len(c.encode("utf-8")) for c in good] + [e.end - e.start]
-            pos += e.end
-    return "".join(parts), lengths
-
-
-@functools.lru_cache(maxsize=1)
-def _cluster_pattern():
-    """A regex of NFKC clusters: a character that cannot interact with what precedes it under NFKC,
-    then the characters that can (combining marks, second halves of canonical compositions such as
-    Hangul vowel and final jamo, and characters whose NFKD starts with one of those: ``ﾞ``)."""
-    seconds = set(range(0x1161, 0x1176)) | set(range(0x11A8, 0x11C3))  # Hangul LV/LVT (algorithmic)
-    marks, decomposable = [], []
-    for cp in range(0x110000):
-        ch = chr(cp)
-        if unicodedata.combining(ch):
-            marks.append(cp)
-        parts = unicodedata.decomposition(ch).split()
-        if parts:
-            decomposable.append(ch)
-            if len(parts) == 2 and not parts[0].startswith("<"):
-                seconds.add(int(parts[1], 16))
-    joining = set(marks) | seconds
-    for ch in decomposable:
-        first = unicodedata.normalize("NFKD", ch)[:1]
-        if first and (unicodedata.combining(first) or ord(first) in seconds):
-            joining.add(ord(ch))
-    joining = sorted(joining - set(range(0xD800, 0xE000)))
-    ranges, start = [], None
-    for i, cp in enumerate(joining):
-        if start is None:
-            start = cp
-        if i + 1 == len(joining) or joining[i + 1] != cp + 1:
-            ranges.append(f"{re.escape(chr(start))}-{re.escape(chr(cp))}" if cp > start else re.escape(chr(cp)))
-            start = None
-    cls = "".join(ranges)
-    return re.compile(f"[^{cls}][{cls}]*|[{cls}]+", re.DOTALL)
-
-
-def _nfkc_spans(text: str):
-    """``(NFKC(text), starts, ends)``: the input span ``[starts[k], ends[k])`` of each normalized character.
-
-    The text is cut into clusters whose NFKC does not depend on their neighbours (``ｶﾞ`` is one
-    cluster: they compose); every character a cluster normalizes to spans the whole cluster.
-    Python's ``unicodedata`` has no NFKC boundary test, hence ``_cluster_pattern``; the result is
-    checked against NFKC of the whole text (on a mismatch every character spans the whole text).
-    """
-    if unicodedata.is_normalized("NFKC", text):
-        return text, range(len(text)), range(1, len(text) + 1)
-    out, starts, ends = [], [], []
-    for match in _cluster_pattern().finditer(text):
-        cluster = match.group()
-        piece = cluster if len(cluster) == 1 and unicodedata.is_normalized("NFKC", cluster) else (
-            unicodedata.normalize("NFKC", cluster))
-        out.append(piece)
-        starts += [match.start()] * len(piece)
-        ends += [match.end()] * len(piece)
-    normalized = unicodedata.normalize("NFKC", text)
-    if "".join(out) != normalized:
-        return normalized, [0] * len(normalized), [len(text)] * len(normalized)
-    return normalized, starts, ends
 
 
 class _MecabTokenizer(keras.layers.Layer):
@@ -233,7 +155,7 @@ class _MecabTokenizer(keras.layers.Layer):
         """``[(word, starts, ends)]``: with ``spans``, the span ``[starts[k], ends[k])`` in ``text``
         (after ``decode_text``) of each character of the word, else None. Special tokens written in
         the text are words of their own."""
-        if not isinstance(text, str) or _SURROGATES.search(text):
+        if not isinstance(text, str) or SURROGATES.search(text):
             text, _ = decode_text(text)
         words = []
         pos = 0
@@ -252,7 +174,7 @@ class _MecabTokenizer(keras.layers.Layer):
         if not spans:
             return [(w, None, None) for node in self._tagger.tagger(unicodedata.normalize("NFKC", segment))
                     for w, _ in self._split_surface(node.surface)]
-        normalized, starts, ends = _nfkc_spans(segment)
+        normalized, starts, ends = nfkc_spans(segment)
         if offset:
             starts, ends = [offset + i for i in starts], [offset + i for i in ends]
         words, pos = [], 0
@@ -344,7 +266,7 @@ class _MecabTokenizer(keras.layers.Layer):
         ids = self._graphs.ids(tf.constant(joined, tf.string, shape=[len(joined)]))
         starts, ends = [], []
         for text, words, row in zip(texts, all_words, ragged_to_lists(ids)):
-            byte_at = _byte_positions(text) if unit == "BYTE" else None
+            byte_at = byte_positions(text) if unit == "BYTE" else None
             row_starts, row_ends = [], []
             for (word, char_starts, char_ends), pieces in zip(words, row):
                 spans = self._piece_spans(word, char_starts, char_ends, pieces)
@@ -397,17 +319,6 @@ def _python_texts(texts) -> list:
     if isinstance(texts, np.ndarray):
         return [t for t in texts.reshape(-1).tolist()]
     return list(texts)
-
-
-def _byte_positions(text) -> list[int]:
-    """UTF-8 byte offset of each character position 0..len of a decoded text (bytes: the input's)."""
-    decoded, lengths = decode_text(text)
-    if lengths is None:  # a str (lone surrogates are U+FFFD: 3 bytes, as "surrogatepass" would count)
-        if decoded.isascii():
-            return range(len(decoded) + 1)
-        points = np.frombuffer(decoded.encode("utf-32-le"), dtype=np.uint32)
-        lengths = 1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000)
-    return [0, *np.cumsum(lengths, dtype=np.int64).tolist()]
 
 
 @register_tokenizer("mecab-wordpiece")
