@@ -20,3 +20,17 @@ def test_tokenize_bench_smoke(capsys):
              if (m := re.search(r"\s([\d,]+) sentences/s", line))]
     assert len(rates) >= 4 and min(rates) > 0
     assert re.fullmatch(r"ratio kbert tokenizer\+packer / .+: \d+\.\d\d", lines[-1])
+
+
+def test_tokenize_bench_japanese_rows(capsys):
+    import pytest
+
+    pytest.importorskip("fugashi")
+    from kbert.bench.__main__ import main
+
+    assert main(["tokenize", "--tokenizer", "mecab-wordpiece", "--batch-size", "16", "--batches", "2",
+                 "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^kbert mecab-wordpiece\s+[\d,]+ sentences/s", out, re.M)
+    assert re.search(r"^NFKC \+ fugashi alone\s+[\d,]+ sentences/s", out, re.M)
+    assert re.search(r"MeCab \(NFKC \+ fugashi\) share of kbert's time: \d+%", out)

@@ -95,16 +95,32 @@ def main(argv=None) -> int:
     parser.add_argument("--vocab", default=str(shared / "vocab" / "bert-base-uncased" / "vocab.txt")
                         if shared else None, help="vocab.txt (default: the shared bert-base-uncased one)")
     parser.add_argument("--cased", action="store_true")
+    parser.add_argument("--tokenizer", default="wordpiece", choices=("wordpiece", "mecab-wordpiece", "mecab-character"),
+                        help="the Japanese MeCab types are measured beside transformers' BertJapaneseTokenizer "
+                             "(default text and vocab: the shared Japanese ones; kbert.bench.tokenize_ja)")
     parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--batches", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seq-length", type=int, default=128)
     args = parser.parse_args(argv)
+    if args.tokenizer != "wordpiece" and shared:
+        japanese = {"mecab-wordpiece": "ja-mecab-wordpiece", "mecab-character": "ja-char"}[args.tokenizer]
+        if args.text == parser.get_default("text"):
+            args.text = str(shared / "corpus" / "ja" / "jsquad_wikipedia.txt")
+        if args.vocab == parser.get_default("vocab"):
+            args.vocab = str(shared / "vocab" / japanese / "vocab.txt")
     if not args.text or not args.vocab:
         parser.error("shared data not found: give --text and --vocab (or set KBERT_SHARED_DATA)")
 
     sentences = read_sentences(args.text, args.batch_size * args.batches)
     batches = [sentences[i:i + args.batch_size] for i in range(0, len(sentences), args.batch_size)]
+    if args.tokenizer != "wordpiece":
+        from kbert.bench import tokenize_ja
+
+        print(f"{len(batches)} batches of {args.batch_size} lines from {args.text}, {args.rounds} interleaved "
+              f"rounds, {os.cpu_count()} CPUs")
+        tokenize_ja.run(args.tokenizer, args.vocab, batches, args.rounds)
+        return 0
     candidates = build_candidates(args.vocab, args.seq_length, not args.cased)
     print(f"{len(batches)} batches of {args.batch_size} sentences from {args.text}, seq_length "
           f"{args.seq_length}, {args.rounds} interleaved rounds, {os.cpu_count()} CPUs")

@@ -1,7 +1,7 @@
 """python -m kbert.convert {hf,google,to-google} ...
 
   hf HF_DIR OUT_MODEL_DIR                 Hugging Face BERT folder -> kbert model directory
-  google CKPT_PREFIX OUT_MODEL_DIR [--config bert_config.json --vocab vocab.txt] [--cased]
+  google CKPT_PREFIX OUT_MODEL_DIR [--config bert_config.json --vocab vocab.txt] [--cased] [--tokenizer TYPE]
                                           Google's TF1 checkpoint -> kbert model directory
   to-google MODEL_DIR OUT_PREFIX          kbert model directory -> Google's TF1 checkpoint
 """
@@ -23,6 +23,10 @@ def main(argv=None):
     g.add_argument("--config", help="bert_config.json (default: beside the checkpoint)")
     g.add_argument("--vocab", help="vocab.txt (default: beside the checkpoint)")
     g.add_argument("--cased", action="store_true", help="the vocab is cased (do_lower_case=False)")
+    g.add_argument("--tokenizer", default="wordpiece", metavar="TYPE",
+                   help="tokenizer type the checkpoint was trained with: wordpiece (default), mecab-wordpiece, "
+                        "mecab-character, sentencepiece (then --vocab is the .model)")
+    g.add_argument("--mecab-dic", default="unidic_lite", help="MeCab dictionary of the mecab-* types (default unidic_lite)")
     t = sub.add_parser("to-google", help="model directory -> Google TF1 checkpoint")
     t.add_argument("model_dir")
     t.add_argument("out_prefix")
@@ -32,15 +36,18 @@ def main(argv=None):
     from kbert.convert.names import ConversionError
     from kbert.config import ConfigError
     from kbert.model_dir import ModelDirError
+    from kbert.text.mecab import MecabError
+    from kbert.text.spec import TokenizerSpecError
 
     try:
         if args.what == "hf":
             out = hf_convert.convert(args.hf_dir, args.out_dir)
         elif args.what == "google":
-            out = google.convert(args.ckpt_prefix, args.out_dir, args.config, args.vocab, not args.cased)
+            out = google.convert(args.ckpt_prefix, args.out_dir, args.config, args.vocab, not args.cased,
+                                 tokenizer=args.tokenizer, mecab_dic=args.mecab_dic)
         else:
             out = google.to_google(args.model_dir, args.out_prefix)
-    except (ConversionError, ConfigError, ModelDirError) as e:
+    except (ConversionError, ConfigError, ModelDirError, TokenizerSpecError, MecabError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(f"written: {out}")

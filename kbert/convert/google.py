@@ -13,6 +13,7 @@ import shutil
 from kbert.config import BertConfig
 from kbert.convert.common import write_model_dir
 from kbert.convert.names import ConversionError, encoder_variables, export_arrays, head_variables, is_model_weight
+from kbert.convert.tokenizer_source import DEFAULT_MECAB_DIC, spec_for_type
 
 
 def read_checkpoint(prefix) -> dict:
@@ -30,16 +31,20 @@ def read_checkpoint(prefix) -> dict:
     }
 
 
-def convert(ckpt_prefix, out_dir, config_file=None, vocab_file=None, do_lower_case=True) -> pathlib.Path:
+def convert(ckpt_prefix, out_dir, config_file=None, vocab_file=None, do_lower_case=True,
+            tokenizer="wordpiece", mecab_dic=DEFAULT_MECAB_DIC) -> pathlib.Path:
+    """``tokenizer``: the tokenizer type the checkpoint was trained with (Google's checkpoints do not
+    say; ``do_lower_case`` only matters for ``wordpiece``)."""
     ckpt_prefix = pathlib.Path(ckpt_prefix)
     folder = ckpt_prefix.parent
     config_file = pathlib.Path(config_file or folder / "bert_config.json")
-    vocab_file = pathlib.Path(vocab_file or folder / "vocab.txt")
+    spec = spec_for_type(tokenizer, cased=not do_lower_case, mecab_dic=mecab_dic)
+    vocab_file = pathlib.Path(vocab_file or folder / spec.vocab_file)
     if not config_file.exists():
         raise ConversionError(f"no bert_config.json: looked for {config_file} (pass --config)")
     config = BertConfig.from_json_file(config_file)
     arrays = read_checkpoint(ckpt_prefix)
-    return write_model_dir(config, arrays, vocab_file, out_dir, do_lower_case, str(ckpt_prefix))
+    return write_model_dir(config, arrays, vocab_file, out_dir, spec, str(ckpt_prefix))
 
 
 def to_google(model_dir, out_prefix) -> pathlib.Path:

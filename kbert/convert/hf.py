@@ -2,7 +2,8 @@
 
 Reads ``config.json``, ``model.safetensors`` (with the ``safetensors`` package, never torch) or
 ``pytorch_model.bin`` (torch, ``weights_only=True``), ``vocab.txt`` and, when present,
-``tokenizer_config.json`` for ``do_lower_case``. Keys may carry a ``bert.`` prefix (BertForPreTraining,
+``tokenizer_config.json`` for the tokenizer (``kbert.convert.tokenizer_source``: WordPiece, the
+Japanese MeCab tokenizers, SentencePiece; anything else is refused). Keys may carry a ``bert.`` prefix (BertForPreTraining,
 BertForMaskedLM) or not (BertModel). MLM and NSP heads are converted when present.
 """
 
@@ -17,6 +18,7 @@ import numpy as np
 from kbert.config import BertConfig
 from kbert.convert.common import write_model_dir
 from kbert.convert.names import ConversionError
+from kbert.convert.tokenizer_source import read_hf_tokenizer
 
 # transformers' activation names -> kbert's (Google semantics: kbert's "gelu" is the tanh form).
 HF_ACTIVATIONS = {
@@ -184,8 +186,5 @@ def convert(hf_dir, out_dir) -> pathlib.Path:
     config = config_from_hf(hf_config, str(config_path))
     state, source = load_state(hf_dir)
     arrays = hf_to_google(state, source)
-    do_lower_case = True
-    tok_config = hf_dir / "tokenizer_config.json"
-    if tok_config.exists():
-        do_lower_case = bool(json.loads(tok_config.read_text(encoding="utf-8")).get("do_lower_case", True))
-    return write_model_dir(config, arrays, hf_dir / "vocab.txt", out_dir, do_lower_case, source)
+    spec, vocab_file = read_hf_tokenizer(hf_dir)
+    return write_model_dir(config, arrays, vocab_file, out_dir, spec, source)

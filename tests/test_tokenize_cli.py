@@ -1,0 +1,110 @@
+"""python -m kbert.tokenize: one JSON object per stdin line, the ids of every tokenizer type, exactly."""
+
+import importlib.util
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import MINILM_DIR, REPO, SHARED, UNCASED_VOCAB
+
+REFERENCE = SHARED / "reference" / "ja_tokenizers.jsonl"
+
+
+def _rows():
+    with open(REFERENCE, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def _run(args, text: str):
+    result = subprocess.run([sys.executable, "-m", "kbert.tokenize", *args], input=text.encode("utf-8"),
+                            capture_output=True, cwd=REPO, timeout=600)
+    assert result.returncode == 0, result.stderr.decode("utf-8", "replace")[-2000:]
+    return [json.loads(line) for line in result.stdout.decode("utf-8").splitlines()]
+
+
+@pytest.mark.parametrize("tokenizer, vocab, key", [
+    ("mecab-wordpiece", "ja-mecab-wordpiece/vocab.txt", "mecab_wordpiece_ids"),
+    ("mecab-character", "ja-char/vocab.txt", "char_ids"),
+])
+def test_every_reference_line_through_the_command_line(tokenizer, vocab, key):
+    pytest.importorskip("fugashi")
+    rows = _rows()
+    out = _run([str(SHARED / "vocab" / vocab), "--tokenizer", tokenizer], "".join(r["text"] + "\n" for r in rows))
+    assert len(out) == len(rows)
+    wrong = [i for i, (o, r) in enumerate(zip(out, rows)) if o["ids"] != r[key]]
+    assert not wrong, f"{len(wrong)} lines differ, first: {rows[wrong[0]]['text'][:80]!r}"
+    vocab_tokens = (SHARED / "vocab" / vocab).read_text(encoding="utf-8").split("\n")
+    assert all(o["tokens"] == [vocab_tokens[i] for i in o["ids"]] for o in out)
+
+
+def test_sentencepiece_model_through_the_command_line():
+    if importlib.util.find_spec("kbert.text.sentencepiece") is None:
+        pytest.skip("the sentencepiece tokenizer type is not in this checkout")
+    rows = _rows()
+    out = _run([str(SHARED / "vocab" / "ja-sentencepiece" / "spm.model")], "".join(r["text"] + "\n" for r in rows))
+    assert [o["ids"] for o in out] == [r["sentencepiece_ids"] for r in rows]
+
+
+def _main(args, stdin: bytes):
+    from kbert import tokenize
+
+    out = io.StringIO()
+    old = sys.stdin, sys.stdout
+    sys.stdin, sys.stdout = io.TextIOWrapper(io.BytesIO(stdin)), out
+    try:
+        code = tokenize.main(args)
+    finally:
+        sys.stdin, sys.stdout = old
+    return code, [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_sources_model_dir_hf_folder_and_vocab(tmp_path):
+    from kbert.text.tokenizer import BertTokenizer
+
+    text = "Hello, World! Unaffable [SEP] x\n\n"
+    expected = BertTokenizer(UNCASED_VOCAB).tokenize_flat(["Hello, World! Unaffable [SEP] x", ""]).to_list()
+    code, vocab_out = _main([str(UNCASED_VOCAB)], text.encode())
+    assert code == 0 and [o["ids"] for o in vocab_out] == expected
+    assert vocab_out[1] == {"ids": [], "tokens": []}
+    code, hf_out = _main([str(MINILM_DIR)], text.encode())  # a Hugging Face folder (BertTokenizer)
+    assert code == 0 and hf_out == vocab_out
+    cased = BertTokenizer(UNCASED_VOCAB, lower_case=False).tokenize_flat(["Hello"]).to_list()
+    assert _main([str(UNCASED_VOCAB), "--cased"], b"Hello\n")[1][0]["ids"] == cased[0]
+
+
+def test_japanese_hf_folder_and_converted_model_dir(tmp_path):
+    pytest.importorskip("fugashi")
+    from kbert.convert import hf
+
+    model_dir = hf.convert(SHARED / "weights" / "ja-tiny-random-bert", tmp_path / "model")
+    code, out = _main([str(model_dir)], "本日は晴天なり。\n".encode())
+    assert code == 0 and out[0]["tokens"] == ["本", "##日", "は", "晴", "##天", "なり", "。"]
+    assert _main([str(SHARED / "weights" / "ja-tiny-random-bert")], "本日は晴天なり。\n".encode())[1] == out
+    # invalid UTF-8 on stdin is U+FFFD, not a crash
+    code, odd = _main([str(model_dir)], b"\xff\xfe\n")
+    assert code == 0 and len(odd) == 1
+
+
+def test_errors(tmp_path, capsys):
+    code, _ = _main([str(SHARED / "weights" / "all-MiniLM-L6-v2"), "--tokenizer", "mecab-wordpiece"], b"")
+    assert code == 1 and "describes a wordpiece tokenizer" in capsys.readouterr().err
+    code, _ = _main([str(UNCASED_VOCAB), "--tokenizer", "juman"], b"")
+    assert code == 1 and "unknown tokenizer type 'juman'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        _main([str(tmp_path / "missing")], b"")
+    assert "no such file or directory" in capsys.readouterr().err
+
+
+def test_help_does_not_import_tensorflow():
+    probe = "import sys, kbert; print('tensorflow' in sys.modules)"
+    if subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO,
+                      timeout=300).stdout.strip() == "True":
+        pytest.skip("'import kbert' itself imports TensorFlow in this checkout")
+    code = ("import sys, runpy\nsys.argv = ['kbert.tokenize', '--help']\ntry:\n"
+            "    runpy.run_module('kbert.tokenize', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print('tensorflow' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert "SOURCE" in result.stdout and result.stdout.strip().endswith("False")
