@@ -3,7 +3,7 @@
 With no arguments it runs the built-in demo: from the small public-domain corpus shipped in
 ``kbert/resources/corpus`` it learns a vocab, writes pre-training TFRecords (Beam), pre-trains
 BERT-Tiny for a few minutes on the CPU, and exports the encoder and preprocessor to
-``saved_models/``.
+``saved_models/``. ``--demo ja [--tokenizer TYPE]`` is the Japanese main job (``kbert.pretrain_demo_ja``).
 
 Re-running the same command after a crash resumes from the last checkpoint in ``--model-dir``
 (weights, optimizer state, step).
@@ -30,6 +30,8 @@ def parse_args(argv=None):
     p.add_argument("--config", default="base", help="preset name or bert_config.json")
     p.add_argument("--vocab", help="vocab.txt")
     p.add_argument("--cased", action="store_true", help="cased vocabulary (no lower-casing)")
+    p.add_argument("--tokenizer", default="wordpiece",
+                   help="tokenizer type of --vocab: wordpiece (default) or sentencepiece (--vocab: the .model)")
     p.add_argument("--train-data", help="glob of TFRecords from pipelines.pretraining_data")
     p.add_argument("--eval-data", help="glob of held-out TFRecords")
     p.add_argument("--skip-bad-records", action="store_true",
@@ -138,9 +140,19 @@ def train(args) -> dict:
     if args.mixed_precision != "float32" or args.tpu:
         keras.mixed_precision.set_dtype_policy("mixed_bfloat16" if args.tpu else args.mixed_precision)
 
-    vocab = load_vocab(args.vocab)
+    tokenizer = None
+    if getattr(args, "tokenizer", "wordpiece") != "wordpiece":
+        from kbert.text.registry import create_tokenizer
+        from kbert.text.spec import TokenizerSpec
+
+        tokenizer = create_tokenizer(TokenizerSpec(type=args.tokenizer, lower_case=False,
+                                                   vocab_file=os.path.abspath(args.vocab)))
+        if not tokenizer.in_graph:
+            raise SystemExit(f"error: --tokenizer {args.tokenizer} needs a Python word split before the graph; "
+                             "pre-training supports in-graph types (wordpiece, sentencepiece)")
+    vocab = load_vocab(args.vocab) if tokenizer is None else tokenizer.get_vocabulary()
     config = build_config(args, len(vocab))
-    preprocessor = BertPreprocessor(vocab, lower_case=not args.cased, seq_length=args.seq_length)
+    preprocessor = BertPreprocessor(vocab, lower_case=not args.cased, seq_length=args.seq_length, tokenizer=tokenizer)
     masker = MlmMasker(vocab, max_predictions=args.max_predictions, selection_rate=args.mask_rate,
                        mask_token_rate=args.mask_token_rate, random_token_rate=args.random_token_rate,
                        whole_word=args.whole_word_masking)
@@ -227,8 +239,13 @@ def train(args) -> dict:
         if bad_records.count:
             print(f"skipped {bad_records.count} damaged TFRecord region(s) (each a bad record and the rest of its "
                   "file); the files are named in the log above", flush=True)
-    save_model_dir(model_dir, encoder, vocab=vocab, do_lower_case=not args.cased,
+    # (for SentencePiece, vocab.txt lists its pieces: model directories are checked for one)
+    save_model_dir(model_dir, encoder, vocab=vocab, do_lower_case=not args.cased and tokenizer is None,
                    heads={name: (head, {"type": name}) for name, head in pretrainer.heads().items()})
+    if tokenizer is not None:  # the tokenizer's files and spec (kbert.json "tokenizer")
+        from kbert.pretrain_demo_ja import save_tokenizer
+
+        save_tokenizer(model_dir, tokenizer)
     (model_dir / "pretrain_results.json").write_text(json.dumps(results, indent=2) + "\n")
     return results
 
@@ -258,6 +275,10 @@ def export(model_dir: pathlib.Path, name: str):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--demo"] or any(a.startswith("--demo=") for a in argv[:1]):
+        from kbert.pretrain_demo_ja import main as demo_main
+
+        return demo_main(argv)
     demo = not argv
     t0 = time.time()
     args = demo_args() if demo else parse_args(argv)

@@ -18,7 +18,8 @@ import pathlib
 
 import tensorflow as tf
 
-from kbert.model_dir import VOCAB_FILE, load_encoder, load_heads, read_metadata
+from kbert.model_dir import load_encoder, load_heads, read_metadata, read_tokenizer_spec
+from kbert.text.registry import asset_path
 
 INPUT_SPEC = {
     name: tf.TensorSpec([None, None], tf.int32, name=name)
@@ -91,7 +92,7 @@ def export_encoder(model_dir, out_dir) -> pathlib.Path:
     heads = load_heads(model_dir, encoder.config, names=("mlm",))
     module = HubEncoder(
         encoder,
-        model_dir / VOCAB_FILE,
+        asset_path(read_tokenizer_spec(model_dir), model_dir),  # vocab.txt, or spm.model for SentencePiece
         read_metadata(model_dir)["do_lower_case"],
         mlm_head=heads.get("mlm"),
     )

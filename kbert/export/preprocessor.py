@@ -22,7 +22,7 @@ import pathlib
 
 import tensorflow as tf
 
-from kbert.model_dir import METADATA_FILE, VOCAB_FILE, read_metadata
+from kbert.model_dir import METADATA_FILE, VOCAB_FILE, read_metadata, read_tokenizer_spec
 from kbert.text import BertPreprocessor
 
 MAX_PACKED_SEGMENTS = 3
@@ -88,9 +88,18 @@ def build_preprocessor_module(preprocessor: BertPreprocessor, vocab_file) -> tf.
 
 def export_preprocessor(model_dir_or_vocab, out_dir, lower_case=None, seq_length=128) -> str:
     """Writes the preprocessor SavedModel to ``out_dir`` and returns its path."""
-    vocab_file, lower_case = resolve_vocab(model_dir_or_vocab, lower_case)
-    preprocessor = BertPreprocessor(vocab_file, lower_case=lower_case, seq_length=seq_length)
+    spec = read_tokenizer_spec(model_dir_or_vocab) if pathlib.Path(model_dir_or_vocab).is_dir() else None
+    if spec is not None and spec.type != "wordpiece":  # e.g. sentencepiece: raw strings in, as for WordPiece
+        from kbert.text.registry import asset_path, create_tokenizer
+
+        vocab_file = asset_path(spec, model_dir_or_vocab)
+        preprocessor = BertPreprocessor(tokenizer=create_tokenizer(spec, model_dir_or_vocab), seq_length=seq_length)
+    else:
+        vocab_file, lower_case = resolve_vocab(model_dir_or_vocab, lower_case)
+        preprocessor = BertPreprocessor(vocab_file, lower_case=lower_case, seq_length=seq_length)
     module = build_preprocessor_module(preprocessor, vocab_file)
+    if spec is not None and spec.type != "wordpiece":
+        module.tokenizer = preprocessor.tokenizer  # tracked: its kernels' resources (SentencePiece) are saved
     serving = tf.function(lambda text: preprocessor(text), autograph=False,
                           input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     out_dir = os.fspath(out_dir)

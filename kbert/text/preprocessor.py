@@ -24,15 +24,20 @@ class BertPreprocessor(keras.layers.Layer):
       lower_case: True for uncased models.
       seq_length: length of the packed outputs (default 128, as TF Hub).
       truncator: "round_robin" (default) or "waterfall", see ``BertPacker``.
+      tokenizer: a tokenizer of any registered type (``kbert.text.registry``) instead of
+        ``vocab``/``lower_case``.
     """
 
-    def __init__(self, vocab, lower_case=True, seq_length=128, truncator="round_robin", **kwargs):
+    def __init__(self, vocab=None, lower_case=True, seq_length=128, truncator="round_robin", tokenizer=None,
+                 **kwargs):
         kwargs.setdefault("dtype", "int32")
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
-        self.tokenizer = BertTokenizer(vocab, lower_case=lower_case, name="tokenizer")
+        if tokenizer is None:
+            tokenizer = BertTokenizer(vocab, lower_case=lower_case, name="tokenizer")
+        self.tokenizer = tokenizer
         ids = self.tokenizer.special_token_ids
         self.packer = BertPacker(
             seq_length,

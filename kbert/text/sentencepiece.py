@@ -68,7 +68,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
     @classmethod
     def from_spec(cls, spec: TokenizerSpec, directory=None, **kwargs):
         return cls(os.fspath(asset_path(spec, directory)), lower_case=spec.lower_case,
-                   vocab_file_name=spec.vocab_file, **kwargs)
+                   vocab_file_name=os.path.basename(spec.vocab_file), **kwargs)
 
     def __init__(self, model=None, lower_case=False, model_proto_base64=None, vocab_file_name=None, **kwargs):
         kwargs.setdefault("dtype", "int32")
