@@ -152,3 +152,24 @@ print(json.dumps([[int(i) for i in row if i >= 0] for row in ids]))
     got = json.loads(printed.strip().splitlines()[-1])
     assert not _mismatches(got, rows)
     assert np.mean([len(g) for g in got]) > 10  # real text, not empty rows
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(st.text(max_size=200), st.binary(max_size=100),
+                          st.sampled_from(["", "\x00\x01\x7f", "👨‍👩‍👧‍👦🇯🇵", "か\u3099", "\u200b\u3000", "ｱｲｳ"])),
+                min_size=1, max_size=8))
+def test_arbitrary_input_gives_defined_ids(tokenizer, processor, rows):
+    ids = tokenizer.tokenize_flat([r if isinstance(r, bytes) else r.encode("utf-8") for r in rows]).to_list()
+    for row, got in zip(rows, ids):
+        assert all(0 <= i < tokenizer.vocab_size for i in got)
+        if isinstance(row, str):
+            assert got == processor.encode(row), row
+
+
+def test_a_one_megabyte_string(tokenizer, processor):
+    text = "吾輩は猫である。" * (1_000_000 // 24)
+    assert tokenizer.tokenize_flat([text]).to_list()[0] == processor.encode(text)
