@@ -35,6 +35,7 @@ import argparse
 import os
 import random
 import re
+import sys
 import zlib
 
 from pipelines import cjk_text
@@ -264,6 +265,10 @@ def run(argv=None):
         if not any(os.path.getsize(f) for f in files if os.path.isfile(f)):
             raise ValueError(f"the corpus is empty: {len(files)} file(s) matching --input {args.input!r}, "
                              "all 0 bytes (or directories)")
+    if args.language == "ja" and args.tokenizer == "wordpiece" and not args.cased:
+        print("warning: --language ja with a lower-casing WordPiece tokenizer: lower-casing strips the voicing "
+              "marks of kana (が -> か, ぱ -> は) when pieces are counted; pass --cased for a cased vocabulary",
+              file=sys.stderr)
     if args.max_seq_length < 8:
         raise ValueError(f"--max-seq-length must be at least 8, got {args.max_seq_length}")
     options = PipelineOptions(beam_args)

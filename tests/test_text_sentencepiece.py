@@ -5,6 +5,8 @@ import json
 import numpy as np
 import pytest
 import tensorflow as tf
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import REFERENCE, SHARED, run_fresh_python
 from kbert.text.registry import create_tokenizer
@@ -152,10 +154,6 @@ print(json.dumps([[int(i) for i in row if i >= 0] for row in ids]))
     got = json.loads(printed.strip().splitlines()[-1])
     assert not _mismatches(got, rows)
     assert np.mean([len(g) for g in got]) > 10  # real text, not empty rows
-
-
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

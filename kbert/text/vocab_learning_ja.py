@@ -32,8 +32,8 @@ CHARACTER_COVERAGE = 0.9995
 MIN_ALPHABET = 1000
 # A sentencepiece line longer than its default (4,192 bytes) is skipped; Aozora paragraphs are longer.
 _MAX_SENTENCE_BYTES = 1 << 16
-_SPECIAL_SENTENCEPIECE = dict(pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, pad_piece="[PAD]", unk_piece="[UNK]",
-                              control_symbols=["[CLS]", "[SEP]", "[MASK]"])
+_SPECIAL_SENTENCEPIECE = {"pad_id": 0, "unk_id": 1, "bos_id": -1, "eos_id": -1, "pad_piece": "[PAD]",
+                          "unk_piece": "[UNK]", "control_symbols": ["[CLS]", "[SEP]", "[MASK]"]}
 
 
 def _require(module: str):
