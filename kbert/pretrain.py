@@ -3,7 +3,7 @@
 With no arguments it runs the built-in demo: from the small public-domain corpus shipped in
 ``kbert/resources/corpus`` it learns a vocab, writes pre-training TFRecords (Beam), pre-trains
 BERT-Tiny for a few minutes on the CPU, and exports the encoder and preprocessor to
-``saved_models/``.
+``saved_models/``. ``--demo ja [--tokenizer TYPE]`` is the Japanese main job (``kbert.pretrain_demo_ja``).
 
 Re-running the same command after a crash resumes from the last checkpoint in ``--model-dir``
 (weights, optimizer state, step).
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import pathlib
 import sys
@@ -151,6 +150,9 @@ def train(args) -> dict:
         keras.mixed_precision.set_dtype_policy("mixed_bfloat16" if args.tpu else args.mixed_precision)
 
     tokenizer = tokenizer_from_args(args, "tokenizer_dir")
+    if not tokenizer.in_graph:
+        raise SystemExit(f"error: --tokenizer {tokenizer.spec.type} needs a Python word split before the graph; "
+                         "pre-training reads raw text in tf.data and supports in-graph types (wordpiece, sentencepiece)")
     config = build_config(args, tokenizer.vocab_size)
     preprocessor = BertPreprocessor(tokenizer, seq_length=args.seq_length)
     masker = MlmMasker.from_tokenizer(tokenizer, max_predictions=args.max_predictions, selection_rate=args.mask_rate,
@@ -270,6 +272,10 @@ def export(model_dir: pathlib.Path, name: str):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--demo"] or any(a.startswith("--demo=") for a in argv[:1]):
+        from kbert.pretrain_demo_ja import main as demo_main
+
+        return demo_main(argv)
     demo = not argv
     t0 = time.time()
     args = demo_args() if demo else parse_args(argv)

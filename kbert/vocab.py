@@ -1,9 +1,14 @@
-"""python -m kbert.vocab --input 'GLOB' --size 30000 [--cased] --out vocab.txt
+"""python -m kbert.vocab --input 'GLOB' --size 30000 [--tokenizer TYPE] [--cased] --out vocab.txt
 
 Learns a WordPiece vocabulary from raw UTF-8 text files (one or more --input globs, ``**``
 allowed) with the same normalisation and word splitting as kbert's tokenizer. The vocabulary
 starts with [PAD] [UNK] [CLS] [SEP] [MASK] and --unused [unusedN] slots. Progress goes to stderr.
-The output directory's ``kbert.json`` records the tokenizer (WordPiece, case, file name).
+
+--tokenizer picks the type (kbert.text.vocab_learning_ja; the [ja] extra): mecab-wordpiece (NFKC,
+MeCab words, WordPiece within words), mecab-character (one token per character), sentencepiece
+(the sentencepiece trainer; --out names the .model file). Japanese text is not lower-cased by
+default (lower-casing strips the voicing marks of kana: が -> か). The output's directory records
+the tokenizer spec (kbert.json "tokenizer").
 """
 
 from __future__ import annotations
@@ -21,16 +26,20 @@ def main(argv=None) -> int:
                         help="text files to learn from (repeatable; quote the glob)")
     parser.add_argument("--size", type=int, required=True, help="maximum vocabulary size")
     parser.add_argument("--out", required=True, help="vocab.txt to write")
+    parser.add_argument("--tokenizer", choices=("wordpiece", "mecab-wordpiece", "mecab-character", "sentencepiece"),
+                        default="wordpiece", help="tokenizer type (default wordpiece)")
     parser.add_argument("--cased", action="store_true", help="keep case and accents (cased model)")
+    parser.add_argument("--uncased", action="store_true", help="lower-case even Japanese text")
     parser.add_argument("--unused", type=int, default=0, help="number of [unusedN] slots (default 0)")
-    parser.add_argument("--max-unique-chars", type=int, default=1000,
-                        help="alphabet size: rarer characters become [UNK] (default 1000)")
-    parser.add_argument("--min-count", type=int, default=10,
-                        help="pieces seen fewer times are not learned (default 10)")
+    parser.add_argument("--max-unique-chars", type=int, default=None,
+                        help="alphabet size: rarer characters become [UNK] (default: the characters covering "
+                             "99.95%% of the text, at least 1000, at most a quarter of --size)")
+    parser.add_argument("--min-count", type=int, default=None,
+                        help="pieces seen fewer times are not learned (default 10; 2 for mecab-wordpiece)")
     args = parser.parse_args(argv)
     if args.size < 1:
         parser.error(f"--size must be positive, got {args.size}")
-    if args.min_count < 1:
+    if args.min_count is not None and args.min_count < 1:
         parser.error(f"--min-count must be >= 1, got {args.min_count}")
     if args.unused < 0:
         parser.error(f"--unused must be >= 0, got {args.unused}")
@@ -38,28 +47,26 @@ def main(argv=None) -> int:
     if not os.path.isdir(out_dir):
         parser.error(f"--out {args.out}: directory {out_dir} does not exist")
 
-    from kbert.model_dir import METADATA_FILE, read_tokenizer_spec, record_tokenizer_spec
-    from kbert.text.spec import TokenizerSpec
+    from kbert.text import vocab_learning_ja as ja
     from kbert.text.vocab_learning import CorpusError, learn_vocab, write_vocab
 
+    if args.tokenizer != "wordpiece":
+        return ja.vocab_main(args, parser)
     start = time.monotonic()
     try:
-        tokens = learn_vocab(args.input, args.size, lower_case=not args.cased, num_unused=args.unused,
-                             max_unique_chars=args.max_unique_chars, min_count=args.min_count,
+        lower_case = ja.choose_lower_case(args, log=sys.stderr)
+        tokens = learn_vocab(args.input, args.size, lower_case=lower_case, num_unused=args.unused,
+                             max_unique_chars=args.max_unique_chars, min_count=args.min_count or 10,
                              log=sys.stderr)
     except (CorpusError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     write_vocab(tokens, args.out)
-    # The directory records which tokenizer the file is for (kbert.json "tokenizer"), unless its
-    # kbert.json names another file (a model directory whose vocabulary this is not).
-    name = os.path.basename(args.out)
-    if not os.path.exists(os.path.join(out_dir, METADATA_FILE)) or read_tokenizer_spec(out_dir).vocab_file == name:
-        record_tokenizer_spec(out_dir, TokenizerSpec(lower_case=not args.cased, vocab_file=name))
+    ja.record_spec(out_dir, "wordpiece", lower_case, args.out)
     note = ""
     if len(tokens) < 0.95 * args.size:
         note = (f" (fewer than --size {args.size}: the corpus has no more pieces that occur at least "
-                f"--min-count {args.min_count} times)")
+                f"--min-count {args.min_count or 10} times)")
     print(f"wrote {len(tokens)} tokens to {args.out} in {time.monotonic() - start:.0f} s{note}")
     return 0
 

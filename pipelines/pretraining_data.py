@@ -3,12 +3,16 @@
     python -m pipelines.pretraining_data --input 'corpus/*.txt' --output out/pretrain \
         --vocab vocab.txt [--cased] [--tokenizer TYPE] | --model-dir DIR \
         [--max-seq-length 128 --short-seq-prob 0.1 --dupe-factor 5 --num-shards 8 \
-        --format sentences|prose] [Beam options, e.g. --runner DataflowRunner]
+        --format sentences|prose --language en|ja|zh --strip-aozora] [Beam options, e.g. --runner DataflowRunner]
 
 Input formats:
   * ``sentences`` (the original's): one sentence per line, a blank line between documents.
   * ``prose``: hard-wrapped paragraphs separated by blank lines; lines are joined, split into
     sentences, and consecutive paragraphs grouped into documents of about ``--doc-sentences``.
+
+Japanese and Chinese (``--language ja|zh``, see ``pipelines.cjk_text``): sentences end at 。！？
+(Chinese also ；) and at line ends, segments are joined without spaces, Japanese text is NFKC
+normalized; ``--strip-aozora`` removes Aozora Bunko markup (ruby, editor notes, header, colophon).
 
 Instances follow google-research/bert ``create_pretraining_data.py``
 (``create_instances_from_document``): a target length of ``max_seq_length - 3`` wordpieces (a
@@ -32,7 +36,10 @@ import argparse
 import os
 import random
 import re
+import sys
 import zlib
+
+from pipelines import cjk_text
 
 SENTENCE_END = re.compile(r"[.!?][\"'\u201d\u2019)\]]*(\s+)(?=[\"'\u201c\u2018(\[]?[A-Z0-9])")
 
@@ -48,7 +55,8 @@ def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in sentences if s.strip()]
 
 
-def parse_documents(text: str, fmt: str = "sentences", doc_sentences: int = 64) -> list[list[str]]:
+def parse_documents(text: str, fmt: str = "sentences", doc_sentences: int = 64,
+                    language: str = "en") -> list[list[str]]:
     blocks = re.split(r"\n\s*\n", text.replace("\r\n", "\n"))
     if fmt == "sentences":
         docs = [[line.strip() for line in block.split("\n") if line.strip()] for block in blocks]
@@ -57,7 +65,10 @@ def parse_documents(text: str, fmt: str = "sentences", doc_sentences: int = 64) 
         raise ValueError(f"unknown --format {fmt!r}; expected 'sentences' or 'prose'")
     docs, current = [], []
     for block in blocks:
-        current.extend(split_sentences(" ".join(block.split())))
+        if language == "en":
+            current.extend(split_sentences(" ".join(block.split())))
+        else:
+            current.extend(cjk_text.split_sentences(block, language))
         # Close the document at the first paragraph end past doc_sentences; a text with no
         # paragraph breaks at all is cut every doc_sentences sentences.
         while len(current) >= 2 * doc_sentences:
@@ -72,8 +83,11 @@ def parse_documents(text: str, fmt: str = "sentences", doc_sentences: int = 64) 
 
 
 # -- instances (pure Python, the original algorithm) ----------------------------------------------
-def create_instances_from_document(all_documents, document_index, max_seq_length, short_seq_prob, rng):
-    """``all_documents``: lists of (sentence, num_wordpieces). Returns (text_a, text_b, is_random_next)."""
+def create_instances_from_document(all_documents, document_index, max_seq_length, short_seq_prob, rng,
+                                   joiner=" "):
+    """``all_documents``: lists of (sentence, num_wordpieces). Returns (text_a, text_b, is_random_next).
+
+    ``joiner`` joins a segment's sentences ("" for Japanese and Chinese)."""
     document = all_documents[document_index]
     max_num_tokens = max_seq_length - 3
     target_seq_length = max_num_tokens
@@ -114,19 +128,19 @@ def create_instances_from_document(all_documents, document_index, max_seq_length
                     is_random_next = False
                     b = current_chunk[a_end:]
                 if a and b:
-                    instances.append((" ".join(s for s, _ in a), " ".join(s for s, _ in b), is_random_next))
+                    instances.append((joiner.join(s for s, _ in a), joiner.join(s for s, _ in b), is_random_next))
             current_chunk, current_length = [], 0
         i += 1
     return instances
 
 
-def create_instances(documents, max_seq_length=128, short_seq_prob=0.1, dupe_factor=1, seed=12345):
+def create_instances(documents, max_seq_length=128, short_seq_prob=0.1, dupe_factor=1, seed=12345, joiner=" "):
     rng = random.Random(seed)
     instances = []
     for _ in range(dupe_factor):
         for index in range(len(documents)):
             instances.extend(
-                create_instances_from_document(documents, index, max_seq_length, short_seq_prob, rng)
+                create_instances_from_document(documents, index, max_seq_length, short_seq_prob, rng, joiner)
             )
     rng.shuffle(instances)
     return instances
@@ -162,7 +176,8 @@ def build_pipeline(pipeline, args):
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as e:
                 raise ValueError(f"{path}: not UTF-8 at byte {e.start}") from None
-            for doc in parse_documents(text, args.format, args.doc_sentences):
+            text = cjk_text.prepare(text, args.language, args.strip_aozora)
+            for doc in parse_documents(text, args.format, args.doc_sentences, args.language):
                 documents_counter.inc()
                 yield doc
 
@@ -188,7 +203,8 @@ def build_pipeline(pipeline, args):
         bucket, documents = keyed
         documents = sorted((d for d in documents if d), key=lambda d: d[0][0])  # deterministic order
         for text_a, text_b, is_random_next in create_instances(
-            documents, args.max_seq_length, args.short_seq_prob, args.dupe_factor, args.seed + bucket
+            documents, args.max_seq_length, args.short_seq_prob, args.dupe_factor, args.seed + bucket,
+            joiner=" " if args.language == "en" else "",
         ):
             instances_counter.inc()
             if is_random_next:
@@ -219,6 +235,10 @@ def parse_args(argv=None):
     from kbert.text.cli_args import add_tokenizer_arguments
 
     add_tokenizer_arguments(parser)  # --vocab (counts wordpieces), --cased, --tokenizer TYPE, --model-dir
+    parser.add_argument("--language", choices=cjk_text.LANGUAGES, default="en",
+                        help="ja: NFKC and sentences at 。！？; zh: sentences at 。！？；; both join without spaces")
+    parser.add_argument("--strip-aozora", action="store_true",
+                        help="remove Aozora Bunko markup: 《ruby》, ｜, ［＃notes］, header notes and colophon")
     parser.add_argument("--max-seq-length", type=int, default=128)
     parser.add_argument("--short-seq-prob", type=float, default=0.1)
     parser.add_argument("--dupe-factor", type=int, default=1,
@@ -245,6 +265,10 @@ def run(argv=None):
         if not any(os.path.getsize(f) for f in files if os.path.isfile(f)):
             raise ValueError(f"the corpus is empty: {len(files)} file(s) matching --input {args.input!r}, "
                              "all 0 bytes (or directories)")
+    if args.language == "ja" and args.tokenizer == "wordpiece" and not args.cased:
+        print("warning: --language ja with a lower-casing WordPiece tokenizer: lower-casing strips the voicing "
+              "marks of kana (が -> か, ぱ -> は) when pieces are counted; pass --cased for a cased vocabulary",
+              file=sys.stderr)
     if args.max_seq_length < 8:
         raise ValueError(f"--max-seq-length must be at least 8, got {args.max_seq_length}")
     options = PipelineOptions(beam_args)

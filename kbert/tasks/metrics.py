@@ -105,6 +105,30 @@ def squad_token_f1(prediction: str, gold: str, version_2_with_negative: bool = F
     return 2 * precision * recall / (precision + recall)
 
 
+def squad_char_f1(prediction: str, gold: str, version_2_with_negative: bool = False) -> float:
+    """F1 over characters, for Japanese and Chinese answers (no spaces between words).
+
+    JSQuAD's evaluation (JGLUE's patch of transformers' SQuAD metric): the SQuAD F1 with each
+    character of the normalized answer as a token (spaces dropped), so a partly right Japanese
+    answer gets partial credit instead of 0 (whitespace tokens make F1 equal EM there).
+    CMRC 2018's official script also scores characters (CJK characters one by one) but by their
+    longest common substring, not the bag overlap used here: numbers from it can differ slightly.
+    """
+    pred_chars = list(normalize_answer(prediction).replace(" ", ""))
+    gold_chars = list(normalize_answer(gold).replace(" ", ""))
+    if version_2_with_negative and (not pred_chars or not gold_chars):
+        return float(pred_chars == gold_chars)  # as squad_token_f1: a no-answer matches only a no-answer
+    common = collections.Counter(pred_chars) & collections.Counter(gold_chars)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred_chars), same / len(gold_chars)
+    return 2 * precision * recall / (precision + recall)
+
+
+F1_UNITS = {"word": squad_token_f1, "char": squad_char_f1}
+
+
 def _gold_answers(labels) -> dict:
     """{id: [answer texts]} from a dict of that shape or from read_squad examples."""
     if isinstance(labels, dict):
@@ -112,7 +136,8 @@ def _gold_answers(labels) -> dict:
     return {e["id"]: [a["text"] for a in e["answers"]] for e in labels}
 
 
-def squad_metrics(predictions: dict, labels, version_2_with_negative: bool | None = None) -> dict:
+def squad_metrics(predictions: dict, labels, version_2_with_negative: bool | None = None,
+                  f1_unit: str = "word") -> dict:
     """SQuAD exact match and F1, in percent, as the official evaluation scripts compute them.
 
     Args:
@@ -121,12 +146,18 @@ def squad_metrics(predictions: dict, labels, version_2_with_negative: bool | Non
       version_2_with_negative: use evaluate-v2.0.py rules (gold answers that normalise to "" are
         dropped, an unanswerable question's gold is "", and an empty prediction scores F1 1 only
         against an empty gold). None: True if any question has no gold answer.
+      f1_unit: "word" (SQuAD: whitespace tokens) or "char" (JSQuAD, CMRC 2018: characters, see
+        ``squad_char_f1``); ``kbert.tasks.f1_unit.f1_unit_for_tokenizer`` picks it from a model's
+        tokenizer.
 
     Returns:
       {"exact_match", "f1", "total", "missing"} plus, for v2, "has_ans_exact_match",
       "has_ans_f1", "has_ans_total", "no_ans_exact_match", "no_ans_f1", "no_ans_total".
       Questions without a prediction score 0 (as in evaluate-v1.1.py) and are counted in missing.
     """
+    if f1_unit not in F1_UNITS:
+        raise ValueError(f"f1_unit must be one of {sorted(F1_UNITS)}, got {f1_unit!r}")
+    f1_score = F1_UNITS[f1_unit]
     gold = _gold_answers(labels)
     if version_2_with_negative is None:
         version_2_with_negative = any(not answers for answers in gold.values())
@@ -142,7 +173,7 @@ def squad_metrics(predictions: dict, labels, version_2_with_negative: bool | Non
             continue
         pred = predictions[qid]
         exact[qid] = max(squad_exact(pred, a) for a in answers)
-        f1s[qid] = max(squad_token_f1(pred, a, version_2_with_negative) for a in answers)
+        f1s[qid] = max(f1_score(pred, a, version_2_with_negative) for a in answers)
 
     def summary(ids, prefix=""):
         n = len(ids)

@@ -19,7 +19,8 @@ def add_tokenizer_arguments(parser, dir_flag: str | None = "--model-dir", vocab_
     """Adds --vocab, --cased, --tokenizer and (``dir_flag``) a model-directory flag to ``parser``."""
     parser.add_argument("--vocab", required=vocab_required,
                         help="the tokenizer's file (vocab.txt for WordPiece)")
-    parser.add_argument("--cased", action="store_true", help="cased vocabulary (no lower-casing)")
+    parser.add_argument("--cased", action="store_true",
+                        help="cased vocabulary (no lower-casing; only WordPiece lower-cases by default)")
     parser.add_argument("--tokenizer", metavar="TYPE", choices=tokenizer_types(), default=None,
                         help=f"tokenizer type: {', '.join(tokenizer_types())} (default: wordpiece, or the "
                              "model directory's)")
@@ -31,7 +32,10 @@ def tokenizer_spec_from_args(args, dir_attr: str | None = "model_dir"):
     """``(spec, directory)`` that ``create_tokenizer`` takes, from the flags of ``add_tokenizer_arguments``."""
     directory = getattr(args, dir_attr, None) if dir_attr else None
     if args.vocab:
-        spec = TokenizerSpec(type=args.tokenizer or "wordpiece", lower_case=not args.cased,
+        kind = args.tokenizer or "wordpiece"
+        # Only WordPiece lower-cases by default (--cased turns it off); the Japanese types and
+        # SentencePiece never do (lower-casing strips the voicing marks of kana: が -> か).
+        spec = TokenizerSpec(type=kind, lower_case=kind == "wordpiece" and not args.cased,
                              vocab_file=os.path.abspath(os.path.expanduser(args.vocab)))
         return spec, None
     if not directory:

@@ -89,12 +89,13 @@ def reserved_tokens(num_unused=0) -> list[str]:
     return list(RESERVED_TOKENS) + [f"[unused{i}]" for i in range(num_unused)]
 
 
-def learn_vocab(patterns, vocab_size, lower_case=True, num_unused=0, max_unique_chars=1000,
+def learn_vocab(patterns, vocab_size, lower_case=True, num_unused=0, max_unique_chars=None,
                 min_count=10, log="stderr") -> list[str]:
     """A WordPiece vocabulary of at most ``vocab_size`` tokens learned from text files.
 
     It starts with ``[PAD] [UNK] [CLS] [SEP] [MASK]`` and ``num_unused`` ``[unusedN]`` slots,
-    then every kept character (the ``max_unique_chars`` most frequent) alone and as ``##c``,
+    then every kept character (the ``max_unique_chars`` most frequent; None: enough for CJK text,
+    see ``kbert.text.vocab_learning_ja.default_alphabet_size``, 1,000 for English) alone and as ``##c``,
     then learned pieces, most frequent first. Pieces seen fewer than ``min_count`` times are not
     learned (so a small corpus may give fewer than ``vocab_size`` tokens). Progress lines go to ``log`` (a text stream;
     "stderr" for the current ``sys.stderr``, None for none).
@@ -110,6 +111,10 @@ def learn_vocab(patterns, vocab_size, lower_case=True, num_unused=0, max_unique_
     counts = count_words(files, lower_case, log=log)
     if not counts:
         raise CorpusError(f"the corpus has no words (only whitespace or control characters) in {len(files)} file(s)")
+    if max_unique_chars is None:
+        from kbert.text.vocab_learning_ja import character_counts, default_alphabet_size
+
+        max_unique_chars = default_alphabet_size(character_counts(counts), vocab_size)
     return learn_from_counts(counts, vocab_size, reserved, max_unique_chars=max_unique_chars,
                              min_count=min_count, log=log)
 

@@ -100,7 +100,10 @@ class SquadRecipe(Recipe):
             self._dev_windows = model.windows(questions, contexts)
         predictions = model.predict_windows(contexts, self._dev_windows, batch_size=self.options.eval_batch_size)
         by_id = {e["id"]: p for e, p in zip(self.dev, predictions)}
-        result = squad_metrics({k: p.text for k, p in by_id.items()}, self.dev, self.version_2)
+        from kbert.tasks.f1_unit import f1_unit_for_tokenizer  # characters for Japanese/Chinese models
+
+        result = squad_metrics({k: p.text for k, p in by_id.items()}, self.dev, self.version_2,
+                               f1_unit=f1_unit_for_tokenizer(model.preprocessor.tokenizer))
         metrics = {"exact_match": result["exact_match"], "f1": result["f1"]}
         if self.version_2:
             metrics.update({k: v for k, v in result.items() if k.startswith(("has_ans", "no_ans"))})

@@ -1,0 +1,279 @@
+"""SentencePieceTokenizer: strings -> SentencePiece ids [batch, words, pieces], in the TensorFlow graph.
+
+The ids are those of the ``sentencepiece`` package's ``SentencePieceProcessor(model).encode(text)``,
+computed by TensorFlow ops (so an export takes raw strings, as TF Hub's ALBERT preprocessors do);
+nothing but tensorflow-text is needed at run time. Two tensorflow-text kernels are used:
+
+  * ids (``tokenize``, ``tokenize_flat``): ``FastSentencepieceTokenizer``. Its Viterbi search
+    breaks exact score ties as ``sentencepiece`` 0.2 does; ``SentencepieceTokenizer`` (an older
+    copy of the library) breaks them the other way: on the shared reference it differs on 1 line
+    of 2,000 (``ハハハハハ``: ``ハ ハハハハ`` vs ``ハハハハ ハ``, equal scores). Measured: the fast
+    kernel matches all 2,000 (tests/test_text_sentencepiece.py).
+  * ids with offsets (``tokenize_with_offsets``): ``SentencepieceTokenizer``, the only kernel
+    that reports offsets. Its ids and offsets agree with each other; on an exact tie its
+    segmentation may be the other one of two equal-score segmentations.
+
+Conventions (those of ``../shared/data/vocab/ja-sentencepiece/`` and ``python -m kbert.vocab
+--tokenizer sentencepiece``): ``[PAD]`` = 0, ``[UNK]`` = 1, ``[CLS] [SEP] [MASK]`` control symbols,
+no BOS/EOS. The special ids are looked up by name (``<pad>``/``<unk>``, ALBERT's spelling, are
+accepted too). Control symbols are never matched in text (the package's behaviour): ``[SEP]``
+written in a string is tokenized as the characters ``[``, ``SEP``, ``]``.
+
+Words: a piece that begins with ``▁`` (U+2581, SentencePiece's whitespace mark) starts a word, as
+does the first piece of every string; every other piece (no ``▁``, ``[UNK]`` included) continues
+the word before it. Text without spaces (Japanese, Chinese) is therefore one word per
+space-separated run: whole-word masking over such text masks whole runs, so use per-piece masking
+for it.
+
+Normalization (NFKC for ``nmt_nfkc`` models) is the model's own: ``lower_case`` must be false.
+Offsets point into the input as it was given (before normalization), as the package's do.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import os
+
+import keras
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from kbert.text.inputs import Untracked, as_string_tensor, default_shards, map_flat, shard_rows
+from kbert.text.registry import asset_path, register_tokenizer
+from kbert.text.spec import TokenizerSpec, TokenizerSpecError
+from kbert.text.vocab import SPECIAL_TOKEN_NAMES, VocabError
+
+WORD_MARK = "\u2581"
+DEFAULT_MODEL_FILE = "spm.model"
+OFFSET_UNITS = ("BYTE", "UTF8_CHAR")
+# Other spellings of a special token in SentencePiece models (ALBERT's spm: <pad>, <unk>).
+_ALIASES = {"[PAD]": ("<pad>",), "[UNK]": ("<unk>",)}
+
+
+@register_tokenizer("sentencepiece")
+class SentencePieceTokenizer(keras.layers.Layer):
+    """A SentencePiece model as a Keras layer (eager, ``tf.function``, ``tf.data``, SavedModel).
+
+    Args:
+      model: path to the ``.model`` file, or its bytes.
+      lower_case: must be False (the model normalizes; accepted for the common tokenizer interface).
+      model_proto_base64: the model bytes in base64 (what ``get_config`` writes), instead of ``model``.
+
+    Calling it on strings of shape ``S`` gives int32 ids of shape ``S + [words, pieces]``.
+    """
+
+    in_graph = True  # takes raw text inside the graph (see kbert.text.registry)
+
+    @classmethod
+    def from_spec(cls, spec: TokenizerSpec, directory=None, **kwargs):
+        return cls(os.fspath(asset_path(spec, directory)), lower_case=spec.lower_case,
+                   vocab_file_name=os.path.basename(spec.vocab_file), **kwargs)
+
+    def __init__(self, model=None, lower_case=False, model_proto_base64=None, vocab_file_name=None, **kwargs):
+        kwargs.setdefault("dtype", "int32")
+        kwargs.setdefault("trainable", False)
+        super().__init__(**kwargs)
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        if lower_case:
+            raise TokenizerSpecError("tokenizer type 'sentencepiece': field 'lower_case' must be false, got True "
+                                     "(the SentencePiece model does its own normalization)")
+        self.lower_case = False
+        self._model_path = None
+        if model_proto_base64 is not None:
+            proto, source = base64.b64decode(model_proto_base64), "model_proto_base64"
+        elif isinstance(model, (bytes, bytearray)):
+            proto, source = bytes(model), "model bytes"
+        elif isinstance(model, (str, os.PathLike)):
+            self._model_path = source = os.fspath(model)
+            if not os.path.isfile(source):
+                raise VocabError(f"{source}: SentencePiece model file not found")
+            with open(source, "rb") as f:
+                proto = f.read()
+        else:
+            raise VocabError(f"model must be a path to a SentencePiece .model file or its bytes, "
+                             f"got {type(model).__name__}")
+        self._proto = proto
+        self._source = source
+        self._vocab_file_name = vocab_file_name or (
+            os.path.basename(self._model_path) if self._model_path else DEFAULT_MODEL_FILE)
+        try:
+            self._sp = tf_text.SentencepieceTokenizer(model=proto, out_type=tf.int32)
+            # Not a trackable object: its model is a constant that traced graphs capture.
+            self._fast = Untracked(tokenizer=tf_text.FastSentencepieceTokenizer(proto))
+            size = int(self._sp.vocab_size())
+            pieces = self._sp.id_to_string(tf.range(size)).numpy()
+        except (tf.errors.OpError, ValueError) as e:
+            raise VocabError(f"{source}: not a SentencePiece model ({e.__class__.__name__}: "
+                             f"{str(e).splitlines()[0] if str(e) else ''})") from None
+        self.vocab = [p.decode("utf-8") for p in pieces]
+        self._special_ids = _special_ids(self.vocab, source)
+        starts = [p.startswith(WORD_MARK) for p in self.vocab]
+        self._starts_word = tf.constant(starts, tf.bool)
+        self.shards = default_shards()
+        spec = [tf.TensorSpec([None], tf.string)]
+
+        def graph(fn):
+            return tf.function(lambda s: shard_rows(fn, [s], self.shards), input_signature=spec, autograph=False)
+
+        self._graphs = Untracked(
+            ids=graph(self._tokenize_1d),
+            serial_ids=tf.function(self._tokenize_1d, input_signature=spec, autograph=False),
+            **{unit: graph(functools.partial(self._tokenize_1d_with_offsets, unit=unit)) for unit in OFFSET_UNITS},
+        )
+        self.built = True
+
+    # -- the tokenizer interface (kbert.text.registry) -----------------------------------------
+    @property
+    def spec(self) -> TokenizerSpec:
+        return TokenizerSpec(type="sentencepiece", lower_case=False, vocab_file=self._vocab_file_name)
+
+    @property
+    def asset_files(self) -> dict:
+        """``{"spm.model": path}``; a tokenizer built from bytes has no file (``{}``)."""
+        return {self._vocab_file_name: self._model_path} if self._model_path else {}
+
+    @property
+    def model_proto(self) -> bytes:
+        """The serialized SentencePiece model."""
+        return self._proto
+
+    def pre_tokenize(self, texts):
+        """The Python step before the graph: none (the texts as they are)."""
+        return list(texts)
+
+    # -- vocabulary ---------------------------------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab)
+
+    @property
+    def special_token_ids(self) -> dict:
+        """padding_id, start_of_sequence_id, end_of_segment_id, mask_id, unknown_id."""
+        return dict(self._special_ids)
+
+    def get_vocabulary(self) -> list:
+        return list(self.vocab)
+
+    def get_special_tokens_dict(self) -> dict:
+        """TF Hub's ``tokenize.get_special_tokens_dict()``: int32 scalars."""
+        ids = self._special_ids
+        return {"vocab_size": tf.constant(self.vocab_size, tf.int32),
+                **{name: tf.constant(ids[name], tf.int32)
+                   for name in ("start_of_sequence_id", "end_of_segment_id", "padding_id", "mask_id")}}
+
+    def id_to_token(self, token_id: int) -> str:
+        return self.vocab[int(token_id)]
+
+    def token_to_id(self, token: str) -> int:
+        if not hasattr(self, "_index"):
+            self._index = Untracked(ids={t: i for i, t in enumerate(self.vocab)})
+        try:
+            return self._index.ids[token]
+        except KeyError:
+            raise KeyError(f"{token!r} is not in the vocabulary") from None
+
+    # -- tokenization -------------------------------------------------------------------------
+    def call(self, inputs):
+        return self.tokenize(inputs)
+
+    def tokenize(self, strings):
+        """int32 RaggedTensor ``strings.shape + [words, pieces]``."""
+        return map_flat(as_string_tensor(strings, type(self).__name__), self._graphs.ids)
+
+    def tokenize_serial(self, strings):
+        """``tokenize`` in one slice (for callers that parallelise over rows themselves)."""
+        return map_flat(as_string_tensor(strings, type(self).__name__), self._graphs.serial_ids)
+
+    def tokenize_flat(self, strings):
+        """int32 RaggedTensor ``strings.shape + [pieces]`` (words merged): the package's ``encode``."""
+        ids = self.tokenize(strings)
+        return ids.merge_dims(-2, -1)
+
+    def tokenize_with_offsets(self, strings, unit="BYTE"):
+        """``(ids, starts, ends)``, each ``strings.shape + [words, pieces]``.
+
+        ``[starts, ends)`` is the span of the input a piece comes from, in UTF-8 bytes
+        (``unit="BYTE"``) or code points (``unit="UTF8_CHAR"``, Python ``str`` indices of
+        ``input.decode("utf-8", "replace")``). A piece that is only ``▁`` (the space before a
+        word, or the dummy prefix) has an empty span.
+        """
+        if unit not in OFFSET_UNITS:
+            raise ValueError(f"unit must be one of {OFFSET_UNITS}, got {unit!r}")
+        return map_flat(as_string_tensor(strings, type(self).__name__), getattr(self._graphs, unit))
+
+    def _tokenize_1d(self, strings):
+        return self._words(self._fast.tokenizer.tokenize(strings))[0]
+
+    def _tokenize_1d_with_offsets(self, strings, unit):
+        pieces, starts, ends = self._sp.tokenize_with_offsets(strings)
+        starts, ends = tf.cast(starts.flat_values, tf.int64), tf.cast(ends.flat_values, tf.int64)
+        if unit == "UTF8_CHAR":
+            starts, ends = _bytes_to_chars(strings, pieces.value_rowids(), starts, ends)
+        return self._words(pieces, starts, ends)
+
+    def _words(self, pieces, starts=None, ends=None):
+        """Flat pieces [n, pieces] -> [n, words, pieces]: a word starts at ``▁`` or a string's start."""
+        pieces = pieces.with_row_splits_dtype(tf.int64)
+        flat = tf.cast(pieces.flat_values, tf.int32)
+        row_firsts = _nonempty_row_starts(pieces)
+        first_in_row = tf.scatter_nd(tf.expand_dims(row_firsts, 1), tf.ones_like(row_firsts, tf.bool),
+                                     tf.shape(flat, out_type=tf.int64))
+        begins_word = tf.logical_or(tf.gather(self._starts_word, flat), first_in_row)
+        word_starts = tf.where(begins_word)[:, 0]
+        words_per_row = tf.math.unsorted_segment_sum(
+            tf.cast(begins_word, tf.int64), pieces.value_rowids(), pieces.nrows())
+        values = (flat,) if starts is None else (flat, starts, ends)
+
+        def regroup(v):
+            grouped = tf.RaggedTensor.from_row_starts(v, word_starts, validate=False)
+            return tf.RaggedTensor.from_row_lengths(grouped, words_per_row, validate=False)
+
+        out = [regroup(v) for v in values]
+        return (out[0], None, None) if starts is None else tuple(out)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(model_proto_base64=base64.b64encode(self._proto).decode("ascii"),
+                      vocab_file_name=self._vocab_file_name)
+        return config
+
+
+def _nonempty_row_starts(pieces):
+    """Flat positions of the first piece of every row that has pieces."""
+    starts = pieces.row_starts()
+    return tf.boolean_mask(starts, pieces.row_lengths() > 0)
+
+
+def _bytes_to_chars(strings, rows, starts, ends):
+    """Byte offsets into ``strings[rows]`` -> code point offsets (invalid bytes count as U+FFFD each)."""
+    _, char_bytes = tf.strings.unicode_decode_with_offsets(strings, "UTF-8", errors="replace")
+    # Positions in the concatenation of all strings: each row's bytes follow the previous rows'.
+    byte_base = tf.cumsum(tf.strings.length(strings, unit="BYTE"), exclusive=True)
+    char_base = tf.cumsum(char_bytes.row_lengths(), exclusive=True)
+    all_char_starts = char_bytes.flat_values + tf.gather(tf.cast(byte_base, tf.int64), char_bytes.value_rowids())
+    row_bytes = tf.gather(tf.cast(byte_base, tf.int64), rows)
+    row_chars = tf.gather(char_base, rows)
+
+    def chars_before(positions):  # how many characters start before each byte position
+        return tf.searchsorted(all_char_starts[tf.newaxis], (positions + row_bytes)[tf.newaxis],
+                               side="left", out_type=tf.int64)[0] - row_chars
+
+    return chars_before(starts), chars_before(ends)
+
+
+def _special_ids(vocab, source) -> dict:
+    index = {p: i for i, p in enumerate(vocab)}
+    ids, missing = {}, []
+    for name, token in SPECIAL_TOKEN_NAMES.items():
+        found = [index[t] for t in (token, *_ALIASES.get(token, ())) if t in index]
+        if found:
+            ids[name] = found[0]
+        else:
+            missing.append(token)
+    if missing:
+        raise VocabError(f"{source}: the SentencePiece model lacks the piece(s) {', '.join(missing)} that BERT "
+                         "needs (train it with user/control symbols [CLS] [SEP] [MASK], pad [PAD], unk [UNK]: "
+                         "python -m kbert.vocab --tokenizer sentencepiece)")
+    return ids

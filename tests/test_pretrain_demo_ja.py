@@ -1,0 +1,84 @@
+"""python -m kbert.pretrain --demo ja: the Japanese main job end to end (few steps), and its exports."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, run_fresh_python
+from kbert import pretrain_demo_ja as demo
+
+pytest.importorskip("sentencepiece")
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    cwd = tmp_path_factory.mktemp("demo_ja")
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(REPO)}
+    run = subprocess.run([sys.executable, "-m", "kbert.pretrain", "--demo", "ja", "--steps", "20"],
+                         capture_output=True, text=True, timeout=900, env=env, cwd=cwd)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]
+    return cwd, run.stdout
+
+
+def test_demo_writes_everything_and_reports(demo_run):
+    cwd, out = demo_run
+    model_dir = cwd / "runs" / "pretrain_demo_ja" / "sentencepiece" / "model"
+    summary = json.loads((model_dir / "demo_ja_summary.json").read_text())
+    assert summary["steps"] == 20 and summary["vocab_size"] == 8000
+    assert 0 <= summary["held_out_unk_rate"] < 0.02 and summary["held_out_pieces"] > 5000
+    assert 0 < summary["held_out_mlm_accuracy"] <= 1
+    metadata = json.loads((model_dir / "kbert.json").read_text())
+    assert metadata["tokenizer"] == {"type": "sentencepiece", "lower_case": False, "vocab_file": "spm.model"}
+    assert (model_dir / "spm.model").read_bytes() == (model_dir.parent / "data" / "spm.model").read_bytes()
+    for line in ("encoder SavedModel:", "preprocessor SavedModel:", "vocabulary:", "model directory:"):
+        assert line in out
+    # The held-out text is disjoint from the training text, and both are markup-free NFKC text.
+    text = model_dir.parent / "data" / "text"
+    train = (text / "train" / "jsquad_wikipedia.txt").read_text(encoding="utf-8")
+    held_out = (text / "eval" / "jsquad_wikipedia.txt").read_text(encoding="utf-8")
+    assert not {p for p in held_out.split("\n") if len(p) > 40} & {p for p in train.split("\n") if len(p) > 40}
+    assert "《" not in (text / "train" / "wagahaiwa_nekodearu.txt").read_text(encoding="utf-8")
+
+
+def test_exported_preprocessor_takes_raw_japanese_in_a_fresh_process(demo_run):
+    import sentencepiece as spm
+
+    cwd, _ = demo_run
+    pre = cwd / "saved_models" / "kbert_demo_ja_sentencepiece_preprocessor" / "1"
+    enc = cwd / "saved_models" / "kbert_demo_ja_sentencepiece_encoder" / "1"
+    texts = ["吾輩は猫である。名前はまだ無い。", "梅雨は東アジアの気象現象である。"]
+    printed = run_fresh_python(f"""
+import json, tensorflow as tf, tensorflow_text
+pre = tf.saved_model.load({str(pre)!r})
+enc = tf.saved_model.load({str(enc)!r})
+inputs = pre(tf.constant({texts!r}))
+out = enc(inputs)
+print(json.dumps({{"ids": inputs["input_word_ids"].numpy().tolist(), "mask": inputs["input_mask"].numpy().tolist(),
+                  "pooled": list(out["pooled_output"].shape)}}))
+""")
+    got = json.loads(printed.strip().splitlines()[-1])
+    processor = spm.SentencePieceProcessor(model_file=str(cwd / "runs" / "pretrain_demo_ja" / "sentencepiece"
+                                                          / "model" / "spm.model"))
+    for row, mask, text in zip(got["ids"], got["mask"], texts):
+        n = sum(mask)
+        assert row[:n] == [2, *processor.encode(text), 3]  # [CLS] pieces [SEP]
+        assert set(row[n:]) <= {0}
+    assert got["pooled"] == [2, 128]
+
+
+def test_mecab_types_are_refused_with_a_reason(capsys):
+    with pytest.raises(SystemExit):
+        demo.parse_args(["--demo", "ja", "--tokenizer", "mecab-wordpiece"])
+    assert "python -m kbert.vocab --tokenizer mecab-wordpiece" in capsys.readouterr().err
+
+
+def test_held_out_split_is_the_last_tenth():
+    novel = "\n".join(f"段落{i}。" for i in range(50))
+    train, held_out = demo.split_held_out(novel, is_novel=True)
+    assert held_out.split() == [f"段落{i}。" for i in range(45, 50)] and "段落44。" in train
+    wiki = "\n\n".join(f"記事{i}\n本文{i}。" for i in range(20))
+    train, held_out = demo.split_held_out(wiki, is_novel=False)
+    assert held_out.strip() == "記事18\n本文18。\n\n記事19\n本文19。"
