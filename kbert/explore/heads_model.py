@@ -1,0 +1,118 @@
+"""The pre-training heads as questions one can ask: which tokens fit each ``[MASK]``, and is B the
+sentence after A. Everything here is TensorFlow ops on packed ids or strings, so the Python API
+(``kbert.explore.fill_mask``/``next_sentence``) and the exported ``fill_mask``/``next_sentence``
+signatures (``kbert.export.head_signatures``) run the same computation.
+
+Probabilities are softmaxes over the whole vocabulary (masked LM) and over the two NSP logits
+(index 0 = IsNext, as google-research/bert ``run_pretraining.py``), computed in float32.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import tensorflow as tf
+
+from kbert.explore.masked_text import tokenize_with_masks
+from kbert.model_dir import ModelDirError, VOCAB_FILE, load_encoder, load_heads, read_metadata
+
+DEFAULT_SEQ_LENGTH = 128
+
+
+class PretrainingHeads(tf.__internal__.tracking.AutoTrackable):
+    """An encoder with its ``mlm`` and/or ``nsp`` heads and the model directory's tokenizer.
+
+    ``mlm_head`` or ``nsp_head`` may be None (a directory without that head); asking for it then
+    raises a ModelDirError naming the missing head.
+    """
+
+    def __init__(self, encoder, mlm_head, nsp_head, preprocessor, source="model"):
+        self.encoder = encoder
+        self.mlm_head = mlm_head
+        self.nsp_head = nsp_head
+        self.preprocessor = preprocessor
+        self._source = str(source)
+        special = preprocessor.tokenize.special_token_ids
+        self.mask_id = int(special["mask_id"])
+        self.vocab = tf.constant(preprocessor.tokenize.get_vocabulary(), tf.string)
+
+    @classmethod
+    def from_model_dir(cls, model_dir, seq_length=DEFAULT_SEQ_LENGTH, heads=("mlm", "nsp")):
+        model_dir = pathlib.Path(model_dir)
+        encoder = load_encoder(model_dir)
+        loaded = load_heads(model_dir, encoder.config, names=heads)
+        return cls(encoder, loaded.get("mlm"), loaded.get("nsp"),
+                   preprocessor_for(model_dir, min(seq_length, encoder.config.max_position_embeddings)),
+                   source=model_dir)
+
+    # -- text -> packed ids ---------------------------------------------------------------------
+    def pack(self, text_a, text_b=None):
+        """Strings [batch] (and optionally a second segment) -> the encoder's inputs, cut to the
+        longest row; ``[MASK]`` written in the text becomes the mask token."""
+        tokenizer = self.preprocessor.tokenize
+        segments = [tokenize_with_masks(tokenizer.tokenize_flat, text_a, self.mask_id)]
+        if text_b is not None:
+            segments.append(tokenize_with_masks(tokenizer.tokenize_flat, text_b, self.mask_id))
+        packed = self.preprocessor.bert_pack_inputs(segments)
+        length = tf.maximum(tf.reduce_max(tf.reduce_sum(packed["input_mask"], axis=1)), 1)
+        return {k: v[:, :length] for k, v in packed.items()}
+
+    # -- ids -> answers -------------------------------------------------------------------------
+    def mask_positions(self, inputs):
+        """int32 [batch, M]: the positions of the mask token in each row (real tokens only), in
+        order, padded with -1 to the row with most masks."""
+        ids = tf.convert_to_tensor(inputs["input_word_ids"], tf.int32)
+        is_mask = tf.logical_and(tf.equal(ids, self.mask_id),
+                                 tf.not_equal(tf.convert_to_tensor(inputs["input_mask"], tf.int32), 0))
+        where = tf.where(is_mask)
+        return tf.RaggedTensor.from_value_rowids(
+            tf.cast(where[:, 1], tf.int32), where[:, 0], nrows=tf.shape(ids, out_type=tf.int64)[0],
+            validate=False).to_tensor(default_value=-1)
+
+    def mask_probabilities(self, inputs, positions):
+        """float32 [batch, P, vocab]: softmax of the MLM logits at ``positions`` [batch, P]
+        (entries < 0 give the probabilities at position 0; callers ignore them)."""
+        if self.mlm_head is None:
+            raise ModelDirError(f"{self._source} has no 'mlm' head (kbert.json lists none): fill-mask needs it")
+        inputs = {k: tf.convert_to_tensor(inputs[k], tf.int32)
+                  for k in ("input_word_ids", "input_mask", "input_type_ids")}
+        outputs = self.encoder(inputs, training=False)
+        logits = self.mlm_head(outputs["sequence_output"], tf.maximum(positions, 0), self.encoder.word_embeddings)
+        return tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)
+
+    def fill_mask(self, inputs, top_k=5):
+        """``positions`` [b, M] (-1 = none), ``ids`` [b, M, k] (-1 = none), ``tokens`` [b, M, k]
+        ("" = none), ``probabilities`` [b, M, k] (0 = none): the k most probable tokens at each
+        mask, best first."""
+        positions = self.mask_positions(inputs)
+        probabilities = self.mask_probabilities(inputs, positions)
+        k = tf.minimum(tf.constant(top_k, tf.int32), tf.shape(probabilities)[-1])
+        best, ids = tf.math.top_k(probabilities, k=k)
+        valid = tf.broadcast_to(tf.expand_dims(positions >= 0, -1), tf.shape(ids))
+        return {
+            "positions": positions,
+            "ids": tf.where(valid, ids, -1),
+            "tokens": tf.where(valid, tf.gather(self.vocab, ids), ""),
+            "probabilities": tf.where(valid, best, 0.0),
+        }
+
+    def is_next_probability(self, inputs):
+        """float32 [batch]: P(IsNext), the softmax of the NSP logits at index 0."""
+        if self.nsp_head is None:
+            raise ModelDirError(f"{self._source} has no 'nsp' head (kbert.json lists none): next-sentence needs it")
+        inputs = {k: tf.convert_to_tensor(inputs[k], tf.int32)
+                  for k in ("input_word_ids", "input_mask", "input_type_ids")}
+        logits = self.nsp_head(self.encoder(inputs, training=False)["pooled_output"])
+        return tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)[:, 0]
+
+
+def preprocessor_for(model_dir, seq_length=DEFAULT_SEQ_LENGTH):
+    """The model directory's preprocessor (its vocab and casing).
+
+    The one place this package builds a tokenizer, so that other tokenizer types plug in here.
+    """
+    from kbert.text import BertPreprocessor, load_vocab
+
+    model_dir = pathlib.Path(model_dir)
+    lower_case = read_metadata(model_dir).get("do_lower_case", True)
+    return BertPreprocessor(load_vocab(model_dir / VOCAB_FILE), lower_case=lower_case, seq_length=seq_length)
