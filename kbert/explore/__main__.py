@@ -50,13 +50,14 @@ def parse_args(argv=None):
 
 def fill_mask_command(args) -> int:
     from kbert.explore.heads_model import PretrainingHeads
-    from kbert.explore.masked_text import join_pieces
+    from kbert.explore.masked_text import is_sentencepiece_vocab, join_pieces
     from kbert.explore.predict import fill_mask_ids
 
     heads = PretrainingHeads.from_model_dir(args.model_dir, heads=("mlm",))
     packed = {k: v.numpy() for k, v in heads.pack(args.texts).items()}
     answers = fill_mask_ids(heads, packed, args.top_k)
     vocab = heads.preprocessor.tokenize.get_vocabulary()
+    sentencepiece = is_sentencepiece_vocab(vocab)
     for row, (text, masks) in enumerate(zip(args.texts, answers)):
         if not masks:
             print(f"error: no [MASK] in {text!r} (write [MASK] where a token is missing)", file=sys.stderr)
@@ -73,7 +74,7 @@ def fill_mask_command(args) -> int:
             for token, p in zip(mask["tokens"], mask["probabilities"]):
                 filled = list(tokens)
                 filled[mask["position"] - 1] = token
-                print(f"    {p:7.4f}  {token:<12}  {join_pieces(filled)}")
+                print(f"    {p:7.4f}  {token:<12}  {join_pieces(filled, sentencepiece)}")
     return 0
 
 

@@ -38,21 +38,32 @@ def _column(pieces, value):
                                             tf.ones([n], tf.int64), validate=False)
 
 
-def join_pieces(tokens) -> str:
-    """Word pieces -> readable text: WordPiece ``##`` continuations and SentencePiece ``▁`` word
-    starts are joined into words; other tokens are separated by a space, except between two CJK
-    characters (Japanese and Chinese are written without spaces)."""
+def join_pieces(tokens, sentencepiece: bool | None = None) -> str:
+    """Word pieces -> readable text. WordPiece: ``##`` continuations join the piece before them.
+    SentencePiece (``sentencepiece=True``, or None and some token starts with ``▁``): ``▁`` starts
+    a word, other pieces continue one. Other tokens are separated by a space, except between two
+    CJK characters (Japanese and Chinese are written without spaces)."""
+    tokens = list(tokens)
+    if sentencepiece is None:
+        sentencepiece = any(t.startswith(SENTENCEPIECE_SPACE) for t in tokens)
     text = ""
     for token in tokens:
-        if token.startswith(WORDPIECE_SUFFIX) and len(token) > len(WORDPIECE_SUFFIX):
+        if sentencepiece and not (token.startswith("[") and token.endswith("]")):
+            text += (" " if text and token.startswith(SENTENCEPIECE_SPACE) else "") + token.lstrip(SENTENCEPIECE_SPACE)
+        elif token.startswith(WORDPIECE_SUFFIX) and len(token) > len(WORDPIECE_SUFFIX):
             text += token[len(WORDPIECE_SUFFIX):]
-        elif token.startswith(SENTENCEPIECE_SPACE):
-            text += (" " if text else "") + token[len(SENTENCEPIECE_SPACE):]
         elif text and not (_is_cjk(text[-1]) and _is_cjk(token[:1])):
             text += " " + token
         else:
             text += token
     return text
+
+
+def is_sentencepiece_vocab(vocab) -> bool:
+    """True when the vocabulary marks word starts with ``▁`` (SentencePiece) rather than word
+    continuations with ``##`` (WordPiece)."""
+    starts = sum(t.startswith(SENTENCEPIECE_SPACE) for t in vocab)
+    return starts > sum(t.startswith(WORDPIECE_SUFFIX) for t in vocab)
 
 
 def _is_cjk(char: str) -> bool:
