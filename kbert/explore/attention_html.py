@@ -25,7 +25,7 @@ body { font-family: "DejaVu Sans", "Noto Sans CJK JP", "Noto Sans CJK SC", sans-
        color: #222; background: #fff; }
 h1 { font-size: 18px; margin: 0 0 4px 0; }
 p.note { font-size: 12px; color: #555; margin: 0 0 12px 0; }
-#grid { display: grid; gap: 6px; align-items: start; }
+#grid { display: inline-grid; gap: 6px; align-items: start; justify-content: start; }
 .panel { cursor: pointer; border: 2px solid transparent; padding: 1px; text-align: center; font-size: 11px; }
 .panel.selected { border-color: #d62728; }
 .panel canvas { display: block; image-rendering: pixelated; }
@@ -42,9 +42,9 @@ _SCRIPT = r"""
 (function () {
   const data = JSON.parse(document.getElementById("attention-data").textContent);
   const n = data.tokens.length, L = data.layers.length, H = data.heads.length;
-  const size = Math.max(60, Math.min(160, 4 * n));
+  const size = Math.max(100, Math.min(200, 8 * n));
   const grid = document.getElementById("grid");
-  grid.style.gridTemplateColumns = "auto repeat(" + H + ", " + (size + 6) + "px)";
+  grid.style.gridTemplateColumns = "max-content repeat(" + H + ", " + (size + 6) + "px)";
   let selected = [0, 0], activeQuery = -1;
   const canvases = [];
   function weight(l, h, q, k) { return data.attention[l][h][q * n + k]; }

@@ -38,8 +38,12 @@ def font_families(tokens) -> list[str]:
 
     families = ["DejaVu Sans"]
     if any(_is_cjk(c) for t in tokens for c in t):
-        installed = {f.name for f in font_manager.fontManager.ttflist}
-        found = [f for f in CJK_FONTS if f in installed]
+        found = _installed(font_manager.fontManager)
+        if not found:  # matplotlib's font cache may predate the font's installation: add it
+            for path in font_manager.findSystemFonts():
+                if "CJK" in pathlib.Path(path).name:
+                    font_manager.fontManager.addfont(path)
+            found = _installed(font_manager.fontManager)
         if found:
             families.append(found[0])
         else:
@@ -48,8 +52,26 @@ def font_families(tokens) -> list[str]:
     return families
 
 
+def _installed(manager) -> list[str]:
+    names = {f.name for f in manager.ttflist}
+    return [f for f in CJK_FONTS if f in names]
+
+
 def render_attention_png(tokens, attention, path, layers=None, heads=None, title="Attention") -> pathlib.Path:
     """Writes the grid for ``tokens`` (n labels) and ``attention`` [layers, heads, n, n] to ``path``."""
+    plt = _pyplot()
+    fig = attention_figure(tokens, attention, layers, heads, title)
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:  # the texts keep the fonts they were made with (font_families)
+        fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def attention_figure(tokens, attention, layers=None, heads=None, title="Attention"):
+    """The matplotlib figure: ``axes[l * heads + h]`` is layer l, head h (rows: query tokens)."""
     attention = np.asarray(attention, dtype=np.float32)
     tokens = [str(t) for t in tokens]
     check_attention(tokens, attention)
@@ -57,10 +79,8 @@ def render_attention_png(tokens, attention, path, layers=None, heads=None, title
     layers = list(range(num_layers)) if layers is None else list(layers)
     heads = list(range(num_heads)) if heads is None else list(heads)
     plt = _pyplot()
-    panel = 2.2 if n <= 16 else 3.2 if n <= MAX_LABELLED_TOKENS else 2.2
     single = num_layers == 1 and num_heads == 1
-    if single:
-        panel = max(4.0, 0.25 * n)
+    panel = max(4.0, 0.25 * n) if single else 2.2 if n <= 16 else 3.2 if n <= MAX_LABELLED_TOKENS else 2.2
     with plt.rc_context({"font.family": font_families(tokens), "font.size": 8}):
         fig, axes = plt.subplots(num_layers, num_heads, squeeze=False,
                                  figsize=(panel * num_heads + 1, panel * num_layers + 0.8))
@@ -79,8 +99,4 @@ def render_attention_png(tokens, attention, path, layers=None, heads=None, title
                     ax.set_yticks([])
         fig.suptitle(title + "  (rows: query tokens, columns: key tokens)", fontsize=10)
         fig.tight_layout()
-        path = pathlib.Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-    return path
+    return fig
