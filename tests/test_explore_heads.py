@@ -93,7 +93,7 @@ def test_mask_in_text_becomes_the_mask_id_for_every_part():
 
 
 def test_join_pieces():
-    assert join_pieces(["the", "gro", "##cer", "##y", "store"]) == "the grocery store"
+    assert join_pieces(["the", "gro", "##cer", "##y", "store", "."]) == "the grocery store."
     assert join_pieces(["\u2581the", "\u2581gro", "cery"]) == "the grocery"
     assert join_pieces(["吾", "##輩", "は", "猫", "cat"]) == "吾輩は猫 cat"
     assert join_pieces(["gro", "[MASK]", "\u2581store"], sentencepiece=True) == "gro [MASK] store"

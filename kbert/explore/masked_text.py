@@ -13,6 +13,7 @@ import tensorflow as tf
 MASK = "[MASK]"
 WORDPIECE_SUFFIX = "##"
 SENTENCEPIECE_SPACE = "\u2581"  # "▁" starts a word in SentencePiece vocabularies
+CLOSING_PUNCTUATION = set(".,;:!?)]}")  # written without a space before them
 
 
 def tokenize_with_masks(tokenize_flat, strings, mask_id: int):
@@ -42,7 +43,8 @@ def join_pieces(tokens, sentencepiece: bool | None = None) -> str:
     """Word pieces -> readable text. WordPiece: ``##`` continuations join the piece before them.
     SentencePiece (``sentencepiece=True``, or None and some token starts with ``▁``): ``▁`` starts
     a word, other pieces continue one. Other tokens are separated by a space, except between two
-    CJK characters (Japanese and Chinese are written without spaces)."""
+    CJK characters (Japanese and Chinese are written without spaces) and before closing
+    punctuation."""
     tokens = list(tokens)
     if sentencepiece is None:
         sentencepiece = any(t.startswith(SENTENCEPIECE_SPACE) for t in tokens)
@@ -52,7 +54,7 @@ def join_pieces(tokens, sentencepiece: bool | None = None) -> str:
             text += (" " if text and token.startswith(SENTENCEPIECE_SPACE) else "") + token.lstrip(SENTENCEPIECE_SPACE)
         elif token.startswith(WORDPIECE_SUFFIX) and len(token) > len(WORDPIECE_SUFFIX):
             text += token[len(WORDPIECE_SUFFIX):]
-        elif text and not (_is_cjk(text[-1]) and _is_cjk(token[:1])):
+        elif text and not (_is_cjk(text[-1]) and _is_cjk(token[:1])) and token not in CLOSING_PUNCTUATION:
             text += " " + token
         else:
             text += token
