@@ -174,3 +174,19 @@ def test_cli_errors_name_the_problem(tiny_model_dir, tmp_path):
     run = subprocess.run([sys.executable, "-m", "kbert.explore", "next-sentence", str(tmp_path / "nothing"), "a", "b"],
                          capture_output=True, text=True, timeout=600, env=_env(), cwd=REPO)
     assert run.returncode == 2 and "model directory not found" in run.stderr
+
+
+def test_finetune_prints_and_writes_its_curves(tiny_model_dir, tmp_path):
+    from conftest import SHARED
+
+    out = tmp_path / "sst2"
+    run = subprocess.run(
+        [sys.executable, "-m", "kbert.finetune", "--task", "glue/sst2", "--data-dir", str(SHARED / "glue" / "SST-2"),
+         "--init", str(tiny_model_dir), "--model-dir", str(out), "--max-train-examples", "64",
+         "--max-eval-examples", "32", "--epochs", "2", "--batch-size", "8", "--seq-length", "32", "--quiet"],
+        capture_output=True, text=True, cwd=REPO, timeout=600, env=_env())
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert f"loss/accuracy curves: {out / 'curves.png'}" in run.stdout
+    assert (out / "curves.png").stat().st_size > 10_000
+    plotted = {tag for _, tag in read_scalars(out / "logs")}
+    assert any("loss" in t for t in plotted) and any("accuracy" in t for t in plotted), plotted
