@@ -46,13 +46,21 @@ def _panel(tag: str):
     return None
 
 
-def plot_run_curves(log_dir, path=None, title=None) -> pathlib.Path | None:
+def plot_run_curves(log_dir, path=None, title=None, x_scale=None) -> pathlib.Path | None:
     """Writes the curves of the run logged in ``log_dir`` to ``path`` (default: ``curves.png``
-    beside ``log_dir``); returns the path, or None when the logs hold no loss or metric."""
+    beside ``log_dir``); returns the path, or None when the logs hold no loss or metric.
+
+    ``x_scale`` {sub-directory: factor} puts runs logged per epoch on the step axis (fine-tuning's
+    ``eval`` is logged at step = epoch number: factor = steps per epoch). Keras' ``epoch_*``
+    averages are left out where its ``batch_*`` curve of the same metric is there.
+    """
     from kbert.explore.attention_png import _pyplot
 
     log_dir = pathlib.Path(log_dir)
-    series = {k: v for k, v in read_scalars(log_dir).items() if _panel(k[1]) is not None}
+    scalars = read_scalars(log_dir)
+    series = {(run, tag): [(step * (x_scale or {}).get(run, 1), v) for step, v in points]
+              for (run, tag), points in scalars.items()
+              if _panel(tag) is not None and not (tag.startswith("epoch_") and (run, "batch_" + tag[6:]) in scalars)}
     if not series:
         return None
     plt = _pyplot()
@@ -80,11 +88,11 @@ def plot_run_curves(log_dir, path=None, title=None) -> pathlib.Path | None:
     return path
 
 
-def report_curves(log_dir) -> str:
+def report_curves(log_dir, x_scale=None) -> str:
     """For the end of a training job: draws the curves and returns the line to print (where the
     PNG is, or why there is none); never fails the job over a picture."""
     try:
-        path = plot_run_curves(log_dir)
+        path = plot_run_curves(log_dir, x_scale=x_scale)
     except ImportError as e:
         return f"not drawn: {e}"
     return str(path) if path is not None else f"not drawn: no loss or metric logged under {log_dir}"
