@@ -9,6 +9,7 @@ written and a warning names the package.
 from __future__ import annotations
 
 import pathlib
+import textwrap
 import warnings
 
 import numpy as np
@@ -91,12 +92,13 @@ def attention_figure(tokens, attention, layers=None, heads=None, title="Attentio
                 ax.imshow(attention[l, h], cmap="Blues", vmin=0.0, vmax=1.0, interpolation="nearest")
                 ax.set_title(f"layer {layers[l]}, head {heads[h]}", fontsize=8)
                 if labelled:
-                    size = 8 if single else max(3, min(6, 160 / max(n, 1) / 2))
+                    size = 8 if single else max(4, min(8, 130 / n))
                     ax.set_xticks(range(n), tokens, rotation=90, fontsize=size)
                     ax.set_yticks(range(n), tokens, fontsize=size)
                 else:
                     ax.set_xticks([])
                     ax.set_yticks([])
-        fig.suptitle(title + "  (rows: query tokens, columns: key tokens)", fontsize=10)
+        width = fig.get_size_inches()[0]
+        fig.suptitle(textwrap.fill(title + "  (rows: query tokens, columns: key tokens)", int(width * 13)), fontsize=10)
         fig.tight_layout()
     return fig
