@@ -190,3 +190,19 @@ def test_finetune_prints_and_writes_its_curves(tiny_model_dir, tmp_path):
     assert (out / "curves.png").stat().st_size > 10_000
     plotted = {tag for _, tag in read_scalars(out / "logs")}
     assert any("loss" in t for t in plotted) and any("accuracy" in t for t in plotted), plotted
+
+
+def test_projector_flags_for_the_features_cli(tmp_path, tiny_model_dir):
+    import argparse
+
+    from kbert.explore.projector import add_projector_arguments, projector_from_args
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("model_dir")
+    add_projector_arguments(parser)
+    arrays = _features()
+    assert projector_from_args(parser.parse_args([str(tiny_model_dir)]), arrays, ROWS) is None
+    args = parser.parse_args([str(tiny_model_dir), "--projector", str(tmp_path / "p"), "--projector-level", "sentence"])
+    assert "tensorboard --logdir" in projector_from_args(args, arrays, ROWS)
+    vectors, lines = _read_projector(tmp_path / "p")
+    assert vectors.shape == (3, 4) and len(lines) == 3
