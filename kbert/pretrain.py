@@ -183,13 +183,13 @@ def train(args) -> dict:
     every = min(args.checkpoint_every, args.steps)
     checkpointer = CheckpointCallback(state)
     callbacks = [checkpointer, StepLogger(model_dir / "logs" / "train", args.batch_size, every=min(10, every))]
+    start = time.time()
     if args.eval_data and args.fill_mask_every > 0 and not isinstance(strategy, tf.distribute.TPUStrategy):
         from kbert.explore.fill_mask_callback import FillMaskLogger, held_out_sentences
 
         callbacks.append(FillMaskLogger(model_dir / "logs" / "fill_mask", encoder, pretrainer.mlm_head, preprocessor,
                                         held_out_sentences(args.eval_data, vocab, not args.cased),
                                         every=args.fill_mask_every))
-    start = time.time()
     try:
         with explain_data_errors():
             while step < args.steps and not checkpointer.terminated:
