@@ -123,6 +123,10 @@ def main(argv=None):
     print(f"model directory: {results['model_dir']}  (metrics: eval_results.json, "
           f"predictions: {', '.join(pathlib.Path(p).name for p in results['predictions'])})")
     print(f"TensorBoard: tensorboard --logdir {pathlib.Path(results['model_dir']) / 'logs'}")
+    from kbert.explore.curves import report_curves
+
+    steps_per_epoch = results["steps"] // max(results["epochs"], 1)  # eval is logged at step = epoch
+    print(f"loss/accuracy curves: {report_curves(pathlib.Path(results['model_dir']) / 'logs', {'eval': steps_per_epoch})}")
     return 0
 
 

@@ -58,6 +58,8 @@ def parse_args(argv=None):
     p.add_argument("--init-checkpoint", help="a kbert model directory to start from")
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--export", action="store_true", help="also export encoder + preprocessor SavedModels")
+    p.add_argument("--fill-mask-every", type=int, default=100,
+                   help="log the MLM's guesses for a few --eval-data sentences to TensorBoard every N steps (0: off)")
     return p.parse_args(argv)
 
 
@@ -196,6 +198,12 @@ def train(args) -> dict:
     checkpointer = CheckpointCallback(state)
     callbacks = [checkpointer, StepLogger(model_dir / "logs" / "train", args.batch_size, every=min(10, every))]
     start = time.time()
+    if args.eval_data and args.fill_mask_every > 0 and not isinstance(strategy, tf.distribute.TPUStrategy):
+        from kbert.explore.fill_mask_callback import FillMaskLogger, held_out_sentences
+
+        callbacks.append(FillMaskLogger(model_dir / "logs" / "fill_mask", encoder, pretrainer.mlm_head, preprocessor,
+                                        held_out_sentences(args.eval_data, tokenizer.get_vocabulary(), tokenizer.lower_case),
+                                        every=args.fill_mask_every))
     try:
         with explain_data_errors():
             while step < args.steps and not checkpointer.terminated:
@@ -290,6 +298,9 @@ def main(argv=None):
         print(f"encoder SavedModel:      {enc}\npreprocessor SavedModel: {pre}")
     print(f"model directory:         {args.model_dir}")
     print(f"TensorBoard:             tensorboard --logdir {pathlib.Path(args.model_dir) / 'logs'}")
+    from kbert.explore.curves import report_curves
+
+    print(f"loss/accuracy curves:    {report_curves(pathlib.Path(args.model_dir) / 'logs')}")
     print(f"done in {time.time() - t0:.0f} s")
     return 0
 

@@ -6,6 +6,8 @@ The contract of TF Hub's BERT encoders (``bert_en_uncased_L-12_H-768_A-12/4`` an
     outputs: pooled_output [batch, H], sequence_output [batch, seq, H],
              encoder_outputs (list of L [batch, seq, H]), default (= pooled_output)
     encoder.mlm(dict(..., masked_lm_positions=[batch, P]))["mlm_logits"]  # [batch, P, vocab]
+    signatures fill_mask (text) and next_sentence (text_a, text_b) where the directory has the
+    mlm / nsp heads (kbert.export.head_signatures; with TF Serving warm-up requests)
     encoder.vocab_file (asset), encoder.do_lower_case (bool variable): the tokenizer's file and case,
     encoder.variables / trainable_variables / regularization_losses (for hub.KerasLayer)
 
@@ -18,6 +20,8 @@ import pathlib
 
 import tensorflow as tf
 
+from kbert.export.head_signatures import add_head_signatures, warmup_requests
+from kbert.export.serving import write_warmup_requests_for
 from kbert.export.tokenizer_assets import attach_tokenizer_assets
 from kbert.model_dir import load_encoder, load_heads
 from kbert.text.registry import load_tokenizer
@@ -90,7 +94,7 @@ def _flat_signature(fn, spec):
 def export_encoder(model_dir, out_dir) -> pathlib.Path:
     model_dir = pathlib.Path(model_dir)
     encoder = load_encoder(model_dir)
-    heads = load_heads(model_dir, encoder.config, names=("mlm",))
+    heads = load_heads(model_dir, encoder.config, names=("mlm", "nsp"))
     module = HubEncoder(encoder, load_tokenizer(model_dir), mlm_head=heads.get("mlm"))
     # Trace both modes so that the SavedModel answers ``training=True`` (fine-tuning) too.
     for training in (False, True):
@@ -102,6 +106,11 @@ def export_encoder(model_dir, out_dir) -> pathlib.Path:
     signatures = {"serving_default": module.serve.get_concrete_function()}
     if heads.get("mlm") is not None:
         signatures["mlm"] = _flat_signature(module.mlm, module.mlm.__call__.input_signature[0]).get_concrete_function()
+    # Strings in, answers out: fill_mask (mlm head) and next_sentence (nsp head).
+    head_signatures = add_head_signatures(module, encoder, heads, model_dir)
+    signatures.update(head_signatures)
     out_dir = pathlib.Path(out_dir)
     tf.saved_model.save(module, str(out_dir), signatures=signatures)
+    if head_signatures:
+        write_warmup_requests_for(out_dir, out_dir.parent.name, warmup_requests(head_signatures))
     return out_dir

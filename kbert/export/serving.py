@@ -20,13 +20,18 @@ WARMUP_FILE = "tf_serving_warmup_requests"
 
 def write_warmup_requests(export_dir, model_name: str, signature_name: str, requests: list[dict]) -> pathlib.Path:
     """Writes ``requests`` (each a dict input name -> array-like) as PredictionLogs."""
+    return write_warmup_requests_for(export_dir, model_name, [(signature_name, r) for r in requests])
+
+
+def write_warmup_requests_for(export_dir, model_name: str, requests: list[tuple[str, dict]]) -> pathlib.Path:
+    """Writes ``(signature_name, inputs)`` pairs as PredictionLogs (one file for all signatures)."""
     from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
 
     extra = pathlib.Path(export_dir) / "assets.extra"
     extra.mkdir(parents=True, exist_ok=True)
     path = extra / WARMUP_FILE
     with tf.io.TFRecordWriter(str(path)) as writer:
-        for inputs in requests:
+        for signature_name, inputs in requests:
             request = predict_pb2.PredictRequest(
                 model_spec=model_pb2.ModelSpec(name=model_name, signature_name=signature_name)
             )

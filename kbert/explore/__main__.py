@@ -1,0 +1,130 @@
+"""python -m kbert.explore {fill-mask,next-sentence,attention} MODEL_DIR ...
+
+  fill-mask MODEL_DIR "text with [MASK] ..." [--top-k 5] [--json]
+        the most probable tokens for each [MASK] (the masked-LM head); --json prints one object a
+        line per [MASK]: {"position": i, "ids": [...], "tokens": [...], "probabilities": [...]}
+  next-sentence MODEL_DIR "A" "B" [--json]
+        P(IsNext) of B following A (the next-sentence head); --json: {"is_next_probability": p}
+  attention MODEL_DIR "text" ["text b"] --out attention.html [--png attention.png] [--layer L] [--head H]
+        a self-contained HTML page of the attention probabilities (a heat map per layer and head,
+        hover a token to see what it attends to) and optionally a PNG of the same grid;
+        --layer/--head (0-based) draw only that layer/head
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import sys
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m kbert.explore", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    fm = sub.add_parser("fill-mask", help="top-k tokens for each [MASK]")
+    fm.add_argument("model_dir")
+    fm.add_argument("texts", nargs="+", help="text with [MASK] written where a token is missing")
+    fm.add_argument("--top-k", type=int, default=5)
+    fm.add_argument("--json", action="store_true", help="one JSON object a line per [MASK]")
+    ns = sub.add_parser("next-sentence", help="P(IsNext) of B after A")
+    ns.add_argument("model_dir")
+    ns.add_argument("text_a")
+    ns.add_argument("text_b")
+    ns.add_argument("--json", action="store_true")
+    at = sub.add_parser("attention", help="attention heat maps as HTML (and PNG)")
+    at.add_argument("model_dir")
+    at.add_argument("text_a")
+    at.add_argument("text_b", nargs="?")
+    at.add_argument("--out", required=True, help="the HTML page to write")
+    at.add_argument("--png", help="also write the grid as a PNG")
+    at.add_argument("--layer", type=int, help="draw only this layer (0-based)")
+    at.add_argument("--head", type=int, help="draw only this head (0-based)")
+    args = parser.parse_args(argv)
+    if args.command == "fill-mask" and args.top_k < 1:
+        parser.error(f"--top-k must be at least 1, got {args.top_k}")
+    return args
+
+
+def fill_mask_command(args) -> int:
+    from kbert.explore.heads_model import PretrainingHeads
+    from kbert.explore.masked_text import is_sentencepiece_vocab, join_pieces
+    from kbert.explore.predict import fill_mask_ids
+
+    heads = PretrainingHeads.from_model_dir(args.model_dir, heads=("mlm",))
+    packed = {k: v.numpy() for k, v in heads.pack(args.texts).items()}
+    answers = fill_mask_ids(heads, packed, args.top_k)
+    vocab = heads.preprocessor.tokenize.get_vocabulary()
+    sentencepiece = is_sentencepiece_vocab(vocab)
+    for row, (text, masks) in enumerate(zip(args.texts, answers)):
+        if not masks:
+            print(f"error: no [MASK] in {text!r} (write [MASK] where a token is missing)", file=sys.stderr)
+            return 2
+        if args.json:
+            for mask in masks:
+                print(json.dumps(mask, ensure_ascii=False))
+            continue
+        length = int(packed["input_mask"][row].sum())
+        tokens = [vocab[i] for i in packed["input_word_ids"][row, 1:length - 1]]  # without [CLS], [SEP]
+        print(text)
+        for m, mask in enumerate(masks):
+            print(f"  [MASK] {m + 1} (position {mask['position']}):")
+            for token, p in zip(mask["tokens"], mask["probabilities"]):
+                filled = list(tokens)
+                filled[mask["position"] - 1] = token
+                print(f"    {p:7.4f}  {token:<12}  {join_pieces(filled, sentencepiece)}")
+    return 0
+
+
+def next_sentence_command(args) -> int:
+    from kbert.explore.heads_model import PretrainingHeads
+    from kbert.explore.predict import next_sentence
+
+    p = next_sentence(PretrainingHeads.from_model_dir(args.model_dir, heads=("nsp",)), args.text_a, args.text_b)
+    if args.json:
+        print(json.dumps({"is_next_probability": p}))
+    else:
+        print(f"P(IsNext) = {p:.4f}  ({'IsNext' if p >= 0.5 else 'NotNext'})")
+    return 0
+
+
+def attention_command(args) -> int:
+    from kbert.explore.attention import select, text_attentions
+    from kbert.explore.attention_html import render_attention_html
+    from kbert.explore.heads_model import PretrainingHeads
+
+    heads = PretrainingHeads.from_model_dir(args.model_dir, heads=())
+    tokens, attention = text_attentions(heads, args.text_a, args.text_b)
+    part, layers, head_numbers = select(attention, args.layer, args.head)
+    title = f"Attention of {pathlib.Path(args.model_dir).name}: {args.text_a}" + (
+        f" | {args.text_b}" if args.text_b else "")
+    out = pathlib.Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_attention_html(tokens, part, layers, head_numbers, title=title), encoding="utf-8")
+    print(f"attention page: {out}")
+    if args.png:
+        from kbert.explore.attention_png import render_attention_png
+
+        print(f"attention PNG:  {render_attention_png(tokens, part, args.png, layers, head_numbers, title=title)}")
+    return 0
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    from kbert.explore.attention import AttentionUnavailable
+    from kbert.model_dir import ModelDirError
+
+    commands = {"fill-mask": fill_mask_command, "next-sentence": next_sentence_command,
+                "attention": attention_command}
+    try:
+        return commands[args.command](args)
+    except (ModelDirError, AttentionUnavailable, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    sys.exit(main())

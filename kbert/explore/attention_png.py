@@ -1,0 +1,104 @@
+"""A PNG of attention probabilities: the layer x head grid of heat maps (matplotlib), one panel per
+head, token labels on the axes while they stay legible.
+
+CJK tokens need a CJK font: matplotlib falls back to "Noto Sans CJK JP" (Debian ``fonts-noto-cjk``)
+when it is installed; when a token has CJK characters and no such font is found, the PNG is still
+written and a warning names the package.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import textwrap
+import warnings
+
+import numpy as np
+
+from kbert.explore.attention import check_attention
+from kbert.explore.masked_text import _is_cjk
+
+CJK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "Noto Sans CJK TC", "Noto Sans CJK KR")
+MAX_LABELLED_TOKENS = 40  # more labels than this on one panel are unreadable
+
+
+def _pyplot():
+    try:
+        import matplotlib
+    except ImportError:
+        raise ImportError("the attention PNG needs matplotlib: pip install 'kbert[explore]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def font_families(tokens) -> list[str]:
+    """DejaVu Sans, then the first installed CJK font when a token needs one (matplotlib falls
+    back through the list glyph by glyph)."""
+    from matplotlib import font_manager
+
+    families = ["DejaVu Sans"]
+    if any(_is_cjk(c) for t in tokens for c in t):
+        found = _installed(font_manager.fontManager)
+        if not found:  # matplotlib's font cache may predate the font's installation: add it
+            for path in font_manager.findSystemFonts():
+                if "CJK" in pathlib.Path(path).name:
+                    font_manager.fontManager.addfont(path)
+            found = _installed(font_manager.fontManager)
+        if found:
+            families.append(found[0])
+        else:
+            warnings.warn("tokens have CJK characters but no CJK font is installed (Debian: apt-get install "
+                          "fonts-noto-cjk); they are drawn as boxes", stacklevel=3)
+    return families
+
+
+def _installed(manager) -> list[str]:
+    names = {f.name for f in manager.ttflist}
+    return [f for f in CJK_FONTS if f in names]
+
+
+def render_attention_png(tokens, attention, path, layers=None, heads=None, title="Attention") -> pathlib.Path:
+    """Writes the grid for ``tokens`` (n labels) and ``attention`` [layers, heads, n, n] to ``path``."""
+    plt = _pyplot()
+    fig = attention_figure(tokens, attention, layers, heads, title)
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:  # the texts keep the fonts they were made with (font_families)
+        fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def attention_figure(tokens, attention, layers=None, heads=None, title="Attention"):
+    """The matplotlib figure: ``axes[l * heads + h]`` is layer l, head h (rows: query tokens)."""
+    attention = np.asarray(attention, dtype=np.float32)
+    tokens = [str(t) for t in tokens]
+    check_attention(tokens, attention)
+    num_layers, num_heads, n, _ = attention.shape
+    layers = list(range(num_layers)) if layers is None else list(layers)
+    heads = list(range(num_heads)) if heads is None else list(heads)
+    plt = _pyplot()
+    single = num_layers == 1 and num_heads == 1
+    panel = max(4.0, 0.25 * n) if single else 2.2 if n <= 16 else 3.2 if n <= MAX_LABELLED_TOKENS else 2.2
+    with plt.rc_context({"font.family": font_families(tokens), "font.size": 8}):
+        fig, axes = plt.subplots(num_layers, num_heads, squeeze=False,
+                                 figsize=(panel * num_heads + 1, panel * num_layers + 0.8))
+        labelled = n <= MAX_LABELLED_TOKENS
+        for l in range(num_layers):
+            for h in range(num_heads):
+                ax = axes[l, h]
+                ax.imshow(attention[l, h], cmap="Blues", vmin=0.0, vmax=1.0, interpolation="nearest")
+                ax.set_title(f"layer {layers[l]}, head {heads[h]}", fontsize=8)
+                if labelled:
+                    size = 8 if single else max(4, min(8, 130 / n))
+                    ax.set_xticks(range(n), tokens, rotation=90, fontsize=size)
+                    ax.set_yticks(range(n), tokens, fontsize=size)
+                else:
+                    ax.set_xticks([])
+                    ax.set_yticks([])
+        width = fig.get_size_inches()[0]
+        fig.suptitle(textwrap.fill(title + "  (rows: query tokens, columns: key tokens)", int(width * 13)), fontsize=10)
+        fig.tight_layout()
+    return fig

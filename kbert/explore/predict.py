@@ -1,0 +1,79 @@
+"""The Python API of ``kbert.explore``: fill in the blanks, score the next sentence.
+
+    >>> from kbert.explore import fill_mask, next_sentence
+    >>> fill_mask("runs/pretrain_demo/model", ["the man went to the [MASK] store ."], top_k=5)
+    [[{"position": 6, "ids": [...], "tokens": [...], "probabilities": [...]}]]
+    >>> next_sentence("runs/pretrain_demo/model", "the man went to the store .", "he bought milk .")
+    0.93
+
+``model`` is a model directory or an already loaded ``PretrainingHeads`` (to ask many questions
+without reloading). ``fill_mask_ids``/``next_sentence_ids`` take packed ids instead of text.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kbert.explore.heads_model import PretrainingHeads
+
+
+def load(model) -> PretrainingHeads:
+    return model if isinstance(model, PretrainingHeads) else PretrainingHeads.from_model_dir(model)
+
+
+def _texts(texts, what="texts"):
+    if isinstance(texts, (str, bytes)):
+        return [texts]
+    texts = list(texts)
+    for i, t in enumerate(texts):
+        if not isinstance(t, (str, bytes)):
+            raise TypeError(f"{what}[{i}] must be a string, got {type(t).__name__}: {t!r}")
+    return texts
+
+
+def fill_mask(model, texts, top_k: int = 5) -> list[list[dict]]:
+    """For each text, one entry per ``[MASK]`` (in order): ``{"position": i, "ids": [...],
+    "tokens": [...], "probabilities": [...]}`` with the ``top_k`` best tokens, best first
+    (``position`` is the index in the packed input, [CLS] = 0)."""
+    heads = load(model)
+    texts = _texts(texts)
+    if not texts:
+        return []
+    return fill_mask_ids(heads, heads.pack(texts), top_k)
+
+
+def fill_mask_ids(model, inputs: dict, top_k: int = 5) -> list[list[dict]]:
+    """``fill_mask`` on packed ids (``input_word_ids``, ``input_mask``, ``input_type_ids``):
+    the masks are the positions holding the vocabulary's ``[MASK]`` id."""
+    if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
+        raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
+    heads = load(model)
+    result = {k: v.numpy() for k, v in heads.fill_mask(inputs, top_k).items()}
+    answers = []
+    for row, positions in enumerate(result["positions"]):
+        answers.append([
+            {"position": int(position),
+             "ids": result["ids"][row, m].tolist(),
+             "tokens": [t.decode("utf-8") for t in result["tokens"][row, m]],
+             "probabilities": [float(p) for p in result["probabilities"][row, m]]}
+            for m, position in enumerate(positions) if position >= 0
+        ])
+    return answers
+
+
+def next_sentence(model, text_a, text_b):
+    """P(IsNext) of ``text_b`` following ``text_a``: a float for two strings, a list for lists."""
+    heads = load(model)
+    single = isinstance(text_a, (str, bytes)) and isinstance(text_b, (str, bytes))
+    a, b = _texts(text_a, "text_a"), _texts(text_b, "text_b")
+    if len(a) != len(b):
+        raise ValueError(f"text_a has {len(a)} strings but text_b has {len(b)}: give one B for each A")
+    if not a:
+        return []
+    probabilities = next_sentence_ids(heads, heads.pack(a, b))
+    return float(probabilities[0]) if single else [float(p) for p in probabilities]
+
+
+def next_sentence_ids(model, inputs: dict) -> np.ndarray:
+    """P(IsNext) [batch] for packed pairs ``[CLS] A [SEP] B [SEP]``."""
+    return load(model).is_next_probability(inputs).numpy()
