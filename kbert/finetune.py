@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import pathlib
 import sys
 import time
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="python -m kbert.finetune", description=__doc__,
+    from kbert.cli_support import add_verbose_flag, prog
+
+    p = argparse.ArgumentParser(prog=prog("finetune"), description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_verbose_flag(p)
     p.add_argument("--task", required=True, help="glue/<task>, squad/v1.1, squad/v2.0, conll2003, swag or csv")
     p.add_argument("--data-dir", help="the task's folder (GLUE: the task folder or the GLUE root)")
     p.add_argument("--init", required=True, help="model directory to start from (kbert.convert output)")
@@ -141,11 +143,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from kbert.errors import DataError
+    from kbert.cli_support import run as run_cli
 
-    try:
-        sys.exit(main())
-    except DataError as e:  # a bad input file: the message names file, line and field; no traceback
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+    # A bad input file (DataError: the message names file, line and field) is one line, exit 1.
+    sys.exit(run_cli("finetune", main))

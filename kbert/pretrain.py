@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import pathlib
 import sys
 import time
@@ -23,8 +22,11 @@ DEMO_DIR = pathlib.Path("runs/pretrain_demo")
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="python -m kbert.pretrain", description=__doc__,
+    from kbert.cli_support import add_verbose_flag, prog
+
+    p = argparse.ArgumentParser(prog=prog("pretrain"), description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_verbose_flag(p)
     p.add_argument("--tpu", default=None, help="TPU name or grpc:// address (selects TPUStrategy)")
     p.add_argument("--strategy", default="auto", choices=("auto", "one_device", "mirrored", "multi_worker", "tpu"))
     p.add_argument("--config", default="base", help="preset name or bert_config.json")
@@ -277,5 +279,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    sys.exit(main())
+    from kbert.cli_support import run as run_cli
+
+    sys.exit(run_cli("pretrain", main))

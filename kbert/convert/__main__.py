@@ -11,8 +11,11 @@ import sys
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m kbert.convert", description=__doc__,
+    from kbert.cli_support import add_verbose_flag, prog
+
+    parser = argparse.ArgumentParser(prog=prog("convert"), description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_verbose_flag(parser)
     sub = parser.add_subparsers(dest="what", required=True)
     hf = sub.add_parser("hf", help="Hugging Face BERT folder -> model directory")
     hf.add_argument("hf_dir")
@@ -48,4 +51,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from kbert.cli_support import run as run_cli
+
+    sys.exit(run_cli("convert", main))
