@@ -60,7 +60,7 @@ def verbose() -> bool:
 
 def prog(name: str) -> str:
     """The program name argparse shows: ``kbert NAME`` (the same for ``python -m kbert.NAME``)."""
-    return f"kbert {name}"
+    return f"python -m {name}" if "." in name else f"kbert {name}"  # pipelines.* are not subcommands
 
 
 def add_verbose_flag(parser):
