@@ -75,6 +75,7 @@ def run(args) -> dict:
     from kbert.tasks.evaluation import EvaluateEachEpoch
     from kbert.tasks.recipes import recipe_for
     from kbert.training.optimization import create_optimizer
+    from kbert.training.progress import RunProgress
 
     out_dir = pathlib.Path(args.model_dir)
     if pathlib.Path(args.init).resolve() == out_dir.resolve():
@@ -95,9 +96,12 @@ def run(args) -> dict:
     print(f"{args.task}: {recipe.num_train} training examples, {recipe.num_eval} eval examples, "
           f"{steps_per_epoch} steps/epoch x {args.epochs} epochs", flush=True)
     evaluator = EvaluateEachEpoch(recipe, model, out_dir)
+    # One progress line for the whole run; it ends at each epoch end so that the evaluator's
+    # "epoch N: ..." line stands on its own (RunProgress comes before the evaluator).
+    progress = [] if args.quiet else [RunProgress(total_steps, newline_at_epoch_end=True)]
     callbacks = [keras.callbacks.TensorBoard(log_dir=str(out_dir / "logs"), update_freq=max(1, steps_per_epoch // 20)),
-                 evaluator]
-    verbose = 2 if args.quiet or not sys.stdout.isatty() else 1
+                 *progress, evaluator]
+    verbose = 2 if args.quiet else 0  # --quiet: Keras' one line per epoch
     start, cpu_start = time.time(), time.process_time()
     history = model.fit(train_ds, epochs=args.epochs, callbacks=callbacks, verbose=verbose, shuffle=False)
     # Training time: model.fit's, less the evaluation and best-model saving done after each epoch.

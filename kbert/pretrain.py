@@ -19,6 +19,7 @@ import sys
 import time
 
 DEMO_DIR = pathlib.Path("runs/pretrain_demo")
+EVAL_SEED = 0  # the held-out masks' seed
 
 
 def parse_args(argv=None):
@@ -125,6 +126,7 @@ def train(args) -> dict:
     from kbert.training.checkpoints import CheckpointCallback, CheckpointState, StepLogger
     from kbert.training.distribute import resolve_strategy
     from kbert.training.optimization import create_optimizer
+    from kbert.training.progress import RunProgress
 
     for flag in ("vocab", "train_data", "model_dir"):
         if not getattr(args, flag):
@@ -182,7 +184,8 @@ def train(args) -> dict:
         print(f"resuming from step {step} ({state.manager.latest_checkpoint})", flush=True)
     every = min(args.checkpoint_every, args.steps)
     checkpointer = CheckpointCallback(state)
-    callbacks = [checkpointer, StepLogger(model_dir / "logs" / "train", args.batch_size, every=min(10, every))]
+    callbacks = [checkpointer, StepLogger(model_dir / "logs" / "train", args.batch_size, every=min(10, every)),
+                 RunProgress(args.steps, initial_step=step)]  # one display for the whole run
     start = time.time()
     try:
         with explain_data_errors():
@@ -194,11 +197,11 @@ def train(args) -> dict:
                     # Whole checkpoint intervals as epochs: one fit call, resumable at any epoch.
                     epochs = (args.steps - step) // every
                     pretrainer.fit(train_ds, epochs=step // every + epochs, initial_epoch=step // every,
-                                   steps_per_epoch=every, callbacks=callbacks,
-                                   verbose=2 if not sys.stdout.isatty() else 1)
+                                   steps_per_epoch=every, callbacks=callbacks, verbose=0,
+                                   shuffle=False)  # tf.data shuffles
                 else:
-                    pretrainer.fit(train_ds, epochs=1, steps_per_epoch=n, callbacks=callbacks,
-                                   verbose=2 if not sys.stdout.isatty() else 1)
+                    pretrainer.fit(train_ds, epochs=1, steps_per_epoch=n, callbacks=callbacks, verbose=0,
+                                   shuffle=False)
                 if state.step == step:
                     raise RuntimeError(f"no training step ran from step {step}: the training data ran out")
                 step = state.step
@@ -213,6 +216,9 @@ def train(args) -> dict:
     elapsed = time.time() - start
     results = {"steps": step, "train_seconds": round(elapsed, 1)}
     if args.eval_data:
+        # Held-out masks from a fixed seed, whatever ran before in this process (training, or
+        # nothing on a finished checkpoint): the same checkpoint gives the same numbers.
+        tf.random.set_seed(EVAL_SEED)
         eval_ds = pretraining_dataset(args.eval_data, preprocessor, masker, args.batch_size, is_training=False,
                                       seed=0, use_nsp=use_nsp, skip_bad_records=args.skip_bad_records,
                                       bad_record_counter=bad_records)

@@ -1,4 +1,5 @@
-"""python -m kbert.bench {encoder,train,tokenize,pipeline,serve,finetune,pretrain} [ARGS...]
+"""usage: kbert bench {encoder,train,tokenize,pipeline,serve,finetune,pretrain} [ARGS...]
+(also python -m kbert.bench ...)
 
 Each benchmark lives in its own module of this package and exposes ``main(argv)``;
 ``python -m kbert.bench NAME --help`` lists its arguments.
