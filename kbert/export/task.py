@@ -234,6 +234,15 @@ def warmup_inputs(task_type: str, num_segments: int = 1) -> list[dict]:
     raise ValueError(task_type)
 
 
+def _add_keras_endpoints(module, serve):
+    """``serve`` and ``serving_default`` attributes for keras.layers.TFSMLayer (kbert.export.endpoints):
+    the dict of serving_default's inputs, or for one-text tasks also the bare [batch] strings."""
+    from kbert.export.endpoints import add_keras_endpoints
+
+    spec = serve.input_signature[0]
+    add_keras_endpoints(module, serve, spec, bare_key="text" if list(spec) == ["text"] else None)
+
+
 def export_task(model_dir, out_dir, warmup: bool = True) -> pathlib.Path:
     from kbert.model_dir import VOCAB_FILE, read_metadata
     from kbert.tasks import load_task_model
@@ -243,6 +252,7 @@ def export_task(model_dir, out_dir, warmup: bool = True) -> pathlib.Path:
     module = _TaskModule(model, model_dir / VOCAB_FILE, read_metadata(model_dir)["do_lower_case"])
     serve, serve_ids = BUILDERS[model.task_type](module)
     module.serve, module.serve_ids = serve, serve_ids
+    _add_keras_endpoints(module, serve)
     tf.saved_model.save(module, str(out_dir), signatures={
         "serving_default": serve.get_concrete_function(),
         "serving_ids": serve_ids.get_concrete_function(),
