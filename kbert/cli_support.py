@@ -34,6 +34,7 @@ HARMLESS_LINES = [re.compile(p) for p in (
     r"^WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR",
     r"^[IW]\d{4} [\d:. ]+\d+ \S+:\d+\] ",  # any absl INFO/WARNING line (TF_CPP_MIN_LOG_LEVEL=2 hides them later)
     r"^E\d{4} [\d:. ]+\d+ cuda_(platform|driver|executor)\.cc:\d+\] failed call to cuInit",
+    r"^E\d{4} [\d:. ]+\d+ util\.cc:\d+\] oneDNN supports DT_INT64 only on platforms with AVX-512",
     r"^To enable the following instructions: .* rebuild TensorFlow with the appropriate compiler flags\.",
     r"^oneDNN custom operations are on\.",
 )]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import pathlib
 import sys
 import time
@@ -70,6 +71,8 @@ def demo_args():
     from kbert.text.vocab_learning import learn_vocab, write_vocab
 
     corpus = pathlib.Path(__file__).parent / "resources" / "corpus"
+    # KBERT_DEMO_STEPS shortens the demo (the README-commands test runs it with a few steps).
+    steps = int(os.environ.get("KBERT_DEMO_STEPS", "1000"))
     data = DEMO_DIR / "data"
     data.mkdir(parents=True, exist_ok=True)
     vocab = data / "vocab.txt"
@@ -92,8 +95,8 @@ def demo_args():
     return parse_args([
         "--config", "tiny", "--vocab", str(vocab), "--train-data", str(data / "train-*.tfrecord"),
         "--eval-data", str(data / "eval-*.tfrecord"), "--model-dir", str(DEMO_DIR / "model"),
-        "--steps", "1000", "--batch-size", "32", "--seq-length", "128", "--learning-rate", "5e-4",
-        "--warmup-steps", "100", "--checkpoint-every", "250", "--export", "--seed", "0",
+        "--steps", str(steps), "--batch-size", "32", "--seq-length", "128", "--learning-rate", "5e-4",
+        "--warmup-steps", str(steps // 10), "--checkpoint-every", str(min(250, steps)), "--export", "--seed", "0",
     ])
 
 
