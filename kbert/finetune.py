@@ -135,6 +135,11 @@ def run(args) -> dict:
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    from kbert.cli_support import require_dir
+
+    require_dir(args.init, "--init model directory")  # "does not exist" before any other work
+    if args.data_dir:
+        require_dir(args.data_dir, "--data-dir")
     results = run(args)
     best = results["best"]
     skip = ("epoch", "train_loss", "eval_seconds", "save_seconds")

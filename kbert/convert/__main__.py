@@ -30,6 +30,12 @@ def main(argv=None):
     t.add_argument("model_dir")
     t.add_argument("out_prefix")
     args = parser.parse_args(argv)
+    from kbert.cli_support import require_dir
+
+    if args.what == "hf":
+        require_dir(args.hf_dir, "Hugging Face model directory")
+    elif args.what == "to-google":
+        require_dir(args.model_dir, "model directory")
 
     from kbert.convert import google, hf as hf_convert
     from kbert.convert.names import ConversionError
