@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import pathlib
 import sys
 import time
@@ -26,8 +25,11 @@ def parse_args(argv=None):
     from kbert.tasks.options import FinetuneOptions, add_arguments
     from kbert.tasks.registry import task_listing, task_types
 
-    p = argparse.ArgumentParser(prog="python -m kbert.finetune", description=__doc__ + task_listing(),
+    from kbert.cli_support import add_verbose_flag, prog
+
+    p = argparse.ArgumentParser(prog=prog("finetune"), description=__doc__ + task_listing(),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_verbose_flag(p)
     add_arguments(p, FinetuneOptions)
     p.add_argument("--quiet", action="store_true", help="one line per epoch instead of a progress bar")
     for task_type in task_types():
@@ -57,6 +59,7 @@ def run(args) -> dict:
     from kbert.tasks.evaluation import EpochTensorBoard, EvaluateEachEpoch
     from kbert.tasks.registry import get_task
     from kbert.training.optimization import create_optimizer
+    from kbert.training.progress import RunProgress
 
     quiet = getattr(args, "quiet", False)
     args = finetune_options(args)
@@ -80,8 +83,12 @@ def run(args) -> dict:
     print(f"{args.task}: {recipe.num_train} training examples, {recipe.num_eval} eval examples, "
           f"{steps_per_epoch} steps/epoch x {args.epochs} epochs", flush=True)
     evaluator = EvaluateEachEpoch(recipe, model, out_dir)
-    callbacks = [EpochTensorBoard(log_dir=str(out_dir / "logs"), update_freq=max(1, steps_per_epoch // 20)), evaluator]
-    verbose = 2 if quiet or not sys.stdout.isatty() else 1
+    # One progress line for the whole run; it ends at each epoch end so that the evaluator's
+    # "epoch N: ..." line stands on its own (RunProgress comes before the evaluator).
+    progress = [] if quiet else [RunProgress(total_steps, newline_at_epoch_end=True)]
+    callbacks = [EpochTensorBoard(log_dir=str(out_dir / "logs"), update_freq=max(1, steps_per_epoch // 20)),
+                 *progress, evaluator]
+    verbose = 2 if quiet else 0  # --quiet: Keras' one line per epoch
     start, cpu_start = time.time(), time.process_time()
     history = model.fit(train_ds, epochs=args.epochs, callbacks=callbacks, verbose=verbose, shuffle=False)
     # Training time: model.fit's, less the evaluation and best-model saving done after each epoch.
@@ -115,6 +122,11 @@ def run(args) -> dict:
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    from kbert.cli_support import require_dir
+
+    require_dir(args.init, "--init model directory")  # "does not exist" before any other work
+    if args.data_dir:
+        require_dir(args.data_dir, "--data-dir")
     results = run(args)
     best = results["best"]
     skip = ("epoch", "train_loss", "eval_seconds", "save_seconds")
@@ -131,11 +143,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from kbert.errors import DataError
+    from kbert.cli_support import run as run_cli
 
-    try:
-        sys.exit(main())
-    except DataError as e:  # a bad input file: the message names file, line and field; no traceback
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+    # A bad input file (DataError: the message names file, line and field) is one line, exit 1.
+    sys.exit(run_cli("finetune", main))

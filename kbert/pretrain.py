@@ -19,13 +19,16 @@ import sys
 import time
 
 DEMO_DIR = pathlib.Path("runs/pretrain_demo")
+EVAL_SEED = 0  # the held-out masks' seed
 
 
 def parse_args(argv=None):
+    from kbert.cli_support import add_verbose_flag, prog
     from kbert.text.cli_args import add_tokenizer_arguments
 
-    p = argparse.ArgumentParser(prog="python -m kbert.pretrain", description=__doc__,
+    p = argparse.ArgumentParser(prog=prog("pretrain"), description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_verbose_flag(p)
     p.add_argument("--tpu", default=None, help="TPU name or grpc:// address (selects TPUStrategy)")
     p.add_argument("--strategy", default="auto", choices=("auto", "one_device", "mirrored", "multi_worker", "tpu"))
     p.add_argument("--config", default="base", help="preset name or bert_config.json")
@@ -78,6 +81,8 @@ def demo_args():
     from kbert.text.vocab_learning import learn_vocab, write_vocab
 
     corpus = demo_corpus_dir()
+    # KBERT_DEMO_STEPS shortens the demo (the README-commands test runs it with a few steps).
+    steps = int(os.environ.get("KBERT_DEMO_STEPS", "1000"))
     data = DEMO_DIR / "data"
     data.mkdir(parents=True, exist_ok=True)
     vocab = data / "vocab.txt"
@@ -100,8 +105,8 @@ def demo_args():
     return parse_args([
         "--config", "tiny", "--vocab", str(vocab), "--train-data", str(data / "train-*.tfrecord"),
         "--eval-data", str(data / "eval-*.tfrecord"), "--model-dir", str(DEMO_DIR / "model"),
-        "--steps", "1000", "--batch-size", "32", "--seq-length", "128", "--learning-rate", "5e-4",
-        "--warmup-steps", "100", "--checkpoint-every", "250", "--export", "--seed", "0",
+        "--steps", str(steps), "--batch-size", "32", "--seq-length", "128", "--learning-rate", "5e-4",
+        "--warmup-steps", str(steps // 10), "--checkpoint-every", str(min(250, steps)), "--export", "--seed", "0",
     ])
 
 
@@ -136,6 +141,7 @@ def train(args) -> dict:
     from kbert.training.checkpoints import CheckpointCallback, CheckpointState, StepLogger
     from kbert.training.distribute import resolve_strategy
     from kbert.training.optimization import create_optimizer
+    from kbert.training.progress import RunProgress
 
     for flag in ("train_data", "model_dir"):
         if not getattr(args, flag):
@@ -196,7 +202,8 @@ def train(args) -> dict:
         print(f"resuming from step {step} ({state.manager.latest_checkpoint})", flush=True)
     every = min(args.checkpoint_every, args.steps)
     checkpointer = CheckpointCallback(state)
-    callbacks = [checkpointer, StepLogger(model_dir / "logs" / "train", args.batch_size, every=min(10, every))]
+    callbacks = [checkpointer, StepLogger(model_dir / "logs" / "train", args.batch_size, every=min(10, every)),
+                 RunProgress(args.steps, initial_step=step)]  # one display for the whole run
     start = time.time()
     if args.eval_data and args.fill_mask_every > 0 and not isinstance(strategy, tf.distribute.TPUStrategy):
         from kbert.explore.fill_mask_callback import FillMaskLogger, held_out_sentences
@@ -214,11 +221,11 @@ def train(args) -> dict:
                     # Whole checkpoint intervals as epochs: one fit call, resumable at any epoch.
                     epochs = (args.steps - step) // every
                     pretrainer.fit(train_ds, epochs=step // every + epochs, initial_epoch=step // every,
-                                   steps_per_epoch=every, callbacks=callbacks,
-                                   verbose=2 if not sys.stdout.isatty() else 1)
+                                   steps_per_epoch=every, callbacks=callbacks, verbose=0,
+                                   shuffle=False)  # tf.data shuffles
                 else:
-                    pretrainer.fit(train_ds, epochs=1, steps_per_epoch=n, callbacks=callbacks,
-                                   verbose=2 if not sys.stdout.isatty() else 1)
+                    pretrainer.fit(train_ds, epochs=1, steps_per_epoch=n, callbacks=callbacks, verbose=0,
+                                   shuffle=False)
                 if state.step == step:
                     raise RuntimeError(f"no training step ran from step {step}: the training data ran out")
                 step = state.step
@@ -233,6 +240,9 @@ def train(args) -> dict:
     elapsed = time.time() - start
     results = {"steps": step, "train_seconds": round(elapsed, 1)}
     if args.eval_data:
+        # Held-out masks from a fixed seed, whatever ran before in this process (training, or
+        # nothing on a finished checkpoint): the same checkpoint gives the same numbers.
+        tf.random.set_seed(EVAL_SEED)
         eval_ds = pretraining_dataset(args.eval_data, preprocessor, masker, args.batch_size, is_training=False,
                                       seed=0, use_nsp=use_nsp, skip_bad_records=args.skip_bad_records,
                                       bad_record_counter=bad_records)
@@ -306,5 +316,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    sys.exit(main())
+    from kbert.cli_support import run as run_cli
+
+    sys.exit(run_cli("pretrain", main))

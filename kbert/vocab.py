@@ -20,8 +20,11 @@ import time
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kbert.vocab", description=__doc__,
+    from kbert.cli_support import add_verbose_flag, prog
+
+    parser = argparse.ArgumentParser(prog=prog("vocab"), description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_verbose_flag(parser)
     parser.add_argument("--input", action="append", required=True, metavar="GLOB",
                         help="text files to learn from (repeatable; quote the glob)")
     parser.add_argument("--size", type=int, required=True, help="maximum vocabulary size")
@@ -72,4 +75,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from kbert.cli_support import run as run_cli
+
+    sys.exit(run_cli("vocab", main))

@@ -40,6 +40,7 @@ import sys
 import zlib
 
 from pipelines import cjk_text
+from pipelines.runners import close, counters, pipeline_options, progress
 
 SENTENCE_END = re.compile(r"[.!?][\"'\u201d\u2019)\]]*(\s+)(?=[\"'\u201c\u2018(\[]?[A-Z0-9])")
 
@@ -177,7 +178,9 @@ def build_pipeline(pipeline, args):
             except UnicodeDecodeError as e:
                 raise ValueError(f"{path}: not UTF-8 at byte {e.start}") from None
             text = cjk_text.prepare(text, args.language, args.strip_aozora)
-            for doc in parse_documents(text, args.format, args.doc_sentences, args.language):
+            documents = parse_documents(text, args.format, args.doc_sentences, args.language)
+            progress("pretraining_data", f"read {path}: {len(documents)} documents")
+            for doc in documents:
                 documents_counter.inc()
                 yield doc
 
@@ -202,14 +205,17 @@ def build_pipeline(pipeline, args):
     def make_instances(keyed):
         bucket, documents = keyed
         documents = sorted((d for d in documents if d), key=lambda d: d[0][0])  # deterministic order
+        count = 0
         for text_a, text_b, is_random_next in create_instances(
             documents, args.max_seq_length, args.short_seq_prob, args.dupe_factor, args.seed + bucket,
             joiner=" " if args.language == "en" else "",
         ):
             instances_counter.inc()
+            count += 1
             if is_random_next:
                 not_next_counter.inc()
             yield to_example(text_a, text_b, is_random_next)
+        progress("pretraining_data", f"bucket {bucket}: {len(documents)} documents -> {count} instances")
 
     num_buckets = args.num_buckets
     seed = args.seed
@@ -255,7 +261,6 @@ def run(argv=None):
     import glob as globlib
 
     import apache_beam as beam
-    from apache_beam.options.pipeline_options import PipelineOptions
 
     args, beam_args = parse_args(argv)
     if "://" not in args.input:
@@ -271,17 +276,25 @@ def run(argv=None):
               file=sys.stderr)
     if args.max_seq_length < 8:
         raise ValueError(f"--max-seq-length must be at least 8, got {args.max_seq_length}")
-    options = PipelineOptions(beam_args)
-    with beam.Pipeline(options=options) as pipeline:
+    with beam.Pipeline(options=pipeline_options(beam_args)) as pipeline:
         build_pipeline(pipeline, args)
-    result = pipeline.result
-    counters = {
-        c.key.metric.name: c.committed if c.committed is not None else c.attempted
-        for c in result.metrics().query()["counters"]
-    }
-    print("pretraining_data: " + ", ".join(f"{k}={v}" for k, v in sorted(counters.items())))
-    return counters
+    found = counters(pipeline.result, "pretraining_data")
+    close(pipeline.result)
+    if found is None:  # a runner without metrics (Dask): the shards are written all the same
+        print(f"pretraining_data: written {args.output}-*.tfrecord (this runner reports no counters)")
+        return {}
+    print("pretraining_data: " + ", ".join(f"{k}={v}" for k, v in sorted(found.items())))
+    return found
+
+
+def main(argv=None) -> int:
+    run(argv)
+    return 0
 
 
 if __name__ == "__main__":
-    run()
+    import sys
+
+    from kbert.cli_support import run as run_cli
+
+    sys.exit(run_cli("pipelines.pretraining_data", main))

@@ -22,6 +22,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from pipelines.runners import close, counters, pipeline_options, progress
+
 
 def build_pipeline(pipeline, spec, output: str, num_shards: int):
     import apache_beam as beam
@@ -36,6 +38,7 @@ def build_pipeline(pipeline, spec, output: str, num_shards: int):
             # The bytes come through Beam's file systems (local, gs://, ...); the path only names
             # the file in errors.
             data = read(readable_file.metadata.path, data=readable_file.read())
+            progress("task_data", f"read {readable_file.metadata.path}: {len(data.examples)} examples")
             yield from data.examples
 
     def encode(example):
@@ -81,7 +84,6 @@ def run(argv=None) -> dict:
     """Runs the pipeline; returns the metadata written to PREFIX.meta.json."""
     import apache_beam as beam
     from apache_beam.io.filesystems import FileSystems
-    from apache_beam.options.pipeline_options import PipelineOptions
 
     from kbert.data.tasks import resolve_task
 
@@ -96,11 +98,12 @@ def run(argv=None) -> dict:
         label_names = spec.read(spec.path).label_names
     else:
         label_names = None
-    with beam.Pipeline(options=PipelineOptions(beam_args)) as pipeline:
+    with beam.Pipeline(options=pipeline_options(beam_args)) as pipeline:
         build_pipeline(pipeline, spec, args.output, args.num_shards)
-    counters = pipeline.result.metrics().query()["counters"]
-    count = sum((c.committed if c.committed is not None else c.attempted) for c in counters
-                if c.key.metric.namespace == "task_data" and c.key.metric.name == "records")
+    found = counters(pipeline.result, "task_data")
+    close(pipeline.result)
+    # A runner without metrics (Dask): count what was written.
+    count = found.get("records", 0) if found is not None else count_records(args.output + "-*.tfrecord")
     meta = {"task": args.task, "split": args.split, "source": spec.path, "kind": spec.kind,
             "label_names": list(label_names) if label_names is not None else None,
             "metrics": list(spec.metrics), "records": count}
@@ -110,5 +113,21 @@ def run(argv=None) -> dict:
     return meta
 
 
+def count_records(pattern: str) -> int:
+    import tensorflow as tf
+
+    files = sorted(tf.io.gfile.glob(pattern))
+    return int(tf.data.TFRecordDataset(files).reduce(0, lambda n, _: n + 1)) if files else 0
+
+
+def main(argv=None) -> int:
+    run(argv)
+    return 0
+
+
 if __name__ == "__main__":
-    run()
+    import sys
+
+    from kbert.cli_support import run as run_cli
+
+    sys.exit(run_cli("pipelines.task_data", main))

@@ -165,10 +165,10 @@ def test_malformed_data_names_file_and_line(tiny_model_dir, tmp_path):
             "--model-dir", str(tmp_path / "out")]
     with pytest.raises(DataError, match=r"train\.tsv, line 3: field 'label': got 'positive'"):
         main(args)
-    # On the command line: a one-line error naming the file and line, exit status 2, no traceback.
+    # On the command line: a one-line error naming the file and line, exit status 1, no traceback.
     result = subprocess.run([sys.executable, "-m", "kbert.finetune", *args], capture_output=True, text=True,
                             cwd=REPO, timeout=300)
-    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.returncode == 1 and "Traceback" not in result.stderr
     assert f"error: {glue_dir / 'train.tsv'}, line 3: field 'label'" in result.stderr
     conll_dir = tmp_path / "conll"
     conll_dir.mkdir()

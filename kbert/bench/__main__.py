@@ -1,19 +1,38 @@
-"""python -m kbert.bench {encoder,train,tokenize,pipeline,serve,finetune,pretrain} ...
+"""usage: kbert bench {encoder,train,tokenize,pipeline,serve,finetune,pretrain} [ARGS...]
+(also python -m kbert.bench ...)
 
-Each benchmark lives in its own module of this package and exposes ``main(argv)``.
+Each benchmark lives in its own module of this package and exposes ``main(argv)``;
+``python -m kbert.bench NAME --help`` lists its arguments.
 """
 
 import importlib
 import sys
 
-BENCHMARKS = ("encoder", "train", "tokenize", "pipeline", "serve", "finetune", "pretrain")
+BENCHMARKS = {
+    "encoder": "inference and training step of the encoder: kbert vs keras-hub, transformers, Model Garden",
+    "train": "the pre-training step (and --loss-curve): kbert vs peers",
+    "tokenize": "tokenization + packing throughput vs keras-hub and Rust tokenizers",
+    "pipeline": "the tf.data MLM+NSP input pipeline vs keras-hub's",
+    "serve": "latency of an exported SavedModel, one request at a time",
+    "finetune": "fine-tuning throughput and accuracy vs transformers",
+    "pretrain": "kbert vs keras-hub BertMaskedLM: steps/s and held-out MLM accuracy",
+}
+
+
+def usage() -> str:
+    width = max(map(len, BENCHMARKS))
+    return "\n".join([__doc__.strip(), "", "benchmarks:"]
+                     + [f"  {name:<{width}}  {help_}" for name, help_ in BENCHMARKS.items()])
 
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("-h", "--help"):
+        print(usage())
+        return 0
     if not argv or argv[0] not in BENCHMARKS:
-        print(__doc__.strip(), file=sys.stderr)
-        print(f"\nchoose one of: {', '.join(BENCHMARKS)}", file=sys.stderr)
+        print(usage(), file=sys.stderr)
+        print(f"\nkbert bench: error: choose one of: {', '.join(BENCHMARKS)}", file=sys.stderr)
         return 2
     name = argv.pop(0)
     try:
@@ -27,4 +46,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from kbert.cli_support import run as run_cli
+
+    sys.exit(run_cli("bench", main))

@@ -11,8 +11,11 @@ import sys
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m kbert.convert", description=__doc__,
+    from kbert.cli_support import add_verbose_flag, prog
+
+    parser = argparse.ArgumentParser(prog=prog("convert"), description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_verbose_flag(parser)
     sub = parser.add_subparsers(dest="what", required=True)
     hf = sub.add_parser("hf", help="Hugging Face BERT folder -> model directory")
     hf.add_argument("hf_dir")
@@ -31,6 +34,12 @@ def main(argv=None):
     t.add_argument("model_dir")
     t.add_argument("out_prefix")
     args = parser.parse_args(argv)
+    from kbert.cli_support import require_dir
+
+    if args.what == "hf":
+        require_dir(args.hf_dir, "Hugging Face model directory")
+    elif args.what == "to-google":
+        require_dir(args.model_dir, "model directory")
 
     from kbert.convert import google, hf as hf_convert
     from kbert.convert.names import ConversionError
@@ -55,4 +64,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from kbert.cli_support import run as run_cli
+
+    sys.exit(run_cli("convert", main))

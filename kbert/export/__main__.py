@@ -6,33 +6,59 @@
                                        TF Hub-style BERT preprocessor SavedModel
   task MODEL_DIR OUT_DIR [--no-warmup] a fine-tuned task model for TF Serving: raw strings in,
                                        answers out (OUT_DIR like saved_models/NAME/1)
+
+Every export can be called from Keras with ``keras.layers.TFSMLayer(OUT_DIR,
+call_endpoint="serving_default")`` (and ``"serve"``); see README "Serving".
 """
 
 import argparse
+import pathlib
 import sys
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m kbert.export", description=__doc__,
+    from kbert.cli_support import UserError, add_verbose_flag, prog, require_dir
+
+    parser = argparse.ArgumentParser(prog=prog("export"), description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_verbose_flag(parser)
     sub = parser.add_subparsers(dest="what", required=True)
 
-    enc = sub.add_parser("encoder", help="TF Hub-style encoder SavedModel")
-    enc.add_argument("model_dir")
-    enc.add_argument("out_dir")
+    enc = sub.add_parser("encoder", help="TF Hub-style encoder SavedModel",
+                         description="A kbert model directory -> TF Hub-style BERT encoder SavedModel.")
+    enc.add_argument("model_dir", metavar="MODEL_DIR", help="kbert model directory (bert_config.json, vocab.txt, ...)")
+    enc.add_argument("out_dir", metavar="OUT_DIR", help="where to write the SavedModel, e.g. saved_models/bert_encoder/1")
 
-    pre = sub.add_parser("preprocessor", help="TF Hub-style preprocessor SavedModel")
-    pre.add_argument("model_dir_or_vocab")
-    pre.add_argument("out_dir")
-    pre.add_argument("--cased", action="store_true", help="keep case and accents (cased vocab)")
-    pre.add_argument("--seq-length", type=int, default=128)
+    pre = sub.add_parser("preprocessor", help="TF Hub-style preprocessor SavedModel",
+                         description="Raw strings -> input_word_ids, input_mask, input_type_ids "
+                                     "(TF Hub's BERT preprocessor layout: tokenize, bert_pack_inputs).")
+    pre.add_argument("model_dir_or_vocab", metavar="MODEL_DIR_OR_VOCAB",
+                     help="a kbert model directory (its vocab.txt and do_lower_case) or a vocab.txt")
+    pre.add_argument("out_dir", metavar="OUT_DIR", help="where to write the SavedModel, e.g. saved_models/bert_preprocessor/1")
+    pre.add_argument("--cased", action="store_true",
+                     help="keep case and accents (a cased vocab); default: the model directory's do_lower_case, "
+                          "or lower-casing for a bare vocab.txt")
+    pre.add_argument("--seq-length", type=int, default=128,
+                     help="length the default signature pads/truncates to (default 128)")
 
-    task = sub.add_parser("task", help="fine-tuned task model -> serving SavedModel")
-    task.add_argument("model_dir")
-    task.add_argument("out_dir")
+    task = sub.add_parser("task", help="fine-tuned task model -> serving SavedModel",
+                          description="A model directory written by kbert.finetune -> a SavedModel for TF Serving "
+                                      "that takes raw strings and returns answers.")
+    task.add_argument("model_dir", metavar="MODEL_DIR", help="the --model-dir of a kbert.finetune run")
+    task.add_argument("out_dir", metavar="OUT_DIR",
+                      help="where to write the SavedModel: saved_models/NAME/VERSION (models.config is "
+                           "(re)written beside NAME)")
     task.add_argument("--no-warmup", action="store_true", help="skip assets.extra warm-up requests")
 
     args = parser.parse_args(argv)
+    if args.what == "preprocessor":
+        source = pathlib.Path(args.model_dir_or_vocab)
+        if not source.exists():
+            raise UserError(f"model directory or vocab {source} does not exist")
+    else:
+        require_dir(args.model_dir, "model directory")
+    if args.what == "preprocessor" and args.seq_length < 1:
+        raise UserError(f"--seq-length must be positive, got {args.seq_length}")
     if args.what == "task":
         from kbert.export.serving import write_models_config
         from kbert.export.task import export_task
@@ -60,4 +86,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from kbert.cli_support import run as run_cli
+
+    sys.exit(run_cli("export", main))

@@ -103,6 +103,7 @@ def export_encoder(model_dir, out_dir) -> pathlib.Path:
     # ``serve`` takes the dict positionally (keras.layers.TFSMLayer(path, call_endpoint="serve"));
     # the serving_default signature is the same function called with keyword arguments.
     module.serve = _flat_signature(module, INPUT_SPEC)
+    module.serving_default = module.serve  # TFSMLayer(path, call_endpoint="serving_default") too
     signatures = {"serving_default": module.serve.get_concrete_function()}
     if heads.get("mlm") is not None:
         signatures["mlm"] = _flat_signature(module.mlm, module.mlm.__call__.input_signature[0]).get_concrete_function()

@@ -99,5 +99,10 @@ def export_preprocessor(model_dir_or_vocab, out_dir, lower_case=None, seq_length
     serving = tf.function(lambda text: preprocessor(text), autograph=False,
                           input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     out_dir = os.fspath(out_dir)
+    from kbert.export.endpoints import add_keras_endpoints
+
+    # TFSMLayer(out_dir, call_endpoint="serve" or "serving_default"): [batch] strings or {"text": ...}.
+    add_keras_endpoints(module, lambda inputs: preprocessor(inputs["text"]),
+                        {"text": tf.TensorSpec([None], tf.string, name="text")}, bare_key="text")
     tf.saved_model.save(module, out_dir, signatures={"serving_default": serving.get_concrete_function()})
     return out_dir

@@ -54,6 +54,15 @@ def signature_doc(model_type: str) -> str:
     return task_type_for_model(model_type).signature_docs.get(model_type, "")
 
 
+def _add_keras_endpoints(module, serve):
+    """``serve`` and ``serving_default`` attributes for keras.layers.TFSMLayer (kbert.export.endpoints):
+    the dict of serving_default's inputs, or for one-text tasks also the bare [batch] strings."""
+    from kbert.export.endpoints import add_keras_endpoints
+
+    spec = serve.input_signature[0]
+    add_keras_endpoints(module, serve, spec, bare_key="text" if list(spec) == ["text"] else None)
+
+
 def export_task(model_dir, out_dir, warmup: bool = True) -> pathlib.Path:
     from kbert.tasks import load_task_model
 
@@ -63,6 +72,7 @@ def export_task(model_dir, out_dir, warmup: bool = True) -> pathlib.Path:
     task_type = task_type_for_model(model.task_type)
     serve, serve_ids = task_type.signatures(module)
     module.serve, module.serve_ids = serve, serve_ids
+    _add_keras_endpoints(module, serve)
     tf.saved_model.save(module, str(out_dir), signatures={
         "serving_default": serve.get_concrete_function(),
         "serving_ids": serve_ids.get_concrete_function(),

@@ -1,0 +1,219 @@
+"""What every kbert command line does first: quiet start-up, one-line errors, ``--verbose``.
+
+``run(name, main, argv)`` is the one entry every CLI goes through (``kbert NAME`` and
+``python -m kbert.NAME`` alike). It
+
+* takes ``--verbose`` out of the arguments (it is accepted anywhere on the line);
+* without ``--verbose``: hides TensorFlow's C++ start-up lines (they are printed before
+  ``TF_CPP_MIN_LOG_LEVEL`` is read, so they are filtered line by line from the process's
+  stderr), absl's, Beam's and Keras' known-harmless notices (``HARMLESS_LINES``,
+  ``HARMLESS_WARNINGS``, ``HARMLESS_LOG_RECORDS``); anything else, and every real error, still
+  shows;
+* turns a user's error (a missing file or directory, a malformed input, a bad value: see
+  ``is_user_error``) into one line ``kbert NAME: error: ...`` on stderr and exit status 1
+  (argparse's usage errors keep their status 2); ``--verbose`` adds the traceback.
+
+Nothing here is applied when kbert is used as a library: only ``run`` installs the filters.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import re
+import sys
+import threading
+import traceback
+import warnings
+
+VERBOSE_FLAG = "--verbose"
+
+# C++ / absl lines TensorFlow writes to fd 2 at start-up, whatever TF_CPP_MIN_LOG_LEVEL says.
+HARMLESS_LINES = [re.compile(p) for p in (
+    r"^WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR",
+    r"^[IW]\d{4} [\d:. ]+\d+ \S+:\d+\] ",  # any absl INFO/WARNING line (TF_CPP_MIN_LOG_LEVEL=2 hides them later)
+    r"^E\d{4} [\d:. ]+\d+ cuda_(platform|driver|executor)\.cc:\d+\] failed call to cuInit",
+    r"^E\d{4} [\d:. ]+\d+ util\.cc:\d+\] oneDNN supports DT_INT64 only on platforms with AVX-512",
+    r"^To enable the following instructions: .* rebuild TensorFlow with the appropriate compiler flags\.",
+    r"^oneDNN custom operations are on\.",
+)]
+# Python warnings (warnings.warn) that say nothing to act on in a kbert run.
+HARMLESS_WARNINGS = (
+    r"`shuffle=True` was passed, but will be ignored",  # kbert's datasets are shuffled by tf.data
+    r"Your input ran out of data; interrupting training",  # the planned end of a run's last block
+    r"The structure of `inputs` doesn't match the expected structure",
+    r"pkg_resources is deprecated",
+)
+# Log records (logger name, message start).
+HARMLESS_LOG_RECORDS = (
+    ("root", "apitools not found, and bigquery client libraries are not available"),
+    ("apache_beam.io.tfrecordio", "Couldn't find python-snappy or google-crc32c"),
+    ("apache_beam.runners.interactive", ""),
+)
+
+_state = {"verbose": False, "name": "kbert"}
+
+
+def verbose() -> bool:
+    return _state["verbose"]
+
+
+def prog(name: str) -> str:
+    """The program name argparse shows: ``kbert NAME`` (the same for ``python -m kbert.NAME``)."""
+    return f"python -m {name}" if "." in name else f"kbert {name}"  # pipelines.* are not subcommands
+
+
+def add_verbose_flag(parser):
+    """Lists --verbose in a parser's help (``run`` has already taken it out of the arguments)."""
+    parser.add_argument(VERBOSE_FLAG, action="store_true",
+                        help="show TensorFlow/Beam start-up messages, warnings and tracebacks")
+    return parser
+
+
+class UserError(Exception):
+    """An error the user fixes by changing the command line or the input; shown as one line."""
+
+
+def require_dir(path, what: str = "directory"):
+    """``path`` as a pathlib.Path; a UserError saying it does not exist (or is a file) otherwise."""
+    import pathlib
+
+    path = pathlib.Path(path)
+    if not path.exists():
+        raise UserError(f"{what} {path} does not exist")
+    if not path.is_dir():
+        raise UserError(f"{what} {path} is not a directory")
+    return path
+
+
+# Exceptions a user fixes by changing the command line or the input, named by class so that this
+# module imports none of them (and so neither TensorFlow): kbert's own errors (each names its
+# file, field and value), file-system errors, and argparse-like value errors.
+_USER_ERROR_NAMES = {
+    "UserError", "DataError", "ConfigError", "ModelDirError", "TaskModelError", "ConversionError",
+    "CorpusError", "CorruptRecordError", "TrainingDiverged", "CheckpointWriteError",
+    "CheckpointRestoreError", "TokenizerSpecError", "VocabError",
+    "FileNotFoundError", "NotADirectoryError", "IsADirectoryError", "PermissionError", "FileExistsError",
+}
+
+
+def is_user_error(error: BaseException) -> bool:
+    """kbert's own error classes and file-system errors; a ValueError raised by kbert's or the
+    pipelines' own code (a bad argument value); not errors raised inside TensorFlow/Keras/Beam
+    (bugs, shown with their traceback)."""
+    if any(cls.__name__ in _USER_ERROR_NAMES for cls in type(error).__mro__):
+        return True
+    if isinstance(error, ValueError):
+        tb = error.__traceback__
+        last = None
+        while tb is not None:
+            last = tb
+            tb = tb.tb_next
+        if last is not None:
+            module = last.tb_frame.f_globals.get("__name__", "")
+            return module.split(".")[0] in ("kbert", "pipelines")
+    return False
+
+
+# -- quiet start-up ------------------------------------------------------------------------------
+class _LogRecordFilter(logging.Filter):
+    def __init__(self, start: str):
+        super().__init__()
+        self.start = start
+
+    def filter(self, record):
+        return not record.getMessage().startswith(self.start)
+
+
+def _filter_stderr_lines():
+    """Points fd 2 at a pipe whose reader drops HARMLESS_LINES and passes the rest on: the C++
+    start-up lines of TensorFlow are written before any Python setting can silence them."""
+    try:
+        sys.stderr.flush()
+        original = os.dup(2)
+        read_end, write_end = os.pipe()
+        os.dup2(write_end, 2)
+        os.close(write_end)
+    except OSError:  # no fd 2 (e.g. an embedded interpreter): nothing to filter
+        return
+
+    def pump():
+        with os.fdopen(read_end, "rb", buffering=0) as pipe, os.fdopen(original, "wb", buffering=0,
+                                                                        closefd=False) as out:
+            pending = b""
+            while True:
+                chunk = pipe.read(65536)
+                if not chunk:
+                    break
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    text = line.decode("utf-8", "replace")
+                    if not any(p.search(text) for p in HARMLESS_LINES):
+                        out.write(line + b"\n")
+            if pending:
+                out.write(pending)
+
+    thread = threading.Thread(target=pump, name="kbert-stderr-filter", daemon=True)
+    thread.start()
+
+    def restore():
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        os.dup2(original, 2)  # closes the pipe's last write end here: the reader sees EOF
+        thread.join(timeout=2)
+
+    atexit.register(restore)
+
+
+def quiet_setup():
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # INFO and WARNING lines; errors still show
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+    for message in HARMLESS_WARNINGS:
+        warnings.filterwarnings("ignore", message=message)
+    for name, start in HARMLESS_LOG_RECORDS:
+        logger = logging.getLogger() if name == "root" else logging.getLogger(name)
+        logger.addFilter(_LogRecordFilter(start))
+    try:
+        from absl import logging as absl_logging  # absl is a TensorFlow dependency; light to import
+
+        absl_logging.set_verbosity(absl_logging.ERROR)
+    except ImportError:
+        pass
+    _filter_stderr_lines()
+
+
+# -- the entry --------------------------------------------------------------------------------------
+def run(name: str, main, argv=None) -> int:
+    """Runs ``main(argv)`` as the command ``kbert NAME``; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    _state["verbose"] = VERBOSE_FLAG in argv
+    _state["name"] = name
+    argv = [a for a in argv if a != VERBOSE_FLAG]
+    if not _state["verbose"]:
+        quiet_setup()
+    try:
+        status = main(argv)
+    except KeyboardInterrupt:
+        print(f"{prog(name)}: interrupted", file=sys.stderr)
+        return 130
+    except SystemExit as e:
+        if isinstance(e.code, str):  # raise SystemExit("error: ...") in a CLI module
+            message = e.code.removeprefix("error: ")
+            print(f"{prog(name)}: error: {message}", file=sys.stderr)
+            return 1
+        raise
+    except BaseException as e:  # noqa: BLE001 -- decided below: one line, or the traceback
+        if not is_user_error(e):
+            raise
+        if _state["verbose"]:
+            traceback.print_exc()
+        message = str(e) or type(e).__name__
+        if isinstance(e, OSError) and e.filename and e.strerror:
+            message = f"{e.filename}: {'does not exist' if isinstance(e, FileNotFoundError) else e.strerror}"
+        print(f"{prog(name)}: error: {message}", file=sys.stderr)
+        return 1
+    return 0 if status is None else status

@@ -1,0 +1,129 @@
+"""The command lines a new user meets first (issue 19): ``kbert`` and ``python -m kbert.X`` answer
+--help fast without importing TensorFlow, user errors are one line (no traceback), start-up noise
+is filtered (``--verbose`` shows it), pre-training shows one progress display and evaluates the
+same checkpoint to the same numbers."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO, SHARED, UNCASED_VOCAB
+from kbert import cli
+
+MODULE_COMMANDS = ["kbert", "kbert.pretrain", "kbert.finetune", "kbert.export", "kbert.convert", "kbert.vocab",
+                   "kbert.features", "kbert.bench", "pipelines.pretraining_data", "pipelines.task_data"]
+# What a user reads as an error although nothing is wrong (issue 19 §5).
+NOISE = ("absl::InitializeLog", "cuInit", "cuda_platform", "oneDNN custom operations", "cpu_feature_guard",
+         "rebuild TensorFlow", "apitools not found", "python-snappy or google-crc32c",
+         "shuffle=True` was passed", "Your input ran out of data", "Traceback")
+
+
+def _run(args, timeout=600, **kwargs):
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # as a user's shell has it
+    env["PYTHONPATH"] = str(REPO)
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=REPO, env=env,
+                          timeout=timeout, **kwargs)
+
+
+def _imports_tensorflow(importtime_stderr: str) -> bool:
+    return re.search(r"\|\s+tensorflow(\.|$)", importtime_stderr, re.M) is not None
+
+
+@pytest.mark.parametrize("module", MODULE_COMMANDS)
+def test_help_is_fast_and_imports_no_tensorflow(module):
+    start = time.monotonic()
+    result = _run(["-X", "importtime", "-m", module, "--help"])
+    seconds = time.monotonic() - start
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "usage:" in result.stdout.lower()
+    assert not _imports_tensorflow(result.stderr), f"{module} --help imported TensorFlow"
+    assert seconds < 5, seconds  # < 1 s on an idle machine; the bound leaves room for a loaded CI box
+
+
+@pytest.mark.parametrize("name", sorted(cli.COMMANDS))
+def test_every_subcommand_answers_help_or_says_it_is_missing(name):
+    result = _run(["-X", "importtime", "-m", "kbert", name, "--help"])
+    module = cli.COMMANDS[name][0]
+    try:
+        __import__(module)
+    except ModuleNotFoundError as e:
+        if e.name != module:
+            raise
+        assert result.returncode == 1
+        assert f"'kbert {name}' is not available in this installation (module {module} not found)" in result.stderr
+        return
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert not _imports_tensorflow(result.stderr), f"kbert {name} --help imported TensorFlow"
+
+
+def test_kbert_lists_every_command_in_one_screen():
+    result = _run(["-m", "kbert", "--help"])
+    assert result.returncode == 0
+    lines = result.stdout.splitlines()
+    assert len(lines) <= 24 and max(map(len, lines)) <= 100
+    for name in ("pretrain", "finetune", "predict", "export", "convert", "vocab", "tokenize", "features",
+                 "explore", "bench"):
+        assert any(line.split()[:1] == [name] for line in lines), name
+    unknown = _run(["-m", "kbert", "nonsense"])
+    assert unknown.returncode == 2 and "kbert: error: unknown command 'nonsense'" in unknown.stderr
+
+
+def test_a_missing_directory_is_one_line_saying_it_does_not_exist(tmp_path):
+    missing = tmp_path / "runs" / "sst2" / "model"
+    for args in (["-m", "kbert.export", "task", str(missing), str(tmp_path / "out" / "1")],
+                 ["-m", "kbert", "export", "encoder", str(missing), str(tmp_path / "out" / "1")]):
+        result = _run(args)
+        assert result.returncode == 1
+        assert result.stderr.strip() == f"kbert export: error: model directory {missing} does not exist"
+    verbose = _run(["-m", "kbert.export", "task", str(missing), str(tmp_path / "o"), "--verbose"])
+    assert verbose.returncode == 1 and "Traceback" in verbose.stderr
+    assert f"kbert export: error: model directory {missing} does not exist" in verbose.stderr
+    usage = _run(["-m", "kbert.export", "task"])
+    assert usage.returncode == 2 and "kbert export task: error: the following arguments are required" in usage.stderr
+
+
+def test_start_up_noise_is_filtered_and_verbose_shows_it(tmp_path):
+    quiet = _run(["-m", "kbert.export", "preprocessor", str(UNCASED_VOCAB), str(tmp_path / "pre"),
+                  "--seq-length", "16"])
+    assert quiet.returncode == 0, quiet.stderr[-3000:]
+    assert quiet.stderr == "", quiet.stderr[-3000:]
+    loud = _run(["-m", "kbert.export", "preprocessor", str(UNCASED_VOCAB), str(tmp_path / "pre2"),
+                 "--seq-length", "16", "--verbose"])
+    assert loud.returncode == 0
+    assert any(n in loud.stderr for n in NOISE), loud.stderr[-3000:]  # the lines quiet mode drops
+    # A Beam pipeline: its progress lines only.
+    beam = _run(["-m", "pipelines.pretraining_data", "--input",
+                 str(SHARED / "corpus" / "en" / "nltk_gutenberg" / "blake-poems.txt"), "--output",
+                 str(tmp_path / "records"), "--vocab", str(UNCASED_VOCAB), "--format", "prose",
+                 "--num-shards", "1", "--doc-sentences", "8"])
+    assert beam.returncode == 0, beam.stderr[-3000:]
+    assert not [n for n in NOISE if n in beam.stderr], beam.stderr[-3000:]
+    assert re.search(r"^pretraining_data: read .*blake-poems\.txt: \d+ documents$", beam.stderr, re.M)
+    assert all(line.startswith("pretraining_data: ") for line in beam.stderr.splitlines()), beam.stderr
+
+
+def test_pretraining_is_quiet_shows_one_progress_display_and_evaluates_repeatably(
+        tmp_path, pretraining_records, small_vocab):
+    args = ["-m", "kbert.pretrain", "--config", "tiny", "--vocab", str(small_vocab),
+            "--train-data", str(pretraining_records / "train-*.tfrecord"),
+            "--eval-data", str(pretraining_records / "eval-*.tfrecord"), "--eval-steps", "3",
+            "--model-dir", str(tmp_path / "m"), "--seq-length", "32", "--max-predictions", "5",
+            "--batch-size", "8", "--steps", "6", "--checkpoint-every", "3", "--seed", "0"]
+    first = _run(args)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert not [n for n in NOISE if n in first.stderr + first.stdout], first.stderr[-3000:]
+    # Not a terminal: progress lines of the whole run (6 steps), no per-epoch "Epoch 1/2" bars.
+    assert "Epoch 1/" not in first.stdout
+    assert re.search(r"^step 6/6 \(100%\)\s+[\d.]+ steps/s\s+took \d+s\s+loss [\d.]+", first.stdout, re.M), first.stdout
+    results = json.loads((tmp_path / "m" / "pretrain_results.json").read_text())
+    # The same command on the finished checkpoint: no training, the same held-out numbers.
+    second = _run(args)
+    assert second.returncode == 0, second.stderr[-3000:]
+    again = json.loads((tmp_path / "m" / "pretrain_results.json").read_text())
+    evals = {k: v for k, v in results.items() if k.startswith("eval_")}
+    assert evals and {k: again[k] for k in evals} == evals

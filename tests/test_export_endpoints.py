@@ -1,0 +1,71 @@
+"""Every keras.layers.TFSMLayer call README documents (the block after ``<!-- tfsmlayer-calls -->``)
+runs, in a process without kbert, and gives the same numbers as the exports' TF Serving
+signatures (``signatures["serving_default"]``, called with keyword arguments)."""
+
+import re
+
+import keras
+import numpy as np
+import pytest
+
+from conftest import REPO, run_fresh_python
+from kbert.export.encoder import export_encoder
+from kbert.export.preprocessor import export_preprocessor
+from kbert.export.task import export_task
+
+
+def documented_calls() -> str:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"<!-- tfsmlayer-calls -->\s*```python\n(.*?)```", readme, re.S)
+    assert match, "README has no <!-- tfsmlayer-calls --> block"
+    return match.group(1)
+
+
+@pytest.fixture(scope="module")
+def exports_dir(tmp_path_factory, tiny_model_dir):
+    """The three exports under the relative paths README uses."""
+    from kbert.tasks import TextClassifier
+
+    root = tmp_path_factory.mktemp("endpoints")
+    keras.utils.set_random_seed(0)
+    model = TextClassifier.from_model_dir(tiny_model_dir, num_classes=2, label_names=["negative", "positive"],
+                                          seq_length=64)
+    for w in model.head.weights:  # a head whose answers differ between inputs
+        w.assign(np.random.default_rng(1).normal(0, 0.5, w.shape).astype("float32"))
+    model.save_model_dir(root / "runs" / "sst2")
+    export_task(root / "runs" / "sst2", root / "saved_models" / "sst2" / "1", warmup=False)
+    export_preprocessor(tiny_model_dir, root / "saved_models" / "bert_preprocessor" / "1")
+    export_encoder(tiny_model_dir, root / "saved_models" / "bert_encoder" / "1")
+    return root
+
+
+def test_every_documented_tfsmlayer_call_runs_and_matches_the_signatures(exports_dir):
+    code = documented_calls()
+    assert code.count("TFSMLayer(") == 3 and "serving_default" in code
+    loop = 'for endpoint in ("serve", "serving_default"):'
+    assert loop in code
+    # The documented block once per endpoint, each followed by a check of its results against the
+    # TF Serving signatures.
+    check = "".join(code.replace(loop, f"for endpoint in ({e!r},):") + CHECK for e in ("serve", "serving_default"))
+    out = run_fresh_python(f"import os; os.chdir({str(exports_dir)!r})\n" + check)
+    assert out.split() == ["ok", "serve", "ok", "serving_default"], out
+    assert "import kbert" not in code and "from kbert" not in code
+
+
+CHECK = '''
+import numpy as np
+def signature(path):
+    return tf.saved_model.load(path).signatures["serving_default"]
+ref_ids = signature("saved_models/bert_preprocessor/1")(text=text)
+for k in ("input_word_ids", "input_mask", "input_type_ids"):
+    np.testing.assert_array_equal(ids[k], ref_ids[k])
+    assert ids[k].shape == (2, 128) and ids[k].dtype == tf.int32
+ref_out = signature("saved_models/bert_encoder/1")(**ref_ids)
+np.testing.assert_allclose(out["pooled_output"], ref_out["pooled_output"], atol=1e-5)
+np.testing.assert_allclose(out["sequence_output"], ref_out["sequence_output"], atol=1e-5)
+ref_answer = signature("saved_models/sst2/1")(text=text)
+np.testing.assert_array_equal(answer["labels"], ref_answer["labels"])
+np.testing.assert_allclose(answer["probabilities"], ref_answer["probabilities"], atol=1e-6)
+assert set(answer["labels"].numpy().tolist()) <= {b"negative", b"positive"}
+print("ok", endpoint)
+'''

@@ -1,0 +1,68 @@
+"""python -m kbert.features MODEL_DIR --input ROWS.jsonl --output OUT.npz: checked against transformers'
+outputs for all-MiniLM-L6-v2 (../shared/data/reference/minilm_encoder.npz, written by transformers)."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import REFERENCE, REPO
+
+ROWS = [48, 0, 1, 72, 24, 49]  # pairs and single texts mixed; none truncated at 128
+
+
+def _cli(*args, cwd=REPO):
+    return subprocess.run([sys.executable, "-m", "kbert.features", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def features(minilm_model_dir, minilm_reference, tmp_path_factory):
+    meta = json.loads((REFERENCE / "minilm_encoder_inputs.json").read_text())["rows"]
+    tmp = tmp_path_factory.mktemp("features")
+    with (tmp / "rows.jsonl").open("w", encoding="utf-8") as f:
+        for i in ROWS:
+            row = {"text_a": meta[i]["text_a"]}
+            if meta[i]["text_b"] is not None:
+                row["text_b"] = meta[i]["text_b"]
+            f.write(json.dumps(row) + "\n")
+            if i == 0:
+                f.write("\n")  # blank lines are skipped
+    result = _cli(minilm_model_dir, "--input", tmp / "rows.jsonl", "--output", tmp / "out.npz",
+                  "--seq-length", "128", "--batch-size", "4")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "wrote 6 rows" in result.stdout
+    return dict(np.load(tmp / "out.npz"))
+
+
+def test_features_match_transformers(features, minilm_reference):
+    ref = {k: v[:, ROWS] if k == "hidden_states" else v[ROWS] for k, v in minilm_reference.items()}
+    np.testing.assert_array_equal(features["input_word_ids"], ref["input_ids"])
+    np.testing.assert_array_equal(features["input_mask"], ref["attention_mask"])
+    np.testing.assert_array_equal(features["input_type_ids"], ref["token_type_ids"])
+    np.testing.assert_allclose(features["sequence_output"], ref["last_hidden_state"], atol=2e-5)
+    np.testing.assert_allclose(features["pooled_output"], ref["pooler_output"], atol=2e-5)
+    hidden = ref["hidden_states"].astype(np.float32)  # [7, rows, 128, 384], float16, zeros at padding
+    mask = ref["attention_mask"][..., None].astype(np.float32)
+    tol = dict(atol=0.02, rtol=0.01)  # the reference layers are float16
+    np.testing.assert_allclose(features["embeddings"], hidden[0] * mask, **tol)
+    np.testing.assert_allclose(features["second_to_last_hidden"], hidden[-2] * mask, **tol)
+    np.testing.assert_allclose(features["last_hidden"], features["sequence_output"])
+    np.testing.assert_allclose(features["sum_last_four_hidden"], hidden[-4:].sum(0) * mask, **tol)
+    np.testing.assert_allclose(features["concat_last_four_hidden"],
+                               np.concatenate(list(hidden[-4:]), axis=-1) * mask, **tol)
+    np.testing.assert_allclose(features["sum_all_layers"], hidden.sum(0) * mask, atol=0.05, rtol=0.01)
+    assert not features["sequence_output"][ref["attention_mask"] == 0].any()  # zeros at padding
+
+
+def test_bad_input_is_one_line_naming_file_line_and_field(tmp_path, minilm_model_dir):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"text_a": "fine"}\n{"text_a": 3}\n', encoding="utf-8")
+    result = _cli(minilm_model_dir, "--input", rows, "--output", tmp_path / "o.npz")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"kbert features: error: {rows}, line 2: field 'text_a': got 3; expected a string" in result.stderr
+    missing = _cli(tmp_path / "no_model", "--input", rows, "--output", tmp_path / "o.npz")
+    assert missing.returncode == 1
+    assert missing.stderr.strip() == f"kbert features: error: model directory {tmp_path / 'no_model'} does not exist"

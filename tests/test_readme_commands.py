@@ -1,0 +1,131 @@
+"""Every command in README.md's ```bash blocks runs as written (issue 19), in README order, in one
+scratch folder, so that README and the code cannot drift apart.
+
+Only two kinds of edits are made, each listed below with its reason: SKIP (a command that needs
+something this machine does not have: a server, a cloud, the user's own corpus) and SUBSTITUTIONS
+(small data for a command that would take minutes: applied to the command text before it runs).
+A new README command runs without any change here; a command that cannot run here needs a SKIP
+entry, one that is too slow a SUBSTITUTIONS entry. Each entry must still match a README command
+(test_every_skip_and_substitution_is_used), so stale entries are noticed.
+"""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, SHARED
+
+pytestmark = pytest.mark.slow
+
+# regex (searched in the command) -> why it is not run here
+SKIP = {
+    r"^python -m pip install": "installing is the CI job's first step; these tests run inside that install",
+    r"^python -m pytest": "the test suite itself",
+    r"^python -m kbert\.convert google CKPT_PREFIX": "a synopsis with optional arguments; "
+                                                     "tests/test_convert.py converts Google checkpoints",
+    r"--input 'corpus/\*\.txt'": "the at-scale example: corpus/ and vocab.txt are the user's own",
+    r"--steps 1000000": "BERT-Base for a million steps (the at-scale example)",
+    r"^tensorflow_model_server": "needs TF Serving, which cannot be installed here "
+                                "(tests/test_export_task.py reproduces its REST conversion)",
+    r"^curl ": "needs a running TF Serving",
+}
+# (regex, replacement, why): applied in order to every command before it runs
+SUBSTITUTIONS = [
+    (r"\bHF_DIR\b", "../shared/data/weights/all-MiniLM-L6-v2", "a synopsis placeholder: the MiniLM weights"),
+    (r"\bOUT_MODEL_DIR\b", "runs/converted", "a synopsis placeholder"),
+    (r"to-google MODEL_DIR OUT_PREFIX", "to-google runs/converted runs/google/bert_model.ckpt",
+     "synopsis placeholders"),
+    (r"\.\./shared/data", str(SHARED), "the shared data beside the checkout (KBERT_SHARED_DATA)"),
+    (r"^(python -m kbert\.finetune .*)$", r"\1 --max-train-examples 32 --max-eval-examples 16",
+     "all of SST-2 takes 13 min"),
+]
+# The main job (python -m kbert.pretrain, no arguments) with 4 training steps instead of 1,000.
+ENV = {"KBERT_DEMO_STEPS": "4"}
+# Lines a user reads as errors although nothing is wrong: none may appear (issue 19 §5).
+NOISE = ("Traceback", "absl::InitializeLog", "cuInit", "oneDNN custom operations", "apitools not found",
+         "python-snappy or google-crc32c", "shuffle=True` was passed", "Your input ran out of data")
+
+
+def _strip_comment(line: str) -> str:
+    """``line`` without a trailing shell comment (a # after a blank, outside quotes)."""
+    quote = None
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1].isspace()):
+            return line[:i].rstrip()
+    return line.rstrip()
+
+
+def readme_commands(text: str) -> list[str]:
+    """The commands of every ```bash block: continuation lines joined, comments dropped,
+    ``a && b`` split into two commands."""
+    commands = []
+    for block in re.findall(r"^```bash\n(.*?)^```", text, re.S | re.M):
+        joined = re.sub(r"\\\n\s*", " ", block)
+        for line in joined.splitlines():
+            line = _strip_comment(line).strip()
+            if line:
+                commands += [part.strip() for part in line.split(" && ")]
+    return commands
+
+
+def prepared(command: str) -> str:
+    for pattern, replacement, _ in SUBSTITUTIONS:
+        command = re.sub(pattern, replacement, command)
+    return command
+
+
+def skip_reason(command: str):
+    return next((why for pattern, why in SKIP.items() if re.search(pattern, command)), None)
+
+
+COMMANDS = readme_commands((REPO / "README.md").read_text(encoding="utf-8"))
+
+
+def test_readme_has_commands_and_every_skip_and_substitution_is_used():
+    assert len(COMMANDS) > 10
+    for pattern in SKIP:
+        assert any(re.search(pattern, c) for c in COMMANDS), f"SKIP entry {pattern!r} matches no README command"
+    for pattern, _, _ in SUBSTITUTIONS:
+        assert any(re.search(pattern, c) for c in COMMANDS), f"substitution {pattern!r} matches no README command"
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    """The folder the commands run in, and their environment: this checkout's kbert on
+    PYTHONPATH and a ``kbert`` command on PATH (what the install's entry point does)."""
+    root = tmp_path_factory.mktemp("readme")
+    bin_dir = root / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "kbert").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m kbert "$@"\n')
+    (bin_dir / "kbert").chmod(0o755)
+    (bin_dir / "python").symlink_to(sys.executable)
+    work = root / "work"
+    work.mkdir()
+    (work / "kbert").symlink_to(REPO / "kbert")  # README's paths into the checkout (kbert/resources/...)
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env.update(ENV, PYTHONPATH=str(REPO), PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}")
+    return work, env, set()
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=[c[:60] for c in COMMANDS])
+def test_readme_command_runs_as_written(command, scratch):
+    reason = skip_reason(command)
+    if reason:
+        pytest.skip(reason)
+    work, env, done = scratch
+    if prepared(command) in done:
+        pytest.skip("the same command ran above")
+    done.add(prepared(command))
+    result = subprocess.run(["bash", "-c", prepared(command)], cwd=work, env=env, capture_output=True,
+                            text=True, timeout=900)
+    assert result.returncode == 0, f"{prepared(command)}\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
+    noise = [n for n in NOISE if n in result.stderr]
+    assert not noise, f"{command}: {noise}\n{result.stderr[-3000:]}"
