@@ -18,6 +18,7 @@ import pathlib
 
 import tensorflow as tf
 
+from kbert import compat
 from kbert.model_dir import VOCAB_FILE, load_encoder, load_heads, read_metadata
 
 INPUT_SPEC = {
@@ -31,7 +32,7 @@ def _tf_variables(variables):
     return [getattr(v, "value", v) for v in variables]
 
 
-class _Mlm(tf.__internal__.tracking.AutoTrackable):
+class _Mlm(compat.AutoTrackable):
     def __init__(self, encoder, head):
         self._encoder = encoder
         self._head = head
@@ -57,7 +58,7 @@ def _hub_outputs(outputs):
     }
 
 
-class HubEncoder(tf.__internal__.tracking.AutoTrackable):
+class HubEncoder(compat.AutoTrackable):
     def __init__(self, encoder, vocab_file, do_lower_case, mlm_head=None):
         self._encoder = encoder
         self.vocab_file = tf.saved_model.Asset(str(vocab_file))

@@ -18,6 +18,7 @@ import pathlib
 
 import tensorflow as tf
 
+from kbert import compat
 from kbert.export.serving import write_warmup_requests
 
 IDS_SPEC = {
@@ -44,7 +45,7 @@ def valid_utf8(text):
     return tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
 
 
-class _TaskModule(tf.__internal__.tracking.AutoTrackable):
+class _TaskModule(compat.AutoTrackable):
     def __init__(self, model, vocab_file, do_lower_case):
         # The Keras task model itself is not tracked: Keras would add its own default serving
         # function, traced with float inputs, which a string-in model cannot take. Its parts are,
