@@ -56,6 +56,11 @@ class BertEmbeddings(keras.layers.Layer):
         x = layer_norm(self.layer_norm, x)
         return self.dropout(x, training=training)
 
+    def compute_output_shape(self, word_ids_shape, type_ids_shape=None):
+        # Declared rather than traced: JAX's symbolic trace cannot prove that the position slice
+        # [:seq] (min(max_positions, seq) rows) broadcasts against seq rows.
+        return (*word_ids_shape, self.hidden_size)
+
     def get_config(self):
         config = super().get_config()
         config.update(
