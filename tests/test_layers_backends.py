@@ -89,7 +89,8 @@ def tensorflow_run(minilm_model_dir, minilm_reference, tiny_with_heads, shared_d
     expected = {
         "sequence_output": np.asarray(o["sequence_output"]),
         "pooled_output": np.asarray(o["pooled_output"]),
-        "attentions": np.stack([np.asarray(p) for p in encoder(take("att/"), output_attentions=True)["attention_probs"]]),
+        "attentions": np.stack([np.asarray(p)
+                                for p in encoder(take("att/"), output_attentions=True)["attention_probs"]]),
         "mlm_logits": np.asarray(heads["mlm"](t["sequence_output"], inputs["positions"], tiny.word_embeddings)),
         "nsp_logits": np.asarray(heads["nsp"](t["pooled_output"])),
     }
