@@ -63,19 +63,22 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         bias = (1.0 - ops.cast(padding_mask, dtype)) * _large_negative(dtype)
         return ops.expand_dims(ops.expand_dims(bias, 1), 1)
 
-    def call(self, x, padding_mask=None, training=None, queries=None, residual=None, return_attention=False):
+    def call(self, x, padding_mask=None, training=None, positions=None, residual=False, return_attention=False):
         """``x`` [batch, seq, H] -> [batch, Q, H], the output projection of the attention context.
 
-        ``queries``: optional [batch, Q, H] rows (e.g. ``x`` gathered at some positions) that attend
-        to all of ``x``, the same numbers as those rows of the full output for a fraction of the
-        work; default ``x`` itself (Q = seq). ``residual``: optional [batch, Q, H] added after the
-        output dropout. ``return_attention``: also return the attention probabilities
-        [batch, heads, Q, seq] (float32, before dropout): ``(output, probabilities)``.
+        ``positions``: optional [batch, Q] (int): only the rows of ``x`` at those positions query
+        (keys and values still cover all of ``x``), the same numbers as those rows of the full
+        output for a fraction of the work; default every position (Q = seq). ``residual``: add the
+        querying rows of ``x`` to the output after its dropout (BERT's residual; on TensorFlow the
+        add fuses into the output projection). ``return_attention``: also return the attention
+        probabilities [batch, heads, Q, seq] (float32, before dropout): ``(output, probabilities)``.
         """
         batch, seq = ops.shape(x)[0], ops.shape(x)[1]
         heads, size, width = self.num_heads, self.head_size, self.hidden_size
         flat = ops.reshape(x, (-1, width))
-        q_rows, q_len = (flat, seq) if queries is None else (ops.reshape(queries, (-1, width)), ops.shape(queries)[1])
+        q_rows, q_len = flat, seq
+        if positions is not None:
+            q_rows, q_len = gather_rows(flat, positions, seq), ops.shape(positions)[1]
         q = ops.transpose(ops.reshape(dense(self.query, q_rows), (batch, q_len, heads, size)), (0, 2, 1, 3))
         k_t = ops.transpose(ops.reshape(dense(self.key, flat), (batch, seq, heads, size)), (0, 2, 3, 1))
         v = ops.transpose(ops.reshape(dense(self.value, flat), (batch, seq, heads, size)), (0, 2, 1, 3))
@@ -89,11 +92,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         probabilities = ops.softmax(ops.cast(scores, "float32"), axis=-1)
         weights = self.dropout(ops.cast(probabilities, v.dtype), training=training)
         context = ops.reshape(ops.transpose(matmul(weights, v), (0, 2, 1, 3)), (-1, width))
-        if residual is None:
-            out = self.output_dropout(dense(self.output_dense, context), training=training)
+        if residual:
+            out = dense_dropout_add(self.output_dense, context, q_rows, self.output_dropout, training)
         else:
-            out = dense_dropout_add(self.output_dense, context, ops.reshape(residual, (-1, width)),
-                                    self.output_dropout, training)
+            out = self.output_dropout(dense(self.output_dense, context), training=training)
         out = ops.reshape(out, (batch, q_len, width))
         return (out, probabilities) if return_attention else out
 
@@ -107,6 +109,17 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             output_dropout=self.output_dropout_rate,
         )
         return config
+
+
+def gather_rows(flat, positions, seq):
+    """Rows of 2-D ``flat`` [batch * seq, H] at ``positions`` [batch, P] of each sequence -> [batch * P, H].
+
+    One gather on the flattened rows (its gradient is a single segment sum), not a batched gather
+    over [batch, seq, H].
+    """
+    positions = ops.cast(positions, "int32")
+    offsets = ops.expand_dims(ops.arange(ops.shape(positions)[0], dtype="int32") * ops.cast(seq, "int32"), 1)
+    return ops.take(flat, ops.reshape(positions + offsets, (-1,)), axis=0)
 
 
 def _large_negative(dtype):

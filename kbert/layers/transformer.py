@@ -17,17 +17,6 @@ from kbert.layers.normalization import layer_norm, make_layer_norm
 from kbert.layers.projections import dense, dense_dropout_add
 
 
-def gather_rows(flat, positions, seq):
-    """Rows of 2-D ``flat`` [batch * seq, H] at ``positions`` [batch, P] of each sequence -> [batch * P, H].
-
-    One gather on the flattened rows (its gradient is a single segment sum), not a batched gather
-    over [batch, seq, H].
-    """
-    positions = ops.cast(positions, "int32")
-    offsets = ops.expand_dims(ops.arange(ops.shape(positions)[0], dtype="int32") * ops.cast(seq, "int32"), 1)
-    return ops.take(flat, ops.reshape(positions + offsets, (-1,)), axis=0)
-
-
 class TransformerBlock(keras.layers.Layer):
     def __init__(
         self,
@@ -80,13 +69,9 @@ class TransformerBlock(keras.layers.Layer):
         pre-training) costs about a third of a full one. ``return_attention``: also return the
         attention probabilities [batch, heads, rows, seq] (float32): ``(output, probabilities)``."""
         batch, width = ops.shape(x)[0], self.hidden_size
-        rows, queries = ops.shape(x)[1], None
-        if positions is not None:
-            rows = ops.shape(positions)[1]
-            queries = ops.reshape(gather_rows(ops.reshape(x, (-1, width)), positions, ops.shape(x)[1]),
-                                  (batch, rows, width))
-        attended = self.attention(x, padding_mask, training=training, queries=queries,
-                                  residual=x if queries is None else queries, return_attention=return_attention)
+        rows = ops.shape(x)[1] if positions is None else ops.shape(positions)[1]
+        attended = self.attention(x, padding_mask, training=training, positions=positions, residual=True,
+                                  return_attention=return_attention)
         attended, probabilities = attended if return_attention else (attended, None)
         flat = layer_norm(self.attention_layer_norm, ops.reshape(attended, (-1, width)))
         activation = self.intermediate.activation
