@@ -313,15 +313,15 @@ def save_model_dir(model_dir, encoder, vocab_file=None, vocab=None, do_lower_cas
 # keras.Layer (unlike keras.Model) has no public save_weights/load_weights; these are the functions
 # Model.save_weights/load_weights call, so heads get the same .weights.h5 format as the encoder.
 def save_weights(layer, path) -> None:
-    from keras.src.saving import saving_lib
+    from kbert.compat import save_weights_only
 
-    saving_lib.save_weights_only(layer, str(path))
+    save_weights_only(layer, path)
 
 
 def load_weights(layer, path) -> None:
-    from keras.src.saving import saving_lib
+    from kbert.compat import load_weights_only
 
-    saving_lib.load_weights_only(layer, str(path))
+    load_weights_only(layer, path)
 
 
 def load_heads(model_dir, config: BertConfig | None = None, names=None) -> dict:

@@ -139,7 +139,7 @@ def train(args) -> dict:
     from kbert.text.cli_args import tokenizer_from_args
     from kbert.text.masking import MlmMasker
     from kbert.training.checkpoints import CheckpointCallback, CheckpointState, StepLogger
-    from kbert.training.distribute import resolve_strategy
+    from kbert.training.distribute import StrategyReplicas, resolve_strategy
     from kbert.training.optimization import create_optimizer
     from kbert.training.progress import RunProgress
 
@@ -185,7 +185,8 @@ def train(args) -> dict:
             heads = load_heads(args.init_checkpoint, encoder.config)
         else:
             encoder, heads = BertEncoder(config), {}
-        pretrainer = BertPretrainer(encoder, heads.get("mlm"), heads.get("nsp"), use_nsp=use_nsp)
+        pretrainer = BertPretrainer(encoder, heads.get("mlm"), heads.get("nsp"), use_nsp=use_nsp,
+                                    replicas=StrategyReplicas())
         warmup = args.warmup_steps if args.warmup_steps is not None else args.steps // 100
         optimizer = create_optimizer(args.learning_rate, args.steps, warmup, args.weight_decay,
                                      args.optimizer, args.clip_norm)

@@ -47,16 +47,16 @@ def test_encoder_bench_table_with_keras_hub(capsys, monkeypatch):
 
 @pytest.mark.parametrize("bf16_matmul", ["native", "float32"])
 def test_encoder_bench_bf16_reports_the_difference_to_float32(capsys, monkeypatch, bf16_matmul):
-    from kbert.layers import attention
+    from kbert.layers import tf_fast
 
-    monkeypatch.setenv(attention.BF16_MATMUL_ENV, bf16_matmul)
-    attention.bf16_matmul_mode.cache_clear()
+    monkeypatch.setenv(tf_fast.BF16_MATMUL_ENV, bf16_matmul)
+    tf_fast.bf16_matmul_mode.cache_clear()
     try:
         code, out = _run(capsys, "encoder", *TINY, "--vs", "keras-hub", "--precision", "mixed_bfloat16",
                          "--no-peak")
     finally:
-        monkeypatch.delenv(attention.BF16_MATMUL_ENV)
-        attention.bf16_matmul_mode.cache_clear()
+        monkeypatch.delenv(tf_fast.BF16_MATMUL_ENV)
+        tf_fast.bf16_matmul_mode.cache_clear()
     assert code == 0
     assert f"kbert (no XLA, mixed_bfloat16, bf16 matmuls {bf16_matmul})" in out
     assert f"bf16 matmuls: {bf16_matmul}" in out

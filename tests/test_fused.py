@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from kbert import BertConfig, BertEncoder
 from kbert.layers import fused
+from kbert.layers.dropout import Dropout
 
 
 def _value_and_grad(f, x, dy):
@@ -53,7 +54,7 @@ def test_dropout_rate_scale_and_one_mask_for_both_passes():
 
 
 def test_dropout_layer_fuses_static_shapes_only_and_is_identity_in_inference():
-    layer = fused.Dropout(0.1)
+    layer = Dropout(0.1)
 
     def ops_of(signature, training):
         f = tf.function(lambda v: layer(v, training=training), input_signature=[signature])
@@ -137,7 +138,7 @@ def test_dropout_with_residual_adds_in_the_same_kernel():
     gx, gr = tape.gradient(added, [x, r], dy)
     np.testing.assert_allclose(gx, tape.gradient(plain, x, dy), rtol=1e-6)
     np.testing.assert_array_equal(gr, dy)
-    layer = fused.Dropout(0.1)
+    layer = Dropout(0.1)
     np.testing.assert_array_equal(layer.add_to(x, r, training=False), x + r)
     out = np.asarray(layer.add_to(x, r, training=True)) - np.asarray(r)
     assert 0 < (np.abs(out) < 1e-6).mean() < 0.3  # some dropped, most kept

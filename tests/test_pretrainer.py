@@ -138,6 +138,7 @@ STRATEGY_SCRIPT = textwrap.dedent("""
     import keras
     from kbert import BertConfig, BertEncoder
     from kbert.models.pretrainer import BertPretrainer
+    from kbert.training.distribute import StrategyReplicas
     from kbert.training.optimization import create_optimizer
     sys.path.insert(0, {tests!r})
     from test_pretrainer import _batch
@@ -159,7 +160,7 @@ STRATEGY_SCRIPT = textwrap.dedent("""
     config = BertConfig.preset("tiny", vocab_size=1000, max_position_embeddings=32,
                                hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     with strategy.scope():
-        model = BertPretrainer(BertEncoder(config))
+        model = BertPretrainer(BertEncoder(config), replicas=StrategyReplicas())
         model.compile(optimizer=create_optimizer(1e-3, 5, 1, clipnorm=0.5))  # clipping active
         model({{k: v[:8] for k, v in x.items()}})  # build before fit sees distributed batches
     losses = []

@@ -153,14 +153,14 @@ def _projection_floor(encoder, case):
     """kbert's dense projections alone: a bound, not a model.
 
     The 6 x L MatMul(+BiasAdd, +GELU, +residual) ops of ``encoder``'s blocks with its weights and
-    kbert's own op order (``kbert.layers.attention.dense``: the same fused oneDNN kernels), on
+    kbert's own op order (``kbert.layers.projections.dense``: the same fused oneDNN kernels), on
     [batch * seq, H] activations, back to back; no attention scores or softmax, no transposes,
     LayerNorms or embeddings. Its time is what kbert would take if all of that were free, so the
     fastest peer's time over it is the largest ratio kbert could reach with these matmul kernels.
     """
     import tensorflow as tf
 
-    from kbert.layers.attention import dense
+    from kbert.layers.projections import dense
 
     rows = case.batch_size * case.seq_length
     x0 = tf.random.stateless_normal((rows, encoder.config.hidden_size), seed=(5, 6))
@@ -210,7 +210,7 @@ def _bf16_check(encoder, config, kin):
     low = np.asarray(encoder(kin, training=False)["sequence_output"], np.float32)
     high = np.asarray(reference(kin, training=False)["sequence_output"], np.float32)
     diff = np.abs(low - high)
-    from kbert.layers.attention import bf16_matmul_mode
+    from kbert.layers.tf_fast import bf16_matmul_mode
 
     return (f"kbert mixed_bfloat16 vs float32, same weights: sequence_output max |diff| {diff.max():.3f}, "
             f"mean {diff.mean():.4f} (values: std {high.std():.2f}; bf16 keeps 8 significant bits, 2^-8 = 0.004); "
@@ -219,7 +219,7 @@ def _bf16_check(encoder, config, kin):
 
 
 def _bf16_modes(args, precision):
-    from kbert.layers.attention import bf16_matmul_mode
+    from kbert.layers.tf_fast import bf16_matmul_mode
 
     if precision == "float32":
         return (None,)
@@ -237,24 +237,24 @@ class _bf16_matmul:
     def __enter__(self):
         import os
 
-        from kbert.layers import attention
+        from kbert.layers import tf_fast
 
-        self.previous = os.environ.get(attention.BF16_MATMUL_ENV)
+        self.previous = os.environ.get(tf_fast.BF16_MATMUL_ENV)
         if self.mode:
-            os.environ[attention.BF16_MATMUL_ENV] = self.mode
-            attention.bf16_matmul_mode.cache_clear()
+            os.environ[tf_fast.BF16_MATMUL_ENV] = self.mode
+            tf_fast.bf16_matmul_mode.cache_clear()
 
     def __exit__(self, *exc):
         import os
 
-        from kbert.layers import attention
+        from kbert.layers import tf_fast
 
         if self.mode:
             if self.previous is None:
-                os.environ.pop(attention.BF16_MATMUL_ENV, None)
+                os.environ.pop(tf_fast.BF16_MATMUL_ENV, None)
             else:
-                os.environ[attention.BF16_MATMUL_ENV] = self.previous
-            attention.bf16_matmul_mode.cache_clear()
+                os.environ[tf_fast.BF16_MATMUL_ENV] = self.previous
+            tf_fast.bf16_matmul_mode.cache_clear()
 
 
 class _policy:

@@ -128,7 +128,7 @@ def run_case(case, args, peers):
     if not args.no_peak:
         runners.append(common.tf_matmul_peak(case.precision))
     bf16 = ", mixed_bfloat16" if case.precision != "float32" else ""
-    from kbert.layers.attention import bf16_matmul_mode
+    from kbert.layers.tf_fast import bf16_matmul_mode
 
     kbf16 = f"{bf16}, bf16 matmuls {bf16_matmul_mode()}" if bf16 else ""
     previous = keras.config.dtype_policy().name
@@ -235,7 +235,7 @@ def loss_curves(args):
         finally:
             keras.config.set_dtype_policy(previous)
         keras.backend.clear_session()
-    from kbert.layers.attention import bf16_matmul_mode
+    from kbert.layers.tf_fast import bf16_matmul_mode
 
     f32, b16 = curves["float32"], curves["mixed_bfloat16"]
     window = max(1, len(f32) // 10)

@@ -19,6 +19,7 @@ from kbert.config import BertConfig
 from kbert.convert.common import write_model_dir
 from kbert.convert.names import ConversionError
 from kbert.convert.tokenizer_source import read_hf_tokenizer
+from kbert.layers.normalization import LAYER_NORM_EPSILON
 
 # transformers' activation names -> kbert's (Google semantics: kbert's "gelu" is the tanh form).
 HF_ACTIVATIONS = {
@@ -52,9 +53,9 @@ def config_from_hf(hf: dict, source: str) -> BertConfig:
     act = hf.get("hidden_act", "gelu")
     if act not in HF_ACTIVATIONS:
         raise ConversionError(f"{source}: hidden_act {act!r} is not supported ({', '.join(HF_ACTIVATIONS)})")
-    eps = hf.get("layer_norm_eps", 1e-12)
-    if abs(eps - 1e-12) > 1e-15:
-        raise ConversionError(f"{source}: layer_norm_eps is {eps}; BERT (and kbert) use 1e-12")
+    eps = hf.get("layer_norm_eps", LAYER_NORM_EPSILON)
+    if abs(eps - LAYER_NORM_EPSILON) > 1e-15:
+        raise ConversionError(f"{source}: layer_norm_eps is {eps}; BERT (and kbert) use {LAYER_NORM_EPSILON}")
     if hf.get("position_embedding_type", "absolute") != "absolute":
         raise ConversionError(
             f"{source}: position_embedding_type {hf['position_embedding_type']!r}; only 'absolute' is BERT"

@@ -13,13 +13,14 @@ import pathlib
 
 import tensorflow as tf
 
+from kbert import compat
 from kbert.explore.masked_text import tokenize_with_masks
 from kbert.model_dir import ModelDirError, load_encoder, load_heads
 
 DEFAULT_SEQ_LENGTH = 128
 
 
-class PretrainingHeads(tf.__internal__.tracking.AutoTrackable):
+class PretrainingHeads(compat.AutoTrackable):
     """An encoder with its ``mlm`` and/or ``nsp`` heads and the model directory's tokenizer.
 
     ``mlm_head`` or ``nsp_head`` may be None (a directory without that head); asking for it then

@@ -20,6 +20,7 @@ import pathlib
 
 import tensorflow as tf
 
+from kbert import compat
 from kbert.export.head_signatures import add_head_signatures, warmup_requests
 from kbert.export.serving import write_warmup_requests_for
 from kbert.export.tokenizer_assets import attach_tokenizer_assets
@@ -37,7 +38,7 @@ def _tf_variables(variables):
     return [getattr(v, "value", v) for v in variables]
 
 
-class _Mlm(tf.__internal__.tracking.AutoTrackable):
+class _Mlm(compat.AutoTrackable):
     def __init__(self, encoder, head):
         self._encoder = encoder
         self._head = head
@@ -63,7 +64,7 @@ def _hub_outputs(outputs):
     }
 
 
-class HubEncoder(tf.__internal__.tracking.AutoTrackable):
+class HubEncoder(compat.AutoTrackable):
     def __init__(self, encoder, tokenizer, mlm_head=None):
         self._encoder = encoder
         # Ids in, so any tokenizer type exports: only its files and case are kept (TF Hub's names).

@@ -19,6 +19,7 @@ import pathlib
 
 import tensorflow as tf
 
+from kbert import compat
 from kbert.export.serving import write_warmup_requests
 from kbert.export.tokenizer_assets import attach_tokenizer_assets, check_exportable
 from kbert.tasks.registry import task_type_for_model
@@ -36,7 +37,7 @@ def valid_utf8(text):
     return tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
 
 
-class _TaskModule(tf.__internal__.tracking.AutoTrackable):
+class _TaskModule(compat.AutoTrackable):
     def __init__(self, model):
         # The Keras task model itself is not tracked: Keras would add its own default serving
         # function, traced with float inputs, which a string-in model cannot take. Its parts are,

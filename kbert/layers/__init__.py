@@ -1,4 +1,9 @@
-"""Keras 3 layers of BERT, written with ``keras.ops`` so they stay backend-neutral."""
+"""Keras 3 layers of BERT, written with ``keras.ops``: they run on TensorFlow, JAX and torch.
+
+Where TensorFlow has a faster formulation of the same numbers, a layer asks the one seam,
+``kbert.layers.tf_fast``, and takes it there (``KBERT_FAST_PATHS=0`` runs the plain code on
+TensorFlow too); tests/test_layers_seam.py and tests/test_layers_backends.py hold both paths equal.
+"""
 
 from kbert.layers.activations import get_activation
 from kbert.layers.attention import MultiHeadSelfAttention

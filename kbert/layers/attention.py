@@ -2,112 +2,19 @@
 
 Written for speed on TensorFlow's oneDNN CPU kernels (see README, Performance) and still in
 ``keras.ops``: activations stay 2-D ``[batch * seq, H]`` between the projections, so every
-projection is one MatMul that TensorFlow fuses with its bias (and the residual, in the block); the
-scores are ``matmul(q, k_t) * scale + mask_bias`` with the mask expanded by ``expand_dims``, the op
-order that oneDNN runs as one fused batch-matmul; softmax is computed in float32.
+projection is one MatMul that TensorFlow fuses with its bias and the residual
+(``kbert.layers.projections``); the scores are ``matmul(q, k_t) * scale + mask_bias`` with the
+mask expanded by ``expand_dims``, the op order that oneDNN runs as one fused batch-matmul; softmax
+is computed in float32.
 """
-
-import functools
-import os
 
 import keras
 from keras import ops
 
-from kbert.layers.fused import Dropout
+from kbert.layers import tf_fast
+from kbert.layers.dropout import Dropout
 from kbert.layers.initializers import truncated_normal
-
-BF16_MATMUL_ENV = "KBERT_BF16_MATMUL"
-
-
-@functools.lru_cache(maxsize=None)
-def bf16_matmul_mode() -> str:
-    """How bfloat16 matmuls run: "native" or "float32" (see ``matmul_dtype``).
-
-    "float32" on a TensorFlow CPU without bf16 dot-product instructions (neither AVX512_BF16 nor
-    AMX in /proc/cpuinfo) and no GPU/TPU; "native" otherwise. ``KBERT_BF16_MATMUL=native|float32``
-    forces one; the choice is made once per process (``bf16_matmul_mode.cache_clear()`` to redo).
-    """
-    forced = os.environ.get(BF16_MATMUL_ENV, "auto").strip().lower()
-    if forced in ("native", "float32"):
-        return forced
-    if forced not in ("", "auto"):
-        raise ValueError(f"{BF16_MATMUL_ENV}={forced!r}: expected native, float32 or auto")
-    if keras.backend.backend() != "tensorflow":
-        return "native"
-    import tensorflow as tf
-
-    if tf.config.list_physical_devices("GPU") or tf.config.list_physical_devices("TPU"):
-        return "native"
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), None)
-    except OSError:
-        flags = None
-    if flags is None:
-        return "native"
-    return "native" if {"avx512_bf16", "amx_bf16"} & set(flags) else "float32"
-
-
-def matmul_dtype(dtype):
-    """The dtype a matmul of ``dtype`` operands is computed in.
-
-    bfloat16 operands are multiplied in float32 when ``bf16_matmul_mode()`` is "float32": the
-    products of bf16 values are exact in float32 and the sums are float32, which is what a bf16
-    matmul with float32 accumulation computes; without bf16 instructions oneDNN emulates bf16
-    matmuls at about a fifth of its float32 speed, so the same numbers come out ~5x sooner.
-    """
-    if keras.backend.standardize_dtype(dtype) == "bfloat16" and bf16_matmul_mode() == "float32":
-        return "float32"
-    return dtype
-
-
-def matmul(a, b):
-    """``a @ b`` for operands of the compute dtype, result in that dtype (see ``matmul_dtype``)."""
-    compute = matmul_dtype(a.dtype)
-    if compute == a.dtype:
-        return ops.matmul(a, b)
-    return ops.cast(ops.matmul(ops.cast(a, compute), ops.cast(b, compute)), a.dtype)
-
-
-def in_xla():
-    """True while TensorFlow traces a function that XLA compiles (``jit_compile=True``, or inside one)."""
-    if keras.backend.backend() != "tensorflow":
-        return False
-    import tensorflow as tf
-    from tensorflow.python.ops import control_flow_util
-
-    if tf.executing_eagerly():
-        return False
-    return control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
-
-
-def dense(layer, x, residual=None, activation=None):
-    """``layer`` (a built Dense with a bias) applied to a 2-D ``x``, plus ``residual``, then ``activation``.
-
-    The op order (MatMul, BiasAdd, Add, activation) is the one TensorFlow's grappler remapper fuses
-    into a single oneDNN MatMul on CPU; ``keras.ops.add`` for the bias would leave GELU unfused.
-    Reading ``layer.kernel`` inside a calling layer's ``call`` gets Keras' autocast (bf16 under
-    ``mixed_bfloat16``), exactly as the Dense layer itself would.
-    """
-    out_dtype = x.dtype
-    compute = matmul_dtype(out_dtype)
-    # Operands rounded to the compute dtype first (a no-op unless bf16 is multiplied in float32).
-    kernel = ops.cast(ops.cast(layer.kernel, out_dtype), compute)
-    bias = ops.cast(ops.cast(layer.bias, out_dtype), compute)
-    y = ops.matmul(ops.cast(x, compute), kernel)
-    if residual is not None:
-        residual = ops.cast(residual, compute)
-    if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
-        y = tf.nn.bias_add(y, bias)
-    else:
-        y = y + bias
-    if residual is not None:
-        y = residual + y
-    if activation is not None:
-        y = activation(y)
-    return ops.cast(y, out_dtype)
+from kbert.layers.projections import dense, dense_dropout_add, matmul
 
 
 class MultiHeadSelfAttention(keras.layers.Layer):
@@ -115,9 +22,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
     The projections keep Google's [in, out] kernel layout so checkpoints map one to one.
     ``padding_mask`` is [batch, seq] with 1 for real tokens; padded keys get no attention weight.
+    ``dropout`` applies to the attention probabilities, ``output_dropout`` to the output projection
+    (before the ``residual`` add, when one is given).
     """
 
-    def __init__(self, hidden_size, num_heads, dropout=0.1, initializer_range=0.02, **kwargs):
+    def __init__(self, hidden_size, num_heads, dropout=0.1, initializer_range=0.02, output_dropout=0.0, **kwargs):
         super().__init__(**kwargs)
         if hidden_size % num_heads:
             raise ValueError(f"hidden_size ({hidden_size}) must be divisible by num_heads ({num_heads})")
@@ -125,6 +34,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.num_heads = num_heads
         self.head_size = hidden_size // num_heads
         self.dropout_rate = dropout
+        self.output_dropout_rate = output_dropout
         self.initializer_range = initializer_range
         dense_layer = lambda name: keras.layers.Dense(  # noqa: E731
             hidden_size, kernel_initializer=truncated_normal(initializer_range), name=name
@@ -134,6 +44,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.value = dense_layer("value")
         self.output_dense = dense_layer("output")
         self.dropout = Dropout(dropout)
+        self.output_dropout = Dropout(output_dropout)
 
     def build(self, input_shape):
         for layer in (self.query, self.key, self.value, self.output_dense):
@@ -152,34 +63,41 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         bias = (1.0 - ops.cast(padding_mask, dtype)) * _large_negative(dtype)
         return ops.expand_dims(ops.expand_dims(bias, 1), 1)
 
-    def context(self, x, batch, seq, mask_bias=None, training=None, queries=None):
-        """2-D ``x`` [batch * seq, H] -> attention context [batch * seq, H] (before the output projection).
+    def call(self, x, padding_mask=None, training=None, positions=None, residual=False, return_attention=False):
+        """``x`` [batch, seq, H] -> [batch, Q, H], the output projection of the attention context.
 
-        ``queries``: optional ``(rows, count)``, 2-D rows [batch * count, H] of ``x`` (e.g. gathered at
-        some positions) that attend to all of ``x``; the context is then [batch * count, H], the
-        same numbers as those rows of the full context for a fraction of the work.
+        ``positions``: optional [batch, Q] (int): only the rows of ``x`` at those positions query
+        (keys and values still cover all of ``x``), the same numbers as those rows of the full
+        output for a fraction of the work; default every position (Q = seq). ``residual``: add the
+        querying rows of ``x`` to the output after its dropout (BERT's residual; on TensorFlow the
+        add fuses into the output projection). ``return_attention``: also return the attention
+        probabilities [batch, heads, Q, seq] (float32, before dropout): ``(output, probabilities)``.
         """
-        heads, size = self.num_heads, self.head_size
-        q_rows, q_len = queries if queries is not None else (x, seq)
+        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
+        heads, size, width = self.num_heads, self.head_size, self.hidden_size
+        flat = ops.reshape(x, (-1, width))
+        q_rows, q_len = flat, seq
+        if positions is not None:
+            q_rows, q_len = gather_rows(flat, positions, seq), ops.shape(positions)[1]
         q = ops.transpose(ops.reshape(dense(self.query, q_rows), (batch, q_len, heads, size)), (0, 2, 1, 3))
-        k_t = ops.transpose(ops.reshape(dense(self.key, x), (batch, seq, heads, size)), (0, 2, 3, 1))
-        v = ops.transpose(ops.reshape(dense(self.value, x), (batch, seq, heads, size)), (0, 2, 1, 3))
+        k_t = ops.transpose(ops.reshape(dense(self.key, flat), (batch, seq, heads, size)), (0, 2, 3, 1))
+        v = ops.transpose(ops.reshape(dense(self.value, flat), (batch, seq, heads, size)), (0, 2, 1, 3))
         # [batch, heads, query, key]; BERT's scale is 1/sqrt(head_size). With bf16 multiplied in
         # float32 the scores stay float32 (softmax is float32 anyway).
-        compute = matmul_dtype(q.dtype)
+        compute = tf_fast.matmul_dtype(q.dtype)
         scores = ops.matmul(ops.cast(q, compute), ops.cast(k_t, compute)) * (1.0 / float(size) ** 0.5)
+        mask_bias = self.mask_bias(padding_mask, self.compute_dtype)
         if mask_bias is not None:
             scores = scores + ops.cast(mask_bias, scores.dtype)
-        weights = ops.softmax(ops.cast(scores, "float32"), axis=-1)
-        weights = self.dropout(ops.cast(weights, v.dtype), training=training)
-        context = ops.transpose(matmul(weights, v), (0, 2, 1, 3))  # [batch, seq, heads, size]
-        return ops.reshape(context, (-1, self.hidden_size))
-
-    def call(self, x, padding_mask=None, training=None):
-        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
-        flat = ops.reshape(x, (-1, self.hidden_size))
-        context = self.context(flat, batch, seq, self.mask_bias(padding_mask, self.compute_dtype), training)
-        return ops.reshape(dense(self.output_dense, context), (batch, seq, self.hidden_size))
+        probabilities = ops.softmax(ops.cast(scores, "float32"), axis=-1)
+        weights = self.dropout(ops.cast(probabilities, v.dtype), training=training)
+        context = ops.reshape(ops.transpose(matmul(weights, v), (0, 2, 1, 3)), (-1, width))
+        if residual:
+            out = dense_dropout_add(self.output_dense, context, q_rows, self.output_dropout, training)
+        else:
+            out = self.output_dropout(dense(self.output_dense, context), training=training)
+        out = ops.reshape(out, (batch, q_len, width))
+        return (out, probabilities) if return_attention else out
 
     def get_config(self):
         config = super().get_config()
@@ -188,8 +106,20 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             num_heads=self.num_heads,
             dropout=self.dropout_rate,
             initializer_range=self.initializer_range,
+            output_dropout=self.output_dropout_rate,
         )
         return config
+
+
+def gather_rows(flat, positions, seq):
+    """Rows of 2-D ``flat`` [batch * seq, H] at ``positions`` [batch, P] of each sequence -> [batch * P, H].
+
+    One gather on the flattened rows (its gradient is a single segment sum), not a batched gather
+    over [batch, seq, H].
+    """
+    positions = ops.cast(positions, "int32")
+    offsets = ops.expand_dims(ops.arange(ops.shape(positions)[0], dtype="int32") * ops.cast(seq, "int32"), 1)
+    return ops.take(flat, ops.reshape(positions + offsets, (-1,)), axis=0)
 
 
 def _large_negative(dtype):

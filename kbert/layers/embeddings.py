@@ -3,9 +3,10 @@
 import keras
 from keras import ops
 
-from kbert.layers.fused import Dropout
+from kbert.layers import tf_fast
+from kbert.layers.dropout import Dropout
 from kbert.layers.initializers import truncated_normal
-from kbert.layers.transformer import layer_norm
+from kbert.layers.normalization import layer_norm, make_layer_norm
 
 
 class BertEmbeddings(keras.layers.Layer):
@@ -33,7 +34,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.token_type_embeddings = keras.layers.Embedding(
             type_vocab_size, hidden_size, embeddings_initializer=init, name="token_type_embeddings"
         )
-        self.layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="layer_norm")
+        self.layer_norm = make_layer_norm("layer_norm")
         self.dropout = Dropout(dropout)
 
     def build(self, input_shape=None):
@@ -55,6 +56,11 @@ class BertEmbeddings(keras.layers.Layer):
         x = layer_norm(self.layer_norm, x)
         return self.dropout(x, training=training)
 
+    def compute_output_shape(self, word_ids_shape, type_ids_shape=None):
+        # Declared rather than traced: JAX's symbolic trace cannot prove that the position slice
+        # [:seq] (min(max_positions, seq) rows) broadcasts against seq rows.
+        return (*word_ids_shape, self.hidden_size)
+
     def get_config(self):
         config = super().get_config()
         config.update(
@@ -75,8 +81,7 @@ def _check_length(seq_length, max_length):
         if seq_length > max_length:
             raise ValueError(f"sequence length {seq_length} exceeds max_position_embeddings ({max_length})")
         return
-    # Dynamic length (a traced graph with an unknown sequence dimension): check at run time.
+    # Dynamic length (a traced TensorFlow graph with an unknown sequence dimension): check at run
+    # time. (JAX and torch trace with concrete lengths: the check above ran.)
     if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
-        tf.debugging.assert_less_equal(seq_length, max_length, message=message)
+        tf_fast.assert_length(seq_length, max_length, message)

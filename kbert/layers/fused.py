@@ -17,30 +17,16 @@ of the kept fraction. The bits are kept for the backward pass (2 bytes an elemen
 XLA compiles a kernel once per shape, so these are used only for fully known static shapes
 (pre-training's fixed sequence length); fine-tuning batches trimmed to their longest row take the
 plain ops. ``KBERT_FUSED_KERNELS=0`` turns them off. Inside an XLA-compiled step (``jit_compile``,
-TPUs) the plain ops are used and XLA fuses them itself.
+TPUs) the plain ops are used and XLA fuses them itself. Those decisions are made by
+``kbert.layers.tf_fast``, the seam the layers ask, and the only module that imports this one.
 """
 
 import functools
 import math
-import os
-
-import keras
 
 FUSED_ENV = "KBERT_FUSED_KERNELS"
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-
-
-def enabled(x) -> bool:
-    """Whether the fused kernels apply to tensor ``x`` (TensorFlow graph or eager, not inside XLA,
-    static shape, not turned off by ``KBERT_FUSED_KERNELS=0``)."""
-    if os.environ.get(FUSED_ENV, "1").strip() in ("0", "false", "off"):
-        return False
-    if keras.backend.backend() != "tensorflow" or not x.shape.is_fully_defined():
-        return False
-    from kbert.layers.attention import in_xla
-
-    return not in_xla()
 
 
 # -- GELU ---------------------------------------------------------------------------------------
@@ -141,43 +127,6 @@ def dropout(x, rate: float, seed, residual=None):
         return apply_add(x, bits, residual), lambda dy: (apply(dy, bits), dy)
 
     return _dropout_add(x, residual)
-
-
-class Dropout(keras.layers.Dropout):
-    """``keras.layers.Dropout`` (same config, same seed-generator state) that, in training and
-    where ``enabled``, runs as the fused kernel above; otherwise exactly Keras' layer."""
-
-    def call(self, inputs, training=False):
-        if self._fusable(inputs, training):
-            return dropout(inputs, self.rate, self._seed())
-        return super().call(inputs, training=training)
-
-    def add_to(self, inputs, residual, training=False):
-        """``residual + self(inputs)``, the add fused into the dropout kernel where it applies."""
-        if self._fusable(inputs, training) and residual.shape == inputs.shape and residual.dtype == inputs.dtype:
-            return dropout(inputs, self.rate, self._seed(), residual=residual)
-        return residual + self(inputs, training=training)
-
-    def _fusable(self, inputs, training):
-        return bool(training) and 0.0 < self.rate < 1.0 and self.noise_shape is None and enabled(inputs)
-
-    def _seed(self):
-        import tensorflow as tf
-
-        seed = self.seed_generator.next()
-        if seed.dtype != tf.int32:  # SeedGenerator state is int64; stateless ops want int32
-            seed = tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
-        return seed
-
-
-def training_activation(activation, x):
-    """The fused kernel standing in for ``activation`` (kbert's GELUs) on ``x`` in training, where
-    ``enabled``; otherwise ``activation`` itself."""
-    from kbert.layers.activations import gelu_exact, gelu_tanh
-
-    if activation in (gelu_tanh, gelu_exact) and enabled(x):
-        return functools.partial(gelu, approximate=activation is gelu_tanh)
-    return activation
 
 
 # -- softmax cross-entropy with integer labels ----------------------------------------------------

@@ -3,9 +3,10 @@
 import keras
 from keras import ops
 
+from kbert.layers import tf_fast
 from kbert.layers.activations import get_activation
-from kbert.layers.attention import matmul_dtype
 from kbert.layers.initializers import truncated_normal
+from kbert.layers.normalization import make_layer_norm
 
 
 class MaskedLMHead(keras.layers.Layer):
@@ -28,7 +29,7 @@ class MaskedLMHead(keras.layers.Layer):
             kernel_initializer=truncated_normal(initializer_range),
             name="transform",
         )
-        self.layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="layer_norm")
+        self.layer_norm = make_layer_norm("layer_norm")
 
     def build(self, input_shape=None):
         self.transform.build((None, None, self.hidden_size))
@@ -49,18 +50,13 @@ class MaskedLMHead(keras.layers.Layer):
         # lowers to a batch matmul broadcast over the batch, whose gradient for the [V, H] table is
         # one [V, H] product per sequence summed afterwards; the 2-D form's is a single product.
         # Operands are rounded to the compute dtype, then multiplied in ``matmul_dtype`` (float32
-        # for bf16 on CPUs without bf16 instructions, see kbert.layers.attention).
-        compute = matmul_dtype(x.dtype)
+        # for bf16 on CPUs without bf16 instructions, see kbert.layers.tf_fast).
+        compute = tf_fast.matmul_dtype(x.dtype)
         flat = ops.cast(ops.reshape(x, (-1, self.hidden_size)), compute)
         table = ops.cast(ops.cast(embedding_table, x.dtype), compute)
         bias = ops.cast(ops.cast(self.output_bias, x.dtype), compute)
-        if keras.backend.backend() == "tensorflow":
-            import tensorflow as tf
-
-            # transpose_b: neither the forward product nor the table's gradient ([V, H], from
-            # dlogits^T @ flat) materialises a transposed [H, V] copy of the table (48 ms of a
-            # BERT-Small step went to transposing that gradient back).
-            logits = tf.nn.bias_add(tf.linalg.matmul(flat, table, transpose_b=True), bias)
+        if tf_fast.available():  # transpose_b: no transposed copy of the table, forward or backward
+            logits = tf_fast.tied_logits(flat, table, bias)
         else:
             logits = ops.matmul(flat, ops.transpose(table)) + bias
         logits = ops.cast(logits, x.dtype)

@@ -16,6 +16,10 @@ class BertEncoder(keras.Model):
     Inputs (dict of int32 [batch, seq]): ``input_word_ids``, ``input_mask``, ``input_type_ids``.
     Outputs (dict): ``sequence_output`` [batch, seq, H], ``pooled_output`` [batch, H] (tanh dense
     on the first token), ``encoder_outputs`` (list of L [batch, seq, H], one per block).
+
+    ``encoder(inputs, output_attentions=True)`` adds ``attention_probs``: a list of L float32
+    [batch, heads, seq, seq], one per block, each row the softmax over the keys (padded keys 0).
+    Without it the call is the functional graph itself, the same ops as ever.
     """
 
     def __init__(self, config: BertConfig | None = None, dtype=None, **kwargs):
@@ -74,6 +78,26 @@ class BertEncoder(keras.Model):
         self.embeddings = embeddings
         self.blocks = blocks
         self.pooler = pooler
+
+    def call(self, inputs, training=None, mask=None, output_attentions=False):
+        if not output_attentions:
+            return super().call(inputs, training=training, mask=mask)
+        x = self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"], training=training)
+        encoder_outputs, attention_probs = [], []
+        for block in self.blocks:
+            x, probabilities = block(x, padding_mask=inputs["input_mask"], training=training, return_attention=True)
+            encoder_outputs.append(x)
+            attention_probs.append(probabilities)
+        return {
+            "sequence_output": x,
+            "pooled_output": self.pooler(ops.take(x, 0, axis=1)),
+            "encoder_outputs": encoder_outputs,
+            "attention_probs": attention_probs,
+        }
+
+    def attention_probs(self, inputs, training=None):
+        """The attention probabilities alone: a list (one per block) of [batch, heads, seq, seq]."""
+        return self(inputs, training=training, output_attentions=True)["attention_probs"]
 
     def outputs_at(self, inputs, positions, training=None):
         """The encoder's outputs needed only at ``positions`` [batch, P] (int) of each sequence.

@@ -7,21 +7,56 @@ as google-research/bert ``run_pretraining.py``; ``use_nsp=False`` trains MLM alo
 Inputs: the encoder's three inputs plus ``masked_lm_positions`` [batch, P].
 Targets (``y``): ``masked_lm_ids`` [batch, P], ``masked_lm_weights`` [batch, P] (1.0 real, 0.0 pad)
 and, with NSP, ``next_sentence_labels`` [batch] (0 IsNext, 1 NotNext).
+
+Under tf.distribute the MLM loss is normalised by the real predictions of the *global* batch;
+the model does not know the strategy: the training code passes ``replicas`` (an object with
+``num_replicas()``, ``sum(value)`` across replicas and ``logs(logs)``, e.g.
+``kbert.training.distribute.StrategyReplicas()``). The default is one replica.
 """
 
 import keras
 from keras import ops
 
-from kbert.layers import fused
+from kbert import compat
+from kbert.layers import tf_fast
 from kbert.layers.heads import build_head
 from kbert.models.encoder import INPUT_NAMES
 
 
-class BertPretrainer(keras.Model):
-    def __init__(self, encoder, mlm_head=None, nsp_head=None, use_nsp=True, **kwargs):
+class SingleReplica:
+    """``replicas`` for training on one device: sums are the values themselves."""
+
+    def num_replicas(self) -> int:
+        return 1
+
+    def sum(self, value):
+        return value
+
+    def logs(self, logs: dict) -> dict:
+        return logs
+
+
+class LossParts:
+    """The parts of the loss that ``compute_loss`` found (``mlm_loss``, ``mlm_correct``, ``nsp_loss``),
+    read back by ``compute_metrics`` in the same step: Keras passes only the total between them."""
+
+    def __init__(self):
+        self.values = {}
+
+    def update(self, **parts):
+        self.values = parts
+
+    def __getitem__(self, name):
+        return self.values[name]
+
+
+class BertPretrainer(compat.LocalReplicaBuild, keras.Model):
+    def __init__(self, encoder, mlm_head=None, nsp_head=None, use_nsp=True, replicas=None, **kwargs):
         super().__init__(**kwargs)
         self.encoder = encoder
         self.use_nsp = use_nsp
+        self.replicas = replicas or SingleReplica()
+        self.loss_parts = LossParts()
         self.mlm_head = mlm_head or build_head("mlm", encoder.config)
         self.nsp_head = (nsp_head or build_head("nsp", encoder.config)) if use_nsp else None
         self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
@@ -43,12 +78,11 @@ class BertPretrainer(keras.Model):
 
     # -- loss and metrics ---------------------------------------------------------------------
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        from kbert.training.distribute import cross_replica_sum, num_replicas
-
+        replicas = self.replicas.num_replicas()
         weights = ops.cast(y["masked_lm_weights"], "float32")
         mlm_logits = ops.cast(y_pred["mlm_logits"], "float32")
-        if fused.enabled(mlm_logits):  # the vocabulary softmax (and accuracy) as one compiled kernel
-            mlm_ce, mlm_correct = fused.sparse_softmax_cross_entropy(
+        if tf_fast.kernels_enabled(mlm_logits):  # the vocabulary softmax (and accuracy) as one compiled kernel
+            mlm_ce, mlm_correct = tf_fast.sparse_softmax_cross_entropy(
                 y["masked_lm_ids"], mlm_logits, return_correct=True
             )
         else:
@@ -58,59 +92,36 @@ class BertPretrainer(keras.Model):
             mlm_correct = keras.metrics.sparse_categorical_accuracy(y["masked_lm_ids"], mlm_logits)
         # Normalise by the number of real predictions in the *global* batch, so that the sum over
         # replicas is exactly the single-device loss (Keras sums replica losses' gradients).
-        mlm_loss = ops.sum(mlm_ce * weights) / (cross_replica_sum(ops.sum(weights)) + 1e-5)
+        mlm_loss = ops.sum(mlm_ce * weights) / (self.replicas.sum(ops.sum(weights)) + 1e-5)
         loss = mlm_loss
-        # Plain attribute (not tracked by Keras): read back by compute_metrics in the same step.
-        parts = {"mlm_loss": mlm_loss * num_replicas(), "mlm_correct": mlm_correct}
-        object.__setattr__(self, "_loss_parts", parts)
+        parts = {"mlm_loss": mlm_loss * replicas, "mlm_correct": mlm_correct}
         if self.use_nsp:
             nsp_ce = keras.losses.sparse_categorical_crossentropy(
                 y["next_sentence_labels"], ops.cast(y_pred["nsp_logits"], "float32"), from_logits=True
             )
             nsp_loss = ops.mean(nsp_ce)
-            loss = loss + nsp_loss / num_replicas()
+            loss = loss + nsp_loss / replicas
             parts["nsp_loss"] = nsp_loss
+        self.loss_parts.update(**parts)
         return loss
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         weights = ops.cast(y["masked_lm_weights"], "float32")
-        self.mlm_loss_tracker.update_state(self._loss_parts["mlm_loss"])
-        self.mlm_accuracy.update_state(self._loss_parts["mlm_correct"], sample_weight=weights)
+        self.mlm_loss_tracker.update_state(self.loss_parts["mlm_loss"])
+        self.mlm_accuracy.update_state(self.loss_parts["mlm_correct"], sample_weight=weights)
         if self.use_nsp:
-            self.nsp_loss_tracker.update_state(self._loss_parts["nsp_loss"])
+            self.nsp_loss_tracker.update_state(self.loss_parts["nsp_loss"])
             self.nsp_accuracy.update_state(y["next_sentence_labels"], y_pred["nsp_logits"])
-        from kbert.training.distribute import multi_worker_logs
-
-        return multi_worker_logs(self.get_metrics_result())
+        return self.replicas.logs(self.get_metrics_result())
 
     @property
     def metrics(self):
-        metrics = [self._loss_tracker] if getattr(self, "_loss_tracker", None) is not None else []
+        tracker = compat.loss_tracker(self)
+        metrics = [tracker] if tracker is not None else []
         metrics += [self.mlm_loss_tracker, self.mlm_accuracy]
         if self.use_nsp:
             metrics += [self.nsp_loss_tracker, self.nsp_accuracy]
         return metrics
-
-    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        # Keras 3.15's TensorFlow trainer builds from the first distributed batch by
-        # strategy.reduce("MEAN", batch), which MultiWorkerMirroredStrategy cannot do for a nested
-        # batch (ValueError converting PerReplica). Build from the first local replica's batch.
-        if iterator is not None and self._distribute_strategy is not None:
-            import tensorflow as tf
-            from keras.src import tree
-
-            for _, _, it in iterator:
-                batch = next(it)
-                data_batch = tree.map_structure(
-                    lambda v: self._distribute_strategy.experimental_local_results(v)[0]
-                    if isinstance(v, tf.distribute.DistributedValues) else v,
-                    batch,
-                )
-                break
-            with self._distribute_strategy.scope():
-                self._symbolic_build(data_batch=data_batch)
-            return
-        return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
 
     def heads(self):
         heads = {"mlm": self.mlm_head}

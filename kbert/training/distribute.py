@@ -1,12 +1,15 @@
 """Strategy resolution and the few cross-replica helpers the model's loss needs.
 
 TensorFlow-only: this is the module whose job is distribution. Under other backends (no
-tf.distribute) the helpers are the identity.
+tf.distribute) the helpers are the identity. The pre-training model gets them as
+``BertPretrainer(..., replicas=StrategyReplicas())``; it never imports this module.
 """
 
 from __future__ import annotations
 
 import keras
+
+from kbert import compat
 
 
 def _tf():
@@ -41,9 +44,23 @@ def multi_worker_logs(logs: dict) -> dict:
         return logs
     strategy = tf.distribute.get_strategy()
     if not (isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
-            and strategy.extended._in_multi_worker_mode()):
+            and compat.in_multi_worker_mode(strategy)):
         return logs
     return {k: tf.reshape(v, [1]) for k, v in logs.items()}
+
+
+class StrategyReplicas:
+    """``replicas`` for ``BertPretrainer`` under the current tf.distribute strategy (looked up when
+    the loss is traced, inside the strategy's replica context)."""
+
+    def num_replicas(self) -> int:
+        return num_replicas()
+
+    def sum(self, value):
+        return cross_replica_sum(value)
+
+    def logs(self, logs: dict) -> dict:
+        return multi_worker_logs(logs)
 
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from kbert import compat
+
 # Google's AdamW excludes LayerNorm and bias from weight decay. Keras matches these as substrings
 # of variable paths: kbert's layer norms are named "*layer_norm*" and their weights gamma/beta.
 NO_DECAY = ["bias", "gamma", "beta", "layer_norm", "LayerNorm"]
@@ -37,7 +39,7 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         return dict(peak=self.peak, total_steps=self.total_steps, warmup_steps=self.warmup_steps, end=self.end)
 
 
-class _ClipAfterAllReduce:
+class _ClipAfterAllReduce(compat.ClipGradientsHook):
     """Gradient clipping on the *global* gradient under tf.distribute.
 
     Keras clips each replica's partial gradient and only then all-reduces (sums) them, so a
@@ -46,11 +48,11 @@ class _ClipAfterAllReduce:
     afterwards gives back exactly the clipped global gradient.
     """
 
-    def _clip_gradients(self, grads):
+    def clip_gradients(self, grads):
         if keras.backend.backend() != "tensorflow" or (
             self.clipnorm is None and self.global_clipnorm is None and self.clipvalue is None
         ):
-            return super()._clip_gradients(grads)
+            return self.keras_clip_gradients(grads)
         import tensorflow as tf
 
         ctx = tf.distribute.get_replica_context()
@@ -66,7 +68,7 @@ class _ClipAfterAllReduce:
 
     def _clip_local(self, grads):
         if self.global_clipnorm is None or self.clipnorm is not None or self.clipvalue is not None:
-            return super()._clip_gradients(grads)
+            return self.keras_clip_gradients(grads)
         return clip_by_global_norm(grads, self.global_clipnorm)
 
 
@@ -118,11 +120,11 @@ class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
         import tensorflow as tf
 
         dtype = variable.dtype
-        index = self._get_variable_index(variable)
+        m, v = compat.adam_slots(self, variable)
         step = tf.cast(self.iterations + 1, dtype)
         beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
         tf.raw_ops.ResourceApplyAdam(
-            var=variable.handle, m=self._momentums[index].handle, v=self._velocities[index].handle,
+            var=variable.handle, m=m.handle, v=v.handle,
             beta1_power=tf.pow(beta_1, step), beta2_power=tf.pow(beta_2, step),
             lr=tf.cast(learning_rate, dtype), beta1=beta_1, beta2=beta_2,
             epsilon=tf.cast(self.epsilon, dtype), grad=tf.cast(tf.convert_to_tensor(gradient), dtype))

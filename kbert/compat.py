@@ -1,0 +1,119 @@
+"""Every use of a private Keras / TensorFlow API in kbert, in one place.
+
+Each entry below reaches into ``keras.src.*``, ``tensorflow.python.*``, ``tf.__internal__`` or a
+private member of a Keras / tf.distribute object, because no public API does the same thing (the
+comment on each says what it is for). ``tests/test_compat.py`` checks every one against the
+installed Keras and TensorFlow, so an upgrade that moves or changes one fails there, by name,
+rather than somewhere deep in a training run.
+
+Nothing here imports TensorFlow at module import: the layers import this module under every Keras
+backend.
+"""
+
+from __future__ import annotations
+
+
+# -- TensorFlow ---------------------------------------------------------------------------------
+def graph_in_xla_context(graph) -> bool:
+    """Whether ``graph`` (or a graph it is nested in) is being compiled by XLA (``jit_compile``).
+
+    No public TensorFlow API answers this; kbert's fast paths need it to step aside inside XLA.
+    """
+    from tensorflow.python.ops import control_flow_util
+
+    return control_flow_util.GraphOrParentsInXlaContext(graph)
+
+
+def in_multi_worker_mode(strategy) -> bool:
+    """Whether a ``MultiWorkerMirroredStrategy`` spans several workers (not one local worker)."""
+    return strategy.extended._in_multi_worker_mode()
+
+
+def __getattr__(name):
+    # ``AutoTrackable``: the base of kbert's exported SavedModel objects. ``tf.Module`` is the
+    # public alternative, but it adds a name scope and tracks every attribute as a sub-module,
+    # which changes the exported object graph; the exports keep the class they were written for.
+    if name == "AutoTrackable":
+        import tensorflow as tf
+
+        return tf.__internal__.tracking.AutoTrackable
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# -- Keras saving -------------------------------------------------------------------------------
+def save_weights_only(layer, path) -> None:
+    """``.weights.h5`` of a ``keras.Layer`` (Layers, unlike Models, have no public ``save_weights``;
+    this is the function ``Model.save_weights`` calls, so heads and encoder share one format)."""
+    from keras.src.saving import saving_lib
+
+    saving_lib.save_weights_only(layer, str(path))
+
+
+def load_weights_only(layer, path) -> None:
+    """The reverse of ``save_weights_only``."""
+    from keras.src.saving import saving_lib
+
+    saving_lib.load_weights_only(layer, str(path))
+
+
+# -- Keras Model internals ----------------------------------------------------------------------
+def loss_tracker(model):
+    """The ``Mean`` metric Keras' trainer keeps for the total loss (reported as ``loss``), or None
+    before ``compile``; a model that overrides ``metrics`` has to list it itself."""
+    return getattr(model, "_loss_tracker", None)
+
+
+class LocalReplicaBuild:
+    """Mix-in for a ``keras.Model``: build it from the first local replica's batch under tf.distribute.
+
+    Keras 3.15's TensorFlow trainer builds an unbuilt model from the first distributed batch by
+    ``strategy.reduce("MEAN", batch)``, which MultiWorkerMirroredStrategy cannot do for a nested
+    batch (ValueError converting PerReplica). This overrides the private hook
+    ``Model._maybe_symbolic_build`` and uses the private ``_distribute_strategy`` and
+    ``_symbolic_build`` it works with.
+    """
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        strategy = getattr(self, "_distribute_strategy", None)
+        if iterator is not None and strategy is not None:
+            import keras
+            import tensorflow as tf
+
+            for _, _, it in iterator:
+                batch = next(it)
+                data_batch = keras.tree.map_structure(
+                    lambda v: strategy.experimental_local_results(v)[0]
+                    if isinstance(v, tf.distribute.DistributedValues) else v,
+                    batch,
+                )
+                break
+            with strategy.scope():
+                self._symbolic_build(data_batch=data_batch)
+            return
+        return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+
+
+# -- Keras optimizers ---------------------------------------------------------------------------
+class ClipGradientsHook:
+    """Mix-in for a ``keras.optimizers.Optimizer``: a public-named hook for gradient clipping.
+
+    Keras' ``apply`` clips through the private ``Optimizer._clip_gradients(grads)``. A subclass
+    of this mix-in overrides ``clip_gradients`` instead and calls ``keras_clip_gradients`` for
+    Keras' own clipping.
+    """
+
+    def _clip_gradients(self, grads):
+        return self.clip_gradients(grads)
+
+    def clip_gradients(self, grads):
+        return self.keras_clip_gradients(grads)
+
+    def keras_clip_gradients(self, grads):
+        return super()._clip_gradients(grads)
+
+
+def adam_slots(optimizer, variable):
+    """``(m, v)``: the first and second moment variables of ``variable`` in a Keras Adam/AdamW
+    (kept in the private lists ``_momentums`` / ``_velocities``, indexed by ``_get_variable_index``)."""
+    index = optimizer._get_variable_index(variable)
+    return optimizer._momentums[index], optimizer._velocities[index]

@@ -1,0 +1,24 @@
+"""Dropout that runs as one XLA-compiled kernel in TensorFlow training (see kbert.layers.tf_fast)."""
+
+import keras
+
+from kbert.layers import tf_fast
+
+
+class Dropout(keras.layers.Dropout):
+    """``keras.layers.Dropout`` (same config, same seed-generator state) that, in training and
+    where ``tf_fast.kernels_enabled``, runs as the fused kernel; otherwise exactly Keras' layer."""
+
+    def call(self, inputs, training=False):
+        if self._fusable(inputs, training):
+            return tf_fast.dropout(inputs, self.rate, self.seed_generator.next())
+        return super().call(inputs, training=training)
+
+    def add_to(self, inputs, residual, training=False):
+        """``residual + self(inputs)``, the add fused into the dropout kernel where it applies."""
+        if self._fusable(inputs, training) and residual.shape == inputs.shape and residual.dtype == inputs.dtype:
+            return tf_fast.dropout(inputs, self.rate, self.seed_generator.next(), residual=residual)
+        return residual + self(inputs, training=training)
+
+    def _fusable(self, inputs, training):
+        return bool(training) and 0.0 < self.rate < 1.0 and self.noise_shape is None and tf_fast.kernels_enabled(inputs)

@@ -1,0 +1,134 @@
+"""kbert.compat: each private Keras / TensorFlow API kbert uses still behaves as kbert expects.
+
+A failure here after a Keras or TensorFlow upgrade names the entry of kbert/compat.py to rework.
+"""
+
+import inspect
+import pathlib
+import re
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kbert import compat
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+def test_no_private_api_outside_compat():
+    pattern = re.compile(r"keras\.src\b|tensorflow\.python\b|tf\.__internal__|\._in_multi_worker_mode\b|"
+                         r"\._loss_tracker\b|\._get_variable_index\b|\._momentums\b|\._velocities\b|"
+                         r"\._(maybe_)?symbolic_build\b|\._distribute_strategy\b|\._clip_gradients\b")
+    hits = [f"{path.relative_to(REPO)}:{n}: {line.strip()}"
+            for folder in ("kbert", "pipelines") for path in sorted((REPO / folder).rglob("*.py"))
+            if path.name != "compat.py"
+            for n, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
+    assert not hits, "private APIs outside kbert/compat.py:\n" + "\n".join(hits)
+
+
+def test_graph_in_xla_context():
+    seen = {}
+
+    def probe(x, key):
+        seen[key] = compat.graph_in_xla_context(tf.compat.v1.get_default_graph())
+        return x + 1
+
+    tf.function(lambda x: probe(x, "plain"))(tf.ones([2]))
+    tf.function(lambda x: probe(x, "xla"), jit_compile=True)(tf.ones([2]))
+    outer = tf.function(lambda x: tf.function(lambda y: probe(y, "nested"))(x), jit_compile=True)
+    outer(tf.ones([2]))
+    assert seen == {"plain": False, "xla": True, "nested": True}
+
+
+def test_in_multi_worker_mode():
+    # True for several workers is covered by test_pretrainer's two-worker run.
+    assert compat.in_multi_worker_mode(tf.distribute.MirroredStrategy(["/cpu:0"])) is False
+
+
+def test_auto_trackable_saves_and_restores_a_function(tmp_path):
+    assert issubclass(compat.AutoTrackable, tf.__internal__.tracking.Trackable)
+    assert not issubclass(compat.AutoTrackable, tf.Module)
+    obj = compat.AutoTrackable()
+    obj.scale = tf.Variable(3.0)
+    obj.f = tf.function(lambda x: x * obj.scale, input_signature=[tf.TensorSpec([None], tf.float32)])
+    tf.saved_model.save(obj, str(tmp_path / "m"))
+    restored = tf.saved_model.load(str(tmp_path / "m"))
+    np.testing.assert_array_equal(restored.f(tf.constant([1.0, 2.0])), [3.0, 6.0])
+    with pytest.raises(AttributeError, match="NoSuchThing"):
+        compat.NoSuchThing  # noqa: B018
+
+
+def test_layer_weights_round_trip(tmp_path):
+    keras.utils.set_random_seed(0)
+    a, b = keras.layers.Dense(3), keras.layers.Dense(3)
+    a.build((None, 4))
+    b.build((None, 4))
+    compat.save_weights_only(a, tmp_path / "a.weights.h5")
+    compat.load_weights_only(b, tmp_path / "a.weights.h5")
+    for wa, wb in zip(a.weights, b.weights):
+        np.testing.assert_array_equal(wa.numpy(), wb.numpy())
+
+
+def test_loss_tracker_is_the_reported_loss():
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    assert compat.loss_tracker(model) is None or isinstance(compat.loss_tracker(model), keras.metrics.Mean)
+    model.compile(optimizer="sgd", loss="mse")
+    logs = model.fit(np.ones((4, 2)), np.zeros((4, 1)), batch_size=4, verbose=0).history
+    tracker = compat.loss_tracker(model)
+    assert isinstance(tracker, keras.metrics.Mean) and tracker.name == "loss"
+    assert float(tracker.result()) == pytest.approx(logs["loss"][-1])
+
+
+def test_local_replica_build_overrides_the_hook_keras_calls():
+    hook = inspect.signature(keras.Model._maybe_symbolic_build)
+    assert list(hook.parameters) == ["self", "iterator", "data_batch"]
+    assert "data_batch" in inspect.signature(keras.Model._symbolic_build).parameters
+
+    class Recording(compat.LocalReplicaBuild, keras.Model):
+        calls = []
+
+        def __init__(self):
+            super().__init__()
+            self.dense = keras.layers.Dense(1)
+
+        def call(self, x):
+            return self.dense(x)
+
+        def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+            Recording.calls.append((iterator is not None, data_batch is not None))
+            return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    with strategy.scope():
+        model = Recording()
+        model.compile(optimizer="sgd", loss="mse")
+    assert getattr(model, "_distribute_strategy", None) is strategy
+    model.fit(np.ones((4, 2)), np.zeros((4, 1)), batch_size=2, verbose=0)
+    assert Recording.calls and model.built
+
+
+def test_clip_gradients_hook_is_what_apply_calls():
+    calls = []
+
+    class Hooked(compat.ClipGradientsHook, keras.optimizers.SGD):
+        def clip_gradients(self, grads):
+            calls.append(len(grads))
+            return self.keras_clip_gradients(grads)
+
+    var = keras.Variable([3.0, 4.0])
+    opt = Hooked(learning_rate=1.0, global_clipnorm=1.0)
+    opt.apply([tf.constant([3.0, 4.0])], [var])
+    assert calls == [1]
+    np.testing.assert_allclose(var.numpy(), [3.0 - 0.6, 4.0 - 0.8], rtol=1e-6)  # Keras' clipping ran
+
+
+def test_adam_slots_are_the_moments():
+    var = keras.Variable([1.0, -2.0])
+    opt = keras.optimizers.AdamW(learning_rate=0.1, beta_1=0.9, beta_2=0.99)
+    g = np.array([0.5, -1.5], "float32")
+    opt.apply([tf.constant(g)], [var])
+    m, v = compat.adam_slots(opt, var)
+    np.testing.assert_allclose(m.numpy(), 0.1 * g, rtol=1e-6)
+    np.testing.assert_allclose(v.numpy(), 0.01 * g * g, rtol=1e-5)
