@@ -35,6 +35,9 @@ def parse_args(argv=None):
     p.add_argument("--output", required=True, metavar="OUT.npz", help="the .npz file to write")
     p.add_argument("--seq-length", type=int, default=128, help="pad/truncate every row to this length (default 128)")
     p.add_argument("--batch-size", type=int, default=32, help="rows per encoder call (default 32)")
+    from kbert.explore.projector import add_projector_arguments
+
+    add_projector_arguments(p)  # --projector LOGDIR: the arrays for TensorBoard's projector
     add_verbose_flag(p)
     args = p.parse_args(argv)
     if args.seq_length < 2:
@@ -86,15 +89,21 @@ def extract(model_dir, rows: list[dict], seq_length: int = 128, batch_size: int 
     from kbert.features import COMBINATIONS, FeatureExtractor, check_combinations, combine_layers
     from kbert.tasks.text_inputs import text_segments
 
-    singles = FeatureExtractor.from_model_dir(model_dir, seq_length=seq_length, num_segments=1, dynamic_length=False)
-    encoder = singles.encoder
-    num_blocks = encoder.config.num_hidden_layers
+    from kbert.model_dir import load_config
+
+    num_blocks = load_config(model_dir).num_hidden_layers
     names = []
     for name in COMBINATIONS:
         try:
             names.append(check_combinations((name,), num_blocks)[0])
         except ValueError:  # e.g. concat of the last four blocks of a 2-block encoder
             pass
+    singles = FeatureExtractor.from_model_dir(model_dir, seq_length=seq_length, num_segments=1, dynamic_length=False,
+                                              combinations=tuple(names))
+    encoder = singles.encoder
+    tokenizer = singles.preprocessor.tokenizer
+    # A tokenizer with a Python step (MeCab) gets its words here; the graph part takes them.
+    prepare = (lambda texts: texts) if getattr(tokenizer, "in_graph", True) else tokenizer.pre_tokenize
     # One pass gives the pooled output and every layer (the embedding output, then each block).
     all_outputs = keras.Model(encoder.inputs, [encoder.output["pooled_output"], encoder.embeddings.output,
                                                *encoder.output["encoder_outputs"]])
@@ -112,7 +121,8 @@ def extract(model_dir, rows: list[dict], seq_length: int = 128, batch_size: int 
         index = [i for i, row in enumerate(rows) if ("text_b" in row) == (num_segments == 2)]
         for start in range(0, len(index), batch_size):
             chunk = index[start:start + batch_size]
-            texts = {key: tf.constant([rows[i][key] for i in chunk], tf.string) for key in TEXT_KEYS[:num_segments]}
+            texts = {key: tf.constant(prepare([rows[i][key] for i in chunk]), tf.string)
+                     for key in TEXT_KEYS[:num_segments]}
             out = step(text_segments(texts, num_segments, "kbert.features"))
             for key, value in out.items():
                 value = value.numpy()
@@ -137,6 +147,11 @@ def main(argv=None) -> int:
     np.savez(output, **arrays)
     shapes = ", ".join(f"{k} {list(v.shape)}" for k, v in arrays.items())
     print(f"wrote {len(rows)} rows to {output if output.suffix == '.npz' else str(output) + '.npz'}: {shapes}")
+    from kbert.explore.projector import projector_from_args
+
+    line = projector_from_args(args, arrays, rows)
+    if line:
+        print(line)
     return 0
 
 

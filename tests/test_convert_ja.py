@@ -144,3 +144,20 @@ def test_google_converter_takes_the_tokenizer_type(tmp_path, ja_model_dir):
         [sys.executable, "-m", "kbert.convert", "google", str(prefix), str(tmp_path / "bad"), "--tokenizer", "juman"],
         capture_output=True, text=True, cwd=REPO, timeout=300)
     assert result.returncode == 1 and "unknown tokenizer type 'juman'" in result.stderr
+
+
+def test_features_cli_reproduces_transformers_from_raw_japanese(ja_model_dir, tmp_path):
+    """Issue 16's end to end: ``kbert.convert hf`` then ``python -m kbert.features`` on the raw rows."""
+    spec = json.loads((REFERENCE / "ja_tiny_bert_inputs.json").read_text(encoding="utf-8"))
+    rows_file = tmp_path / "rows.jsonl"
+    rows_file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in spec["rows"]), encoding="utf-8")
+    out = tmp_path / "features.npz"
+    result = subprocess.run([sys.executable, "-m", "kbert.features", str(ja_model_dir), "--input", str(rows_file),
+                             "--output", str(out), "--seq-length", str(spec["seq_length"])],
+                            capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    got, ref = np.load(out), np.load(REFERENCE / "ja_tiny_bert.npz")
+    for key in ("input_word_ids", "input_mask", "input_type_ids"):
+        np.testing.assert_array_equal(got[key], ref[key], err_msg=key)
+    np.testing.assert_allclose(got["sequence_output"], ref["last_hidden_state"], atol=1e-4)
+    np.testing.assert_allclose(got["pooled_output"], ref["pooler_output"], atol=1e-4)

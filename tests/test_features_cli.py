@@ -31,10 +31,24 @@ def features(minilm_model_dir, minilm_reference, tmp_path_factory):
             if i == 0:
                 f.write("\n")  # blank lines are skipped
     result = _cli(minilm_model_dir, "--input", tmp / "rows.jsonl", "--output", tmp / "out.npz",
-                  "--seq-length", "128", "--batch-size", "4")
+                  "--seq-length", "128", "--batch-size", "4", "--projector", tmp / "projector",
+                  "--projector-level", "sentence")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "wrote 6 rows" in result.stdout
-    return dict(np.load(tmp / "out.npz"))
+    assert "wrote 6 rows" in result.stdout and f"tensorboard --logdir {tmp / 'projector'}" in result.stdout
+    arrays = dict(np.load(tmp / "out.npz"))
+    arrays["projector_dir"] = tmp / "projector"
+    return arrays
+
+
+def test_projector_flag_writes_one_point_per_row(features):
+    from tensorboard.plugins import projector
+    from google.protobuf import text_format
+
+    logdir = features["projector_dir"]
+    config = text_format.Parse((logdir / "projector_config.pbtxt").read_text(), projector.ProjectorConfig())
+    (embedding,) = config.embeddings
+    labels = (logdir / embedding.metadata_path).read_text(encoding="utf-8").splitlines()
+    assert len(labels) == len(ROWS)  # one per row (a single-column metadata file has no header)
 
 
 def test_features_match_transformers(features, minilm_reference):

@@ -143,6 +143,11 @@ class _MecabTokenizer(keras.layers.Layer):
     def asset_files(self) -> dict:
         return {self.spec.vocab_file: self._vocab_path} if self._vocab_path else {}
 
+    def starts_word(self) -> list:
+        """For each id, whether that piece begins a word: all but WordPiece's ``##`` continuations
+        (for ``mecab-character`` every character, so whole-word masking there masks characters)."""
+        return [not t.startswith("##") for t in self.get_vocabulary()]
+
     def pre_tokenize(self, texts) -> list[str]:
         """Raw texts (str, UTF-8 bytes, or a string tensor) -> MeCab words joined by ``WORD_SEPARATOR``."""
         return [WORD_SEPARATOR.join(w for w, _, _ in self._words(t)) for t in _python_texts(texts)]

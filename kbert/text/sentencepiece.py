@@ -143,6 +143,12 @@ class SentencePieceTokenizer(keras.layers.Layer):
         """The Python step before the graph: none (the texts as they are)."""
         return list(texts)
 
+    def starts_word(self) -> list:
+        """For each id, whether that piece begins a word: pieces with the ``▁`` (U+2581) marker and
+        the special/control pieces (whole-word masking groups the rest with the piece before)."""
+        specials = set(self.special_token_ids.values())
+        return [i in specials or t.startswith("\u2581") for i, t in enumerate(self.get_vocabulary())]
+
     # -- vocabulary ---------------------------------------------------------------------------
     @property
     def vocab_size(self) -> int:
