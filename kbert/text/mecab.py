@@ -51,6 +51,7 @@ from kbert.text.inputs import Untracked, as_string_tensor, map_flat
 from kbert.text.nfkc_spans import SURROGATES, byte_positions, decode_text, nfkc_spans
 from kbert.text.registry import asset_path, register_tokenizer
 from kbert.text.spec import TokenizerSpec, TokenizerSpecError
+from kbert.text.vocab_methods import TokenVocabulary
 
 WORD_SEPARATOR = " "
 SUFFIX_INDICATOR = "##"
@@ -96,7 +97,7 @@ def mecab_tagger(dictionary: str = DEFAULT_DICTIONARY):
         raise MecabError(f"MeCab cannot load the dictionary {dictionary!r} at {dic_dir}: {e}") from None
 
 
-class _MecabTokenizer(keras.layers.Layer):
+class _MecabTokenizer(TokenVocabulary, keras.layers.Layer):
     """The part both types share; subclasses give ``_split_surface`` and ``_pieces``."""
 
     in_graph = False  # MeCab runs in Python: pre_tokenize first (see kbert.text.registry)
@@ -191,39 +192,6 @@ class _MecabTokenizer(keras.layers.Layer):
                 words.append((w, starts[pos + a:pos + a + len(w)], ends[pos + a:pos + a + len(w)]))
             pos += len(surface)
         return words
-
-    # -- vocabulary ---------------------------------------------------------------------------
-    @property
-    def vocab_size(self) -> int:
-        return len(self.vocab)
-
-    @property
-    def special_token_ids(self) -> dict:
-        return dict(self._special_ids)
-
-    def get_vocabulary(self) -> list:
-        return list(self.vocab)
-
-    def get_special_tokens_dict(self) -> dict:
-        ids = self._special_ids
-        return {
-            "vocab_size": tf.constant(self.vocab_size, tf.int32),
-            "start_of_sequence_id": tf.constant(ids["start_of_sequence_id"], tf.int32),
-            "end_of_segment_id": tf.constant(ids["end_of_segment_id"], tf.int32),
-            "padding_id": tf.constant(ids["padding_id"], tf.int32),
-            "mask_id": tf.constant(ids["mask_id"], tf.int32),
-        }
-
-    def id_to_token(self, token_id: int) -> str:
-        return self.vocab[int(token_id)]
-
-    def token_to_id(self, token: str) -> int:
-        if not hasattr(self, "_index"):
-            self._index = Untracked(ids={t: i for i, t in enumerate(self.vocab)})
-        try:
-            return self._index.ids[token]
-        except KeyError:
-            raise KeyError(f"{token!r} is not in the vocabulary") from None
 
     # -- tokenization (graph part: pre-tokenized strings) ---------------------------------------
     def call(self, inputs):

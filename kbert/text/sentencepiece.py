@@ -43,6 +43,7 @@ from kbert.text.inputs import Untracked, as_string_tensor, default_shards, map_f
 from kbert.text.registry import asset_path, register_tokenizer
 from kbert.text.spec import TokenizerSpec, TokenizerSpecError
 from kbert.text.vocab import SPECIAL_TOKEN_NAMES, VocabError
+from kbert.text.vocab_methods import TokenVocabulary
 
 WORD_MARK = "\u2581"
 DEFAULT_MODEL_FILE = "spm.model"
@@ -52,7 +53,7 @@ _ALIASES = {"[PAD]": ("<pad>",), "[UNK]": ("<unk>",)}
 
 
 @register_tokenizer("sentencepiece")
-class SentencePieceTokenizer(keras.layers.Layer):
+class SentencePieceTokenizer(TokenVocabulary, keras.layers.Layer):
     """A SentencePiece model as a Keras layer (eager, ``tf.function``, ``tf.data``, SavedModel).
 
     Args:
@@ -148,37 +149,6 @@ class SentencePieceTokenizer(keras.layers.Layer):
         the special/control pieces (whole-word masking groups the rest with the piece before)."""
         specials = set(self.special_token_ids.values())
         return [i in specials or t.startswith("\u2581") for i, t in enumerate(self.get_vocabulary())]
-
-    # -- vocabulary ---------------------------------------------------------------------------
-    @property
-    def vocab_size(self) -> int:
-        return len(self.vocab)
-
-    @property
-    def special_token_ids(self) -> dict:
-        """padding_id, start_of_sequence_id, end_of_segment_id, mask_id, unknown_id."""
-        return dict(self._special_ids)
-
-    def get_vocabulary(self) -> list:
-        return list(self.vocab)
-
-    def get_special_tokens_dict(self) -> dict:
-        """TF Hub's ``tokenize.get_special_tokens_dict()``: int32 scalars."""
-        ids = self._special_ids
-        return {"vocab_size": tf.constant(self.vocab_size, tf.int32),
-                **{name: tf.constant(ids[name], tf.int32)
-                   for name in ("start_of_sequence_id", "end_of_segment_id", "padding_id", "mask_id")}}
-
-    def id_to_token(self, token_id: int) -> str:
-        return self.vocab[int(token_id)]
-
-    def token_to_id(self, token: str) -> int:
-        if not hasattr(self, "_index"):
-            self._index = Untracked(ids={t: i for i, t in enumerate(self.vocab)})
-        try:
-            return self._index.ids[token]
-        except KeyError:
-            raise KeyError(f"{token!r} is not in the vocabulary") from None
 
     # -- tokenization -------------------------------------------------------------------------
     def call(self, inputs):

@@ -29,6 +29,7 @@ from kbert.text.registry import asset_path, register_tokenizer
 from kbert.text.spec import TokenizerSpec
 from kbert.text.inputs import Untracked, as_string_tensor, default_shards, map_flat, shard_rows
 from kbert.text.normalize import normalize, normalize_per_char
+from kbert.text.vocab_methods import TokenVocabulary
 
 SUFFIX_INDICATOR = "##"
 # google-research/bert tokenization.py WordpieceTokenizer(max_input_chars_per_word=200).
@@ -38,7 +39,7 @@ OFFSET_UNITS = ("BYTE", "UTF8_CHAR")
 
 
 @register_tokenizer("wordpiece")
-class BertTokenizer(keras.layers.Layer):
+class BertTokenizer(TokenVocabulary, keras.layers.Layer):
     """BERT's WordPiece tokenizer as a Keras layer (eager, ``tf.function``, ``tf.data``, SavedModel).
 
     Args:
@@ -118,41 +119,6 @@ class BertTokenizer(keras.layers.Layer):
     def pre_tokenize(self, texts):
         """The Python step before the graph: none for WordPiece (the texts as they are)."""
         return list(texts)
-
-    # -- vocabulary ---------------------------------------------------------------------------
-    @property
-    def vocab_size(self) -> int:
-        return len(self.vocab)
-
-    @property
-    def special_token_ids(self) -> dict:
-        """padding_id, start_of_sequence_id, end_of_segment_id, mask_id, unknown_id."""
-        return dict(self._special_ids)
-
-    def get_vocabulary(self) -> list:
-        return list(self.vocab)
-
-    def get_special_tokens_dict(self) -> dict:
-        """TF Hub's ``tokenize.get_special_tokens_dict()``: int32 scalars."""
-        ids = self._special_ids
-        return {
-            "vocab_size": tf.constant(self.vocab_size, tf.int32),
-            "start_of_sequence_id": tf.constant(ids["start_of_sequence_id"], tf.int32),
-            "end_of_segment_id": tf.constant(ids["end_of_segment_id"], tf.int32),
-            "padding_id": tf.constant(ids["padding_id"], tf.int32),
-            "mask_id": tf.constant(ids["mask_id"], tf.int32),
-        }
-
-    def id_to_token(self, token_id: int) -> str:
-        return self.vocab[int(token_id)]
-
-    def token_to_id(self, token: str) -> int:
-        if not hasattr(self, "_index"):
-            self._index = Untracked(ids={t: i for i, t in enumerate(self.vocab)})
-        try:
-            return self._index.ids[token]
-        except KeyError:
-            raise KeyError(f"{token!r} is not in the vocabulary") from None
 
     # -- tokenization -------------------------------------------------------------------------
     def call(self, inputs):
