@@ -1,11 +1,27 @@
-"""BERT's input side in the TensorFlow graph: tokenizer, packer, preprocessor, vocabularies."""
+"""BERT's input side in the TensorFlow graph: tokenizer, packer, preprocessor, vocabularies.
 
-from kbert.text.packer import BertPacker
-from kbert.text.preprocessor import BertPreprocessor
-from kbert.text.registry import create_tokenizer, load_tokenizer, register_tokenizer
-from kbert.text.spec import TokenizerSpec
-from kbert.text.tokenizer import BertTokenizer
-from kbert.text.vocab import VocabError, load_vocab, special_token_ids
+The names below are imported on first use (PEP 562): the spec, the registry and the command-line
+flags (``kbert.text.cli_args``) need no TensorFlow, so a command's ``--help`` stays fast.
+"""
 
-__all__ = ["BertPacker", "BertPreprocessor", "BertTokenizer", "TokenizerSpec", "VocabError", "create_tokenizer",
-           "load_tokenizer", "load_vocab", "register_tokenizer", "special_token_ids"]
+import importlib
+
+_HOMES = {
+    "BertPacker": "kbert.text.packer",
+    "BertPreprocessor": "kbert.text.preprocessor",
+    "BertTokenizer": "kbert.text.tokenizer",
+    "TokenizerSpec": "kbert.text.spec",
+    "create_tokenizer": "kbert.text.registry",
+    "load_tokenizer": "kbert.text.registry",
+    "register_tokenizer": "kbert.text.registry",
+    "VocabError": "kbert.text.vocab",
+    "load_vocab": "kbert.text.vocab",
+    "special_token_ids": "kbert.text.vocab",
+}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name):
+    if name in _HOMES:
+        return getattr(importlib.import_module(_HOMES[name]), name)
+    raise AttributeError(f"module 'kbert.text' has no attribute {name!r}")
