@@ -117,5 +117,9 @@ def pretraining_dataset(
             labels["next_sentence_labels"] = static(tf.cast(ex["next_sentence_label"], tf.int32))
         return features, labels
 
-    ds = ds.map(to_model_inputs, num_parallel_calls=tf.data.AUTOTUNE, deterministic=seed is not None or not is_training)
+    # Held-out data maps one batch at a time: the masker's random ops are stateful kernels shared by
+    # the map's parallel calls, which would draw from them in whatever order the threads run, so the
+    # same checkpoint would get other masks (and numbers) from run to run even with a fixed seed.
+    parallel = tf.data.AUTOTUNE if is_training else None
+    ds = ds.map(to_model_inputs, num_parallel_calls=parallel, deterministic=seed is not None or not is_training)
     return ds.prefetch(tf.data.AUTOTUNE)
