@@ -21,6 +21,8 @@ import dataclasses
 import importlib
 import types
 
+# The built-in task types, in the order listings show them.
+BUILTIN_TYPE_ORDER = ("classification", "tagging", "span_qa", "multiple_choice")
 # Modules whose import registers the built-in task types and named tasks.
 BUILTIN_PLUGINS = ("kbert.tasks.plugins.classification", "kbert.tasks.plugins.tagging",
                    "kbert.tasks.plugins.span_qa", "kbert.tasks.plugins.multiple_choice")
@@ -104,15 +106,17 @@ def get_task(name: str) -> NamedTask:
 
 
 def task_names() -> list:
-    """The registered task names (not aliases), in registration order."""
-    _load_builtins()
-    return list(dict.fromkeys(t.name for t in _TASKS.values()))
+    """The registered task names (not aliases): the built-in types' first, then by registration."""
+    return [t.name for t in tasks()]
 
 
 def tasks() -> list:
-    """The registered NamedTasks, in registration order."""
+    """The registered NamedTasks, grouped by type in BUILTIN_TYPE_ORDER (other types after), each
+    group in registration order: the listing does not depend on which plug-in was imported first."""
     _load_builtins()
-    return list({t.name: t for t in _TASKS.values()}.values())
+    unique = list({t.name: t for t in _TASKS.values()}.values())
+    rank = {name: i for i, name in enumerate(BUILTIN_TYPE_ORDER)}
+    return sorted(unique, key=lambda t: rank.get(t.type, len(rank)))
 
 
 def get_task_type(name: str):
