@@ -41,6 +41,7 @@ SUBSTITUTIONS = [
     (r"\.\./shared/data", str(SHARED), "the shared data beside the checkout (KBERT_SHARED_DATA)"),
     (r"^(python -m kbert\.finetune .*)$", r"\1 --max-train-examples 32 --max-eval-examples 16",
      "all of SST-2 takes 13 min"),
+    (r"^(python -m kbert\.pretrain --demo ja)$", r"\1 --steps 4", "the Japanese main job's 1,000 steps take minutes"),
 ]
 # The main job (python -m kbert.pretrain, no arguments) with 4 training steps instead of 1,000.
 ENV = {"KBERT_DEMO_STEPS": "4"}
