@@ -45,14 +45,14 @@ def load_main(name: str):
     """The ``main`` of a command's module (of its ``__main__`` for a package)."""
     module_name = COMMANDS[name][0]
     try:
-        module = importlib.import_module(module_name)
+        module = importlib.import_module(module_name)  # module names from a fixed table
     except ModuleNotFoundError as e:
         if e.name == module_name:  # not the module's own missing import: that is a real error
             raise MissingCommand(f"'kbert {name}' is not available in this installation "
                                  f"(module {module_name} not found)") from None
         raise
     if not hasattr(module, "main") and hasattr(module, "__path__"):
-        module = importlib.import_module(module_name + ".__main__")
+        module = importlib.import_module(module_name + ".__main__")  # module names from a fixed table
     if not hasattr(module, "main"):
         raise MissingCommand(f"'kbert {name}': module {module_name} has no main(argv)")
     return module.main

@@ -28,6 +28,9 @@ def main(argv=None):
                          description="A kbert model directory -> TF Hub-style BERT encoder SavedModel.")
     enc.add_argument("model_dir", metavar="MODEL_DIR", help="kbert model directory (bert_config.json, vocab.txt, ...)")
     enc.add_argument("out_dir", metavar="OUT_DIR", help="where to write the SavedModel, e.g. saved_models/bert_encoder/1")
+    enc.add_argument("--no-head-signatures", dest="head_signatures", action="store_false",
+                     help="leave out the strings-in fill_mask / next_sentence signatures (then loading needs no "
+                          "tensorflow_text, as TF Hub's encoders)")
 
     pre = sub.add_parser("preprocessor", help="TF Hub-style preprocessor SavedModel",
                          description="Raw strings -> input_word_ids, input_mask, input_type_ids "
@@ -71,7 +74,7 @@ def main(argv=None):
     if args.what == "encoder":
         from kbert.export.encoder import export_encoder
 
-        path = export_encoder(args.model_dir, args.out_dir)
+        path = export_encoder(args.model_dir, args.out_dir, head_signatures=args.head_signatures)
     else:
         from kbert.export.preprocessor import export_preprocessor
 

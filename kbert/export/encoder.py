@@ -7,7 +7,8 @@ The contract of TF Hub's BERT encoders (``bert_en_uncased_L-12_H-768_A-12/4`` an
              encoder_outputs (list of L [batch, seq, H]), default (= pooled_output)
     encoder.mlm(dict(..., masked_lm_positions=[batch, P]))["mlm_logits"]  # [batch, P, vocab]
     signatures fill_mask (text) and next_sentence (text_a, text_b) where the directory has the
-    mlm / nsp heads (kbert.export.head_signatures; with TF Serving warm-up requests)
+    mlm / nsp heads (kbert.export.head_signatures; with TF Serving warm-up requests; they use
+    TF-Text ops: ``import tensorflow_text`` before loading, or export with head_signatures=False)
     encoder.vocab_file (asset), encoder.do_lower_case (bool variable): the tokenizer's file and case,
     encoder.variables / trainable_variables / regularization_losses (for hub.KerasLayer)
 
@@ -92,7 +93,10 @@ def _flat_signature(fn, spec):
     return serve
 
 
-def export_encoder(model_dir, out_dir) -> pathlib.Path:
+def export_encoder(model_dir, out_dir, head_signatures: bool = True) -> pathlib.Path:
+    """``head_signatures``: add ``fill_mask`` / ``next_sentence`` (strings in) where the directory has
+    the heads; those use TF-Text ops, so a process loading the export imports ``tensorflow_text``
+    first (TF Serving links them). With False the export is ids-only and loads with TensorFlow alone."""
     model_dir = pathlib.Path(model_dir)
     encoder = load_encoder(model_dir)
     heads = load_heads(model_dir, encoder.config, names=("mlm", "nsp"))
@@ -109,7 +113,7 @@ def export_encoder(model_dir, out_dir) -> pathlib.Path:
     if heads.get("mlm") is not None:
         signatures["mlm"] = _flat_signature(module.mlm, module.mlm.__call__.input_signature[0]).get_concrete_function()
     # Strings in, answers out: fill_mask (mlm head) and next_sentence (nsp head).
-    head_signatures = add_head_signatures(module, encoder, heads, model_dir)
+    head_signatures = add_head_signatures(module, encoder, heads, model_dir) if head_signatures else {}
     signatures.update(head_signatures)
     out_dir = pathlib.Path(out_dir)
     tf.saved_model.save(module, str(out_dir), signatures=signatures)

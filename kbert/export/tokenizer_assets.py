@@ -33,6 +33,10 @@ def attach_tokenizer_assets(module, tokenizer, what: str, vocab_file=None) -> No
                              "(it was built from a token list): build it from its file or a model directory")
         files[spec.vocab_file] = vocab_file
     module.vocab_file = tf.saved_model.Asset(os.fspath(files.pop(spec.vocab_file)))
+    if spec.type != "wordpiece" and not hasattr(module, "tokenizer"):
+        # The SavedModel keeps a kernel's resources (SentencePiece's model) only when an object that
+        # owns them is tracked; WordPiece's tables are captured constants.
+        module.tokenizer = tokenizer
     module.do_lower_case = tf.Variable(bool(spec.lower_case), trainable=False, name="do_lower_case")
     if files:
         module.tokenizer_assets = {name: tf.saved_model.Asset(os.fspath(path)) for name, path in sorted(files.items())}

@@ -90,7 +90,7 @@ def _load_builtins():
     if not _loaded:
         _loaded = True
         for module in BUILTIN_PLUGINS:
-            importlib.import_module(module)
+            importlib.import_module(module)  # module names from a fixed table
 
 
 def _lookup(table: dict, key, what: str, known):

@@ -23,5 +23,5 @@ __all__ = sorted(_HOMES)
 
 def __getattr__(name):
     if name in _HOMES:
-        return getattr(importlib.import_module(_HOMES[name]), name)
+        return getattr(importlib.import_module(_HOMES[name]), name)  # module names from a fixed table
     raise AttributeError(f"module 'kbert.text' has no attribute {name!r}")

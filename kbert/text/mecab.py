@@ -72,7 +72,7 @@ class MecabError(RuntimeError):
 
 def _import(module: str, package: str, what: str):
     try:
-        return importlib.import_module(module)
+        return importlib.import_module(module)  # module names from a fixed table
     except ImportError:
         raise MecabError(f"{what} needs the Python package {package!r}, which is not installed: "
                          f"{INSTALL_HINT} (or pip install {package})") from None

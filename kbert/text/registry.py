@@ -67,7 +67,7 @@ def tokenizer_types() -> list[str]:
 
 def tokenizer_class(name: str) -> type:
     if name not in _REGISTRY and name in _BUILTIN_MODULES:
-        importlib.import_module(_BUILTIN_MODULES[name])
+        importlib.import_module(_BUILTIN_MODULES[name])  # module names from a fixed table
     if name not in _REGISTRY:
         raise TokenizerSpecError(f"unknown tokenizer type {name!r}; known types: {', '.join(tokenizer_types())}")
     return _REGISTRY[name]

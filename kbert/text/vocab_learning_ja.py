@@ -22,6 +22,7 @@ fugashi and sentencepiece are the ``[ja]`` extra, imported when a type needs the
 from __future__ import annotations
 
 import collections
+import importlib
 import os
 import time
 import unicodedata
@@ -38,7 +39,7 @@ _SPECIAL_SENTENCEPIECE = {"pad_id": 0, "unk_id": 1, "bos_id": -1, "eos_id": -1, 
 
 def _require(module: str):
     try:
-        return __import__(module)
+        return importlib.import_module(module)  # module names from a fixed table
     except ImportError:
         raise ImportError(f"this tokenizer type needs the Python package {module!r}: "
                           "pip install 'kbert[ja]' (fugashi, unidic-lite, sentencepiece)") from None
