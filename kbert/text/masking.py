@@ -140,8 +140,10 @@ class _OriginalCountSelector(tf_text.RandomItemSelector):
                 return tf.gather(row, self._shuffle_fn(tf.range(row.nrows()))[:top_n])
             return self._shuffle_fn(row)[:top_n]
 
+        # One row at a time: the rows share the shuffle's stateful random kernel, and parallel
+        # iterations would draw from it in thread order (other masks for the same seed).
         chosen = tf.map_fn(
-            shuffle_and_trim, (positions, num),
+            shuffle_and_trim, (positions, num), parallel_iterations=1,
             fn_output_signature=tf.RaggedTensorSpec(ragged_rank=positions.ragged_rank - 1, dtype=positions.dtype),
         )
         flat = tf.cast(chosen.flat_values, tf.int64)
