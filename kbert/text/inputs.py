@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -108,3 +109,20 @@ class Untracked:
 
     def __init__(self, **values):
         self.__dict__.update(values)
+
+
+def entry_graphs(owner, tokenize_1d, tokenize_1d_with_offsets=None, units=()) -> "Untracked":
+    """A tokenizer's graphs, one per entry point: ``ids`` (the batch cut into ``owner.shards`` slices
+    run in parallel, read when traced), ``serial_ids`` (one slice) and one per offset unit. Eager
+    calls then run as one graph call instead of some 40 op dispatches (~1 ms instead of ~12 ms for a
+    small batch); inside tf.function and tf.data they are inlined."""
+    spec = [tf.TensorSpec([None], tf.string)]
+
+    def graph(fn):
+        return tf.function(lambda s: shard_rows(fn, [s], owner.shards), input_signature=spec, autograph=False)
+
+    return Untracked(
+        ids=graph(tokenize_1d),
+        serial_ids=tf.function(tokenize_1d, input_signature=spec, autograph=False),
+        **{unit: graph(functools.partial(tokenize_1d_with_offsets, unit=unit)) for unit in units},
+    )

@@ -32,14 +32,13 @@ Offsets point into the input as it was given (before normalization), as the pack
 from __future__ import annotations
 
 import base64
-import functools
 import os
 
 import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from kbert.text.inputs import Untracked, as_string_tensor, default_shards, map_flat, shard_rows
+from kbert.text.inputs import Untracked, as_string_tensor, default_shards, entry_graphs, map_flat
 from kbert.text.registry import asset_path, register_tokenizer
 from kbert.text.spec import TokenizerSpec, TokenizerSpecError
 from kbert.text.vocab import SPECIAL_TOKEN_NAMES, VocabError
@@ -113,16 +112,7 @@ class SentencePieceTokenizer(TokenVocabulary, keras.layers.Layer):
         starts = [p.startswith(WORD_MARK) for p in self.vocab]
         self._starts_word = tf.constant(starts, tf.bool)
         self.shards = default_shards()
-        spec = [tf.TensorSpec([None], tf.string)]
-
-        def graph(fn):
-            return tf.function(lambda s: shard_rows(fn, [s], self.shards), input_signature=spec, autograph=False)
-
-        self._graphs = Untracked(
-            ids=graph(self._tokenize_1d),
-            serial_ids=tf.function(self._tokenize_1d, input_signature=spec, autograph=False),
-            **{unit: graph(functools.partial(self._tokenize_1d_with_offsets, unit=unit)) for unit in OFFSET_UNITS},
-        )
+        self._graphs = entry_graphs(self, self._tokenize_1d, self._tokenize_1d_with_offsets, OFFSET_UNITS)
         self.built = True
 
     # -- the tokenizer interface (kbert.text.registry) -----------------------------------------

@@ -17,7 +17,6 @@ Two details are added around the tensorflow-text kernel:
 
 from __future__ import annotations
 
-import functools
 import os
 
 import keras
@@ -27,7 +26,7 @@ import tensorflow_text as tf_text
 from kbert.text import vocab as vocab_lib
 from kbert.text.registry import asset_path, register_tokenizer
 from kbert.text.spec import TokenizerSpec
-from kbert.text.inputs import Untracked, as_string_tensor, default_shards, map_flat, shard_rows
+from kbert.text.inputs import as_string_tensor, default_shards, entry_graphs, map_flat
 from kbert.text.normalize import normalize, normalize_per_char
 from kbert.text.vocab_methods import TokenVocabulary
 
@@ -87,19 +86,7 @@ class BertTokenizer(TokenVocabulary, keras.layers.Layer):
         # Batches are cut into this many slices tokenized in parallel (see inputs.shard_rows);
         # read when a graph is traced (an exported model keeps the value it was traced with).
         self.shards = default_shards()
-        # One graph per entry point: eager calls then run as one graph call instead of some 40
-        # op dispatches (~1 ms instead of ~12 ms for a small batch); inside tf.function and
-        # tf.data they are inlined.
-        spec = [tf.TensorSpec([None], tf.string)]
-
-        def graph(fn):
-            return tf.function(lambda s: shard_rows(fn, [s], self.shards), input_signature=spec, autograph=False)
-
-        self._graphs = Untracked(
-            ids=graph(self._tokenize_1d),
-            serial_ids=tf.function(self._tokenize_1d, input_signature=spec, autograph=False),
-            **{unit: graph(functools.partial(self._tokenize_1d_with_offsets, unit=unit)) for unit in OFFSET_UNITS},
-        )
+        self._graphs = entry_graphs(self, self._tokenize_1d, self._tokenize_1d_with_offsets, OFFSET_UNITS)
         self.built = True
 
     # -- the tokenizer interface (kbert.text.registry) -----------------------------------------
