@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import pathlib
 import sys
 
@@ -126,5 +125,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    sys.exit(main())
+    from kbert.cli_support import run as run_cli  # quiet start-up, one-line errors, --verbose
+
+    sys.exit(run_cli("explore", main))
