@@ -147,3 +147,25 @@ def test_kbert_vocab_records_the_spec_beside_the_vocabulary(tmp_path):
     assert read_tokenizer_spec(tmp_path / "out") == TokenizerSpec(lower_case=False, vocab_file="my-vocab.txt")
     tokenizer = load_tokenizer(tmp_path / "out")
     assert tokenizer.lower_case is False and tokenizer.token_to_id("The") > 0
+
+
+def test_pretraining_data_pipeline_takes_the_tokenizer_of_a_model_directory(tmp_path):
+    """--model-dir DIR gives the same instances as --vocab with the same file and case."""
+    import tensorflow as tf
+
+    from conftest import SHARED
+    from pipelines.pretraining_data import run
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text((SHARED / "corpus" / "en" / "emma.txt").read_text(encoding="utf-8")[:20000], encoding="utf-8")
+    shutil.copyfile(UNCASED_VOCAB, tmp_path / "vocab.txt")
+    record_tokenizer_spec(tmp_path, TokenizerSpec(lower_case=True))
+    common = ["--input", str(corpus), "--format", "prose", "--num-shards", "1"]
+    counters_vocab = run([*common, "--output", str(tmp_path / "a"), "--vocab", str(UNCASED_VOCAB)])
+    counters_dir = run([*common, "--output", str(tmp_path / "b"), "--model-dir", str(tmp_path)])
+    assert counters_vocab == counters_dir and counters_dir["instances"] > 10
+
+    def records(prefix):
+        return sorted(r.numpy() for r in tf.data.TFRecordDataset(str(next(tmp_path.glob(f"{prefix}-*.tfrecord")))))
+
+    assert records("a") == records("b")

@@ -88,7 +88,8 @@ def test_in_graph_type_through_preprocessor_task_model_and_export(tmp_path, mode
     served = loaded.signatures["serving_default"](text=tf.constant(TEXTS))
     np.testing.assert_allclose(served["probabilities"].numpy(), probabilities, atol=1e-5)
     # TF Hub's tokenizer fields, as for WordPiece: the vocab.txt asset and do_lower_case.
-    assert open(loaded.vocab_file.asset_path.numpy(), "rb").read() == UNCASED_VOCAB.read_bytes()
+    with open(loaded.vocab_file.asset_path.numpy(), "rb") as f:
+        assert f.read() == UNCASED_VOCAB.read_bytes()
     assert loaded.do_lower_case.numpy()
 
 
@@ -113,7 +114,7 @@ def test_python_step_type_runs_pre_tokenize_in_fit_predict_and_features(tmp_path
     loss = model.evaluate(TEXTS, np.array([0, 1, 0, 1]), verbose=0)
     assert loss == pytest.approx(plain.evaluate(reversed_texts, np.array([0, 1, 0, 1]), verbose=0), abs=1e-5)
 
-    settings = dict(seq_length=32, combinations=("last_hidden",))
+    settings = {"seq_length": 32, "combinations": ("last_hidden",)}
     features = FeatureExtractor.from_model_dir(model_dir, **settings).extract(TEXTS)
     expected = FeatureExtractor.from_model_dir(tiny_model_dir, **settings).extract(reversed_texts)
     np.testing.assert_allclose(features["last_hidden"], expected["last_hidden"], atol=1e-5)
