@@ -143,16 +143,13 @@ def _explore(*args):
 
 
 def test_attention_cli_end_to_end(tiny_model_dir, tmp_path):
-    from kbert.explore.attention import AttentionUnavailable, encoder_attentions
+    from kbert.explore.attention import encoder_attentions
     from kbert.model_dir import load_encoder
 
     encoder = load_encoder(tiny_model_dir)
     ids = {"input_word_ids": np.array([[101, 1996, 2158, 102, 0]], np.int32),
            "input_mask": np.array([[1, 1, 1, 1, 0]], np.int32), "input_type_ids": np.zeros((1, 5), np.int32)}
-    try:
-        probs = encoder_attentions(encoder, ids)
-    except AttentionUnavailable:
-        pytest.skip("needs BertEncoder(output_attentions=True)")
+    probs = encoder_attentions(encoder, ids)
     config = encoder.config
     assert probs.shape == (config.num_hidden_layers, 1, config.num_attention_heads, 5, 5)
     np.testing.assert_allclose(probs.sum(-1), 1.0, atol=1e-5)
