@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import pathlib
-import shutil
 import sys
 import time
 
@@ -84,18 +83,6 @@ def learn_vocabulary(kind: str, files, out: pathlib.Path) -> None:
         from kbert.text.vocab_learning import learn_vocab, write_vocab
 
         write_vocab(learn_vocab(files, VOCAB_SIZE, lower_case=False), out)
-
-
-def save_tokenizer(model_dir, tokenizer) -> None:
-    """Copies the tokenizer's files into ``model_dir`` and records its spec in ``kbert.json``."""
-    from kbert.text.vocab_learning_ja import record_spec
-
-    model_dir = pathlib.Path(model_dir)
-    for name, path in tokenizer.asset_files.items():
-        if pathlib.Path(path).resolve() != (model_dir / name).resolve():
-            shutil.copyfile(path, model_dir / name)
-    spec = tokenizer.spec
-    record_spec(model_dir, spec.type, spec.lower_case, spec.vocab_file, **spec.options)
 
 
 def unknown_rate(tokenizer, files) -> tuple[float, int]:
