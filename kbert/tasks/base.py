@@ -88,8 +88,8 @@ class TaskModel(keras.Model):
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
         self.encoder = encoder
-        # A tokenizer object (kbert.text.load_tokenizer) decides lower-casing itself (the task classes'
-        # lower_case=True default is for a vocabulary, which still means WordPiece).
+        # A tokenizer object (kbert.text.load_tokenizer) decides lower-casing itself; lower_case is
+        # read only beside a vocabulary (which means WordPiece; None there means lower-cased).
         tokenizer = as_tokenizer(tokenizer, None if is_tokenizer(tokenizer) else lower_case, type(self).__name__)
         self.dynamic_length = bool(dynamic_length)
         max_positions = encoder.config.max_position_embeddings

@@ -26,9 +26,9 @@ from kbert.tasks.text_inputs import take_rows, text_lengths, text_segments
 class _PooledTextModel(TaskModel):
     head_name = "classifier"
 
-    def __init__(self, encoder, vocab, lower_case=True, *, num_outputs, num_segments=1, dropout=0.1,
+    def __init__(self, encoder, tokenizer, lower_case=None, *, num_outputs, num_segments=1, dropout=0.1,
                  **kwargs):
-        super().__init__(encoder, vocab, lower_case, **kwargs)
+        super().__init__(encoder, tokenizer, lower_case, **kwargs)
         if num_segments not in (1, 2):
             raise TaskModelError(f"num_segments must be 1 (one text) or 2 (a pair), got {num_segments!r}")
         self.num_segments = int(num_segments)
@@ -69,7 +69,8 @@ class TextClassifier(_PooledTextModel):
     """Single-label classification of one text or a pair.
 
     Args:
-      encoder: a kbert.BertEncoder; vocab: vocab.txt or token list; lower_case: uncased model.
+      encoder: a kbert.BertEncoder; tokenizer: a tokenizer object (kbert.text.load_tokenizer) or, for
+        WordPiece, a vocab.txt path or token list; lower_case: for a vocabulary only (default True).
       num_classes / label_names: the classes (label_names: strings, index = class id).
       num_segments: 1 (one text) or 2 (a pair).
       seq_length, truncator: packing (see kbert.text.BertPacker); dynamic_length: trim each batch
@@ -80,13 +81,13 @@ class TextClassifier(_PooledTextModel):
     task_type = "text_classifier"
     head_shape_keys = ("num_classes", "label_names")
 
-    def __init__(self, encoder, vocab, lower_case=True, *, num_classes=None, label_names=None, **kwargs):
+    def __init__(self, encoder, tokenizer, lower_case=None, *, num_classes=None, label_names=None, **kwargs):
         num_classes, label_names = _label_names(num_classes, label_names, type(self).__name__)
         if num_classes < 2:
             raise TaskModelError(f"TextClassifier needs num_classes >= 2, got {num_classes}")
         self.num_classes = num_classes
         self.label_names = label_names
-        super().__init__(encoder, vocab, lower_case, num_outputs=num_classes, **kwargs)
+        super().__init__(encoder, tokenizer, lower_case, num_outputs=num_classes, **kwargs)
 
     def task_settings(self):
         return {**super().task_settings(), "num_classes": self.num_classes, "label_names": self.label_names}
@@ -120,8 +121,8 @@ class TextRegressor(_PooledTextModel):
 
     task_type = "text_regressor"
 
-    def __init__(self, encoder, vocab, lower_case=True, **kwargs):
-        super().__init__(encoder, vocab, lower_case, num_outputs=1, **kwargs)
+    def __init__(self, encoder, tokenizer, lower_case=None, **kwargs):
+        super().__init__(encoder, tokenizer, lower_case, num_outputs=1, **kwargs)
 
     def call(self, inputs, training=None):
         return tf.squeeze(super().call(inputs, training=training), axis=-1)
@@ -145,7 +146,7 @@ class MultiLabelClassifier(_PooledTextModel):
     task_type = "multi_label_classifier"
     head_shape_keys = ("num_labels", "label_names")
 
-    def __init__(self, encoder, vocab, lower_case=True, *, num_labels=None, label_names=None, threshold=0.5,
+    def __init__(self, encoder, tokenizer, lower_case=None, *, num_labels=None, label_names=None, threshold=0.5,
                  **kwargs):
         num_labels, label_names = _label_names(num_labels, label_names, type(self).__name__)
         if not 0.0 < float(threshold) < 1.0:
@@ -153,7 +154,7 @@ class MultiLabelClassifier(_PooledTextModel):
         self.num_labels = num_labels
         self.label_names = label_names
         self.threshold = float(threshold)
-        super().__init__(encoder, vocab, lower_case, num_outputs=num_labels, **kwargs)
+        super().__init__(encoder, tokenizer, lower_case, num_outputs=num_labels, **kwargs)
 
     def task_settings(self):
         return {**super().task_settings(), "num_labels": self.num_labels, "label_names": self.label_names,

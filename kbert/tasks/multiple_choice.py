@@ -29,8 +29,8 @@ class MultipleChoiceModel(TaskModel):
     task_type = "multiple_choice"
     head_name = "choice"
 
-    def __init__(self, encoder, vocab, lower_case=True, *, num_choices=None, dropout=0.1, **kwargs):
-        super().__init__(encoder, vocab, lower_case, **kwargs)
+    def __init__(self, encoder, tokenizer, lower_case=None, *, num_choices=None, dropout=0.1, **kwargs):
+        super().__init__(encoder, tokenizer, lower_case, **kwargs)
         if num_choices is not None and int(num_choices) < 2:
             raise TaskModelError(f"num_choices must be >= 2 (or None for any), got {num_choices}")
         self.num_choices = None if num_choices is None else int(num_choices)

@@ -30,7 +30,7 @@ class SpanQuestionAnswerer(TaskModel):
     """SQuAD-style span prediction.
 
     Args:
-      encoder, vocab, lower_case, seq_length (384 in the paper), truncator, dynamic_length: as
+      encoder, tokenizer, lower_case, seq_length (384 in the paper), truncator, dynamic_length: as
         TaskModel.
       max_query_length, doc_stride: window building, as run_squad.py (64, 128).
       n_best_size, max_answer_length (tokens), version_2_with_negative,
@@ -40,10 +40,10 @@ class SpanQuestionAnswerer(TaskModel):
     task_type = "span_qa"
     head_name = "span"
 
-    def __init__(self, encoder, vocab, lower_case=True, *, seq_length=384, max_query_length=64, doc_stride=128,
+    def __init__(self, encoder, tokenizer, lower_case=None, *, seq_length=384, max_query_length=64, doc_stride=128,
                  n_best_size=20, max_answer_length=30, version_2_with_negative=False,
                  null_score_diff_threshold=0.0, **kwargs):
-        super().__init__(encoder, vocab, lower_case, seq_length=seq_length, **kwargs)
+        super().__init__(encoder, tokenizer, lower_case, seq_length=seq_length, **kwargs)
         if max_query_length + 4 > seq_length:
             raise TaskModelError(f"max_query_length {max_query_length} leaves no room for context in "
                                  f"seq_length {seq_length}")

@@ -67,7 +67,7 @@ class TokenTagger(TaskModel):
     """Tags words with one of ``label_names`` (e.g. the CoNLL-2003 IOB2 tags, "O" first).
 
     Args:
-      encoder, vocab, lower_case, seq_length, truncator, dynamic_length: as TaskModel.
+      encoder, tokenizer, lower_case, seq_length, truncator, dynamic_length: as TaskModel.
       label_names: the tags (index = tag id); num_labels = len(label_names).
       dropout: before the per-token dense layer.
       fill_label: tag id predicted for words that truncation left without a piece (default 0).
@@ -78,9 +78,9 @@ class TokenTagger(TaskModel):
     head_name = "tagger"
     head_shape_keys = ("label_names",)
 
-    def __init__(self, encoder, vocab, lower_case=True, *, label_names, dropout=0.1, fill_label=0,
+    def __init__(self, encoder, tokenizer, lower_case=None, *, label_names, dropout=0.1, fill_label=0,
                  ignore_index=IGNORE_INDEX, **kwargs):
-        super().__init__(encoder, vocab, lower_case, **kwargs)
+        super().__init__(encoder, tokenizer, lower_case, **kwargs)
         if ignore_index != IGNORE_INDEX:  # recorded in kbert.json for readers; not configurable
             raise TaskModelError(f"ignore_index must be {IGNORE_INDEX}, got {ignore_index!r}")
         if not label_names or len(label_names) < 2:
