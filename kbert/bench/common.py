@@ -27,12 +27,9 @@ import time
 
 def default_shared_data() -> pathlib.Path | None:
     """../shared/data next to the repository (KBERT_SHARED_DATA overrides), or None."""
-    env = os.environ.get("KBERT_SHARED_DATA")
-    repo = pathlib.Path(__file__).resolve().parents[2]
-    for path in ([pathlib.Path(env)] if env else []) + [repo.parent / "shared" / "data", repo / "shared" / "data"]:
-        if (path / "README.md").exists():
-            return path
-    return None
+    from kbert.data.shared import shared_data_dir
+
+    return shared_data_dir()
 
 
 MODEL_GARDEN_NOTE = (

@@ -40,12 +40,9 @@ MODES = {"bucketed": [], "trimmed": ["--no-bucketing"], "fixed": ["--no-bucketin
 
 def _shared_data() -> pathlib.Path:
     """../shared/data next to the repository (KBERT_SHARED_DATA overrides), as the tests find it."""
-    repo = pathlib.Path(__file__).resolve().parents[2]
-    env = os.environ.get("KBERT_SHARED_DATA")
-    for path in ([pathlib.Path(env)] if env else []) + [repo.parent / "shared" / "data", repo / "shared" / "data"]:
-        if (path / "README.md").exists():
-            return path
-    return repo.parent / "shared" / "data"
+    from kbert.data.shared import REPO, shared_data_dir
+
+    return shared_data_dir() or REPO.parent / "shared" / "data"
 
 
 DEFAULT_HF_DIR = _shared_data() / "weights" / "all-MiniLM-L6-v2"

@@ -9,6 +9,11 @@
         a self-contained HTML page of the attention probabilities (a heat map per layer and head,
         hover a token to see what it attends to) and optionally a PNG of the same grid;
         --layer/--head (0-based) draw only that layer/head
+  workshop-data OUT_DIR [--corpus PATH]
+        the Japanese workshop's multi-label task made from JSQuAD's Wikipedia paragraphs: train.jsonl,
+        dev.jsonl, unlabelled.jsonl and the leaderboard's answers.jsonl (kbert.explore.ene_workshop)
+  workshop-score PREDICTIONS --answers answers.jsonl [--input unlabelled.jsonl]
+        micro-F1 (the leaderboard's score), macro-F1 and exact-match ratio of a submission
 """
 
 from __future__ import annotations
@@ -41,6 +46,13 @@ def parse_args(argv=None):
     at.add_argument("--png", help="also write the grid as a PNG")
     at.add_argument("--layer", type=int, help="draw only this layer (0-based)")
     at.add_argument("--head", type=int, help="draw only this head (0-based)")
+    wd = sub.add_parser("workshop-data", help="the workshop's ENE-like multi-label data set (JSONL)")
+    wd.add_argument("out_dir")
+    wd.add_argument("--corpus", help="jsquad_wikipedia.txt (default: the shared data's corpus/ja/)")
+    ws = sub.add_parser("workshop-score", help="micro-F1 of a submission against the answers")
+    ws.add_argument("predictions", help="kbert.predict's output, or {id, labels} rows")
+    ws.add_argument("--answers", required=True, help="answers.jsonl written by workshop-data")
+    ws.add_argument("--input", help="the file that was predicted (gives the ids of kbert.predict's rows)")
     args = parser.parse_args(argv)
     if args.command == "fill-mask" and args.top_k < 1:
         parser.error(f"--top-k must be at least 1, got {args.top_k}")
@@ -110,13 +122,38 @@ def attention_command(args) -> int:
     return 0
 
 
+def workshop_data_command(args) -> int:
+    from kbert.explore import ene_workshop
+
+    corpus = args.corpus
+    if corpus is None:
+        from kbert.data.shared import shared_data_dir
+
+        corpus = (shared_data_dir() or pathlib.Path("../shared/data")) / ene_workshop.CORPUS_NAME
+    if not pathlib.Path(corpus).is_file():
+        print(f"error: no corpus at {corpus} (give --corpus: JSQuAD's jsquad_wikipedia.txt)", file=sys.stderr)
+        return 2
+    for name, count in ene_workshop.make_dataset(corpus, args.out_dir).items():
+        print(f"{pathlib.Path(args.out_dir) / name}: {count} rows")
+    return 0
+
+
+def workshop_score_command(args) -> int:
+    from kbert.explore import ene_workshop
+
+    scores = ene_workshop.score(args.predictions, args.answers, args.input)
+    print(json.dumps(scores))
+    return 0
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     from kbert.explore.attention import AttentionUnavailable
     from kbert.model_dir import ModelDirError
 
     commands = {"fill-mask": fill_mask_command, "next-sentence": next_sentence_command,
-                "attention": attention_command}
+                "attention": attention_command, "workshop-data": workshop_data_command,
+                "workshop-score": workshop_score_command}
     try:
         return commands[args.command](args)
     except (ModelDirError, AttentionUnavailable, ValueError) as e:
