@@ -18,7 +18,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def test_no_private_api_outside_compat():
-    pattern = re.compile(r"keras\.src\b|tensorflow\.python\b|tf\.__internal__|\._in_multi_worker_mode\b|"
+    pattern = re.compile(r"keras(_hub)?\.src\b|tensorflow\.python\b|tf\.__internal__|\._in_multi_worker_mode\b|"
                          r"\._loss_tracker\b|\._get_variable_index\b|\._momentums\b|\._velocities\b|"
                          r"\._(maybe_)?symbolic_build\b|\._distribute_strategy\b|\._clip_gradients\b")
     hits = [f"{path.relative_to(REPO)}:{n}: {line.strip()}"
