@@ -41,7 +41,7 @@ from kbert.text.inputs import Untracked, default_shards, entry_graphs
 from kbert.text.registry import asset_path, register_tokenizer
 from kbert.text.spec import TokenizerSpec, TokenizerSpecError
 from kbert.text.vocab import SPECIAL_TOKEN_NAMES, VocabError
-from kbert.text.tokenizer_layer import OFFSET_UNITS, TokenizerLayer
+from kbert.text.tokenizer_layer import OFFSET_UNITS, TokenizerLayer, group_words
 
 WORD_MARK = "\u2581"
 DEFAULT_MODEL_FILE = "spm.model"
@@ -162,13 +162,7 @@ class SentencePieceTokenizer(TokenizerLayer):
         words_per_row = tf.math.unsorted_segment_sum(
             tf.cast(begins_word, tf.int64), pieces.value_rowids(), pieces.nrows())
         values = (flat,) if starts is None else (flat, starts, ends)
-
-        def regroup(v):
-            grouped = tf.RaggedTensor.from_row_starts(v, word_starts, validate=False)
-            return tf.RaggedTensor.from_row_lengths(grouped, words_per_row, validate=False)
-
-        out = [regroup(v) for v in values]
-        return (out[0], None, None) if starts is None else tuple(out)
+        return group_words(values, word_starts, words_per_row)
 
     def get_config(self):
         config = super().get_config()

@@ -27,7 +27,7 @@ from kbert.text.registry import asset_path, register_tokenizer
 from kbert.text.spec import TokenizerSpec
 from kbert.text.inputs import default_shards, entry_graphs
 from kbert.text.normalize import normalize, normalize_per_char
-from kbert.text.tokenizer_layer import OFFSET_UNITS, TokenizerLayer
+from kbert.text.tokenizer_layer import OFFSET_UNITS, TokenizerLayer, group_words
 
 SUFFIX_INDICATOR = "##"
 # google-research/bert tokenization.py WordpieceTokenizer(max_input_chars_per_word=200).
@@ -163,13 +163,7 @@ class BertTokenizer(TokenizerLayer):
         # Words over the limit are rare: the common case skips the masking entirely.
         *values, value_word_starts = tf.cond(
             tf.reduce_any(too_long), shorten, lambda: (*values, word_starts))
-
-        def regroup(v):
-            grouped = tf.RaggedTensor.from_row_starts(v, value_word_starts, validate=False)
-            return tf.RaggedTensor.from_row_lengths(grouped, words_per_row, validate=False)
-
-        out = [regroup(v) for v in values]
-        return (out[0], None, None) if starts is None else tuple(out)
+        return group_words(values, value_word_starts, words_per_row)
 
     def get_config(self):
         config = super().get_config()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 import keras
+import tensorflow as tf
 
 from kbert.text import vocab as vocab_lib
 from kbert.text.inputs import as_string_tensor, map_flat
@@ -23,6 +24,15 @@ OFFSET_UNITS = ("BYTE", "UTF8_CHAR")
 def check_offset_unit(unit: str) -> None:
     if unit not in OFFSET_UNITS:
         raise ValueError(f"unit must be one of {OFFSET_UNITS}, got {unit!r}")
+
+
+def group_words(values, word_starts, words_per_row):
+    """Flat per-piece values (ids; or ids, starts, ends) -> ``(ids, starts, ends)``, each ``[rows, words, pieces]``
+    (``starts``, ``ends`` None when only ids are given): ``word_starts`` holds the flat index of each word's
+    first piece, ``words_per_row`` the number of words in each row."""
+    out = [tf.RaggedTensor.from_row_lengths(tf.RaggedTensor.from_row_starts(v, word_starts, validate=False),
+                                            words_per_row, validate=False) for v in values]
+    return (out[0], None, None) if len(out) == 1 else tuple(out)
 
 
 class TokenizerLayer(TokenVocabulary, keras.layers.Layer):
