@@ -14,6 +14,7 @@ import os
 import keras
 import tensorflow as tf
 
+from kbert import compat
 from kbert.text import vocab as vocab_lib
 from kbert.text.inputs import as_string_tensor, map_flat
 from kbert.text.vocab_methods import TokenVocabulary
@@ -42,9 +43,7 @@ class TokenizerLayer(TokenVocabulary, keras.layers.Layer):
         kwargs.setdefault("dtype", "int32")
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
-        # Strings (Python lists, numpy arrays) reach ``call`` as they are, not converted by Keras.
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
+        compat.accept_raw_call_inputs(self)
 
     def set_vocab(self, vocab) -> None:
         """``self.vocab`` from a ``vocab.txt`` path or a token list, and its special token ids."""
