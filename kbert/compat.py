@@ -117,3 +117,14 @@ def adam_slots(optimizer, variable):
     (kept in the private lists ``_momentums`` / ``_velocities``, indexed by ``_get_variable_index``)."""
     index = optimizer._get_variable_index(variable)
     return optimizer._momentums[index], optimizer._velocities[index]
+
+
+# -- Keras Layer call conventions ---------------------------------------------------------------
+def accept_raw_call_inputs(layer) -> None:
+    """Lets ``layer(inputs)`` hand its inputs to ``call`` as they are (Python strings and lists of them,
+    numpy string arrays, dicts of those) instead of converting them to tensors of the layer's dtype and
+    refusing non-tensors passed positionally: the private switches ``Layer._convert_input_args`` and
+    ``Layer._allow_non_tensor_positional_args`` that Keras' own ``StringLookup`` sets. Call it after
+    ``Layer.__init__``."""
+    layer._convert_input_args = False
+    layer._allow_non_tensor_positional_args = True

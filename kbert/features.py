@@ -34,6 +34,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from kbert import compat
 from kbert.model_dir import load_encoder
 from kbert.tasks.base import trim_to_longest
 from kbert.tasks.text_inputs import take_rows, text_lengths, text_segments
@@ -91,8 +92,7 @@ class FeatureExtractor(keras.Model):
     def __init__(self, encoder, tokenizer, lower_case=None, seq_length=128, num_segments=1,
                  combinations=tuple(COMBINATIONS), dynamic_length=True, **kwargs):
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
+        compat.accept_raw_call_inputs(self)
         self.encoder = encoder
         self.preprocessor = BertPreprocessor(tokenizer, lower_case=lower_case, seq_length=seq_length)
         self.num_segments = int(num_segments)

@@ -186,3 +186,78 @@ def read_scalars(log_dir) -> dict:
                 number = tf.make_ndarray(value.tensor) if value.HasField("tensor") else value.simple_value
                 scalars.setdefault(value.tag, []).append((event.step, float(number)))
     return scalars
+
+
+# -- runs and exports that several test modules check, each made once per session ----------------
+def cli_env() -> dict:
+    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
+
+
+def pretrain_command(records, vocab, model_dir, *extra) -> list:
+    """``python -m kbert.pretrain`` on BERT-Tiny, 16 x 64 batches of ``records``' training files."""
+    return [sys.executable, "-m", "kbert.pretrain", "--config", "tiny", "--vocab", str(vocab),
+            "--train-data", str(records / "train-*.tfrecord"), "--model-dir", str(model_dir),
+            "--seq-length", "64", "--max-predictions", "10", "--batch-size", "16", "--seed", "0", *extra]
+
+
+@pytest.fixture(scope="session")
+def pretrain_run(tmp_path_factory, pretraining_records, small_vocab):
+    """(model directory, stdout) of a short run of the main job's command: 250 steps with held-out
+    evaluation, checkpoints and fill-mask summaries every 125 steps. test_pretrain_cli checks that it
+    learned, test_explore_training its curves, summaries and the explore CLI on its model."""
+    model_dir = tmp_path_factory.mktemp("pretrain_run") / "m"
+    run = subprocess.run(pretrain_command(
+        pretraining_records, small_vocab, model_dir, "--steps", "250", "--checkpoint-every", "125",
+        "--fill-mask-every", "125", "--eval-data", str(pretraining_records / "eval-*.tfrecord"), "--eval-steps", "10",
+        "--learning-rate", "2e-3", "--warmup-steps", "20"),
+        capture_output=True, text=True, timeout=900, env=cli_env(), cwd=REPO)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return model_dir, run.stdout
+
+
+@pytest.fixture(scope="session")
+def sst2_finetune_run(tmp_path_factory, tiny_model_dir):
+    """(model directory, stdout) of ``python -m kbert.finetune`` on 64 SST-2 sentences for 2 epochs,
+    40 held out: test_finetune_cli checks its files and model, test_explore_training its curves."""
+    out = tmp_path_factory.mktemp("sst2_run") / "sst2"
+    run = subprocess.run(
+        [sys.executable, "-m", "kbert.finetune", "--task", "glue/sst2", "--data-dir", str(SHARED / "glue" / "SST-2"),
+         "--init", str(tiny_model_dir), "--model-dir", str(out), "--max-train-examples", "64",
+         "--max-eval-examples", "40", "--epochs", "2", "--batch-size", "8", "--learning-rate", "1e-3",
+         "--seq-length", "32", "--quiet"],
+        capture_output=True, text=True, cwd=REPO, timeout=600, env=cli_env())
+    assert run.returncode == 0, run.stderr[-3000:]
+    return out, run.stdout
+
+
+TASK_LABELS = ["negative", "positive"]
+TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+
+
+@pytest.fixture(scope="session")
+def task_exports(tmp_path_factory, tiny_model_dir) -> dict:
+    """{name: (Keras task model, export path)}: BERT-Tiny task models of every type but span QA (random
+    heads whose answers differ between inputs), each exported with warm-up requests by
+    ``kbert.export.task``. test_export_task, test_export_endpoints and test_serving_load check them."""
+    import keras
+    import numpy as np
+
+    from kbert.export.task import export_task
+    from kbert.tasks import MultipleChoiceModel, TextClassifier, TextRegressor, TokenTagger
+
+    keras.utils.set_random_seed(0)
+    root = tmp_path_factory.mktemp("tasks")
+    models = {
+        "sst2": TextClassifier.from_model_dir(tiny_model_dir, num_classes=2, label_names=TASK_LABELS, seq_length=64),
+        "mrpc": TextClassifier.from_model_dir(tiny_model_dir, num_classes=2, num_segments=2, seq_length=64),
+        "stsb": TextRegressor.from_model_dir(tiny_model_dir, num_segments=2, seq_length=64),
+        "ner": TokenTagger.from_model_dir(tiny_model_dir, label_names=TAGS, seq_length=64),
+        "swag": MultipleChoiceModel.from_model_dir(tiny_model_dir, seq_length=64),
+    }
+    out = {}
+    for name, model in models.items():
+        for w in model.head.weights:
+            w.assign(np.random.default_rng(1).normal(0, 0.5, w.shape).astype("float32"))
+        model.save_model_dir(root / "dirs" / name)
+        out[name] = (model, export_task(root / "dirs" / name, root / "saved_models" / name / "1"))
+    return out

@@ -75,7 +75,22 @@ def test_encoder_bench_cases_end_with_the_worst(capsys):
     assert code == 0
     assert out.count("== encoder inference") == 2
     assert "floor" not in out
+    assert "attentions returned" not in out  # only on request (--attentions)
     assert RATIO.match(out.strip().splitlines()[-1])
+
+
+def test_encoder_bench_attentions_row_beside_the_plain_row(capsys):
+    """--attentions (issue 18): a row with every layer's attention probabilities returned beside the plain
+    kbert row, its cost as a note, and never a candidate in the ratio."""
+    code, out = _run(capsys, "encoder", *TINY, "--vs", "keras-hub", "--xla", "off", "--no-peak", "--no-floor",
+                     "--attentions")
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert re.search(r"^kbert \(no XLA\)\s+[\d.,]+", out, re.M)
+    assert re.search(r"^kbert \(no XLA, attentions returned\)\s+[\d.,]+", out, re.M)
+    assert re.search(r"^kbert \(no XLA\) with attentions returned: [\d.,]+ ms vs [\d.,]+ ms without \([+-]\d+%\)$",
+                     out, re.M)
+    assert re.match(r"ratio kbert / fastest peer: \d+\.\d\d  \(kbert \(no XLA\) vs keras-hub", lines[-2])
 
 
 def test_hf_peer_in_a_subprocess(capsys):

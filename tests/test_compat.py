@@ -18,9 +18,10 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def test_no_private_api_outside_compat():
-    pattern = re.compile(r"keras\.src\b|tensorflow\.python\b|tf\.__internal__|\._in_multi_worker_mode\b|"
+    pattern = re.compile(r"keras(_hub)?\.src\b|tensorflow\.python\b|tf\.__internal__|\._in_multi_worker_mode\b|"
                          r"\._loss_tracker\b|\._get_variable_index\b|\._momentums\b|\._velocities\b|"
-                         r"\._(maybe_)?symbolic_build\b|\._distribute_strategy\b|\._clip_gradients\b")
+                         r"\._(maybe_)?symbolic_build\b|\._distribute_strategy\b|\._clip_gradients\b|"
+                         r"\._convert_input_args\b|\._allow_non_tensor_positional_args\b")
     hits = [f"{path.relative_to(REPO)}:{n}: {line.strip()}"
             for folder in ("kbert", "pipelines") for path in sorted((REPO / folder).rglob("*.py"))
             if path.name != "compat.py"
@@ -132,3 +133,18 @@ def test_adam_slots_are_the_moments():
     m, v = compat.adam_slots(opt, var)
     np.testing.assert_allclose(m.numpy(), 0.1 * g, rtol=1e-6)
     np.testing.assert_allclose(v.numpy(), 0.01 * g * g, rtol=1e-5)
+
+
+def test_accept_raw_call_inputs_hands_strings_to_call_as_they_are():
+    class Echo(keras.layers.Layer):
+        def call(self, inputs):
+            return inputs
+
+    texts = ["a text", "another"]
+    with pytest.raises(ValueError, match="Only input tensors may be passed as positional arguments"):
+        Echo()(texts)  # Keras' default: what the switches turn off
+    layer = Echo()
+    compat.accept_raw_call_inputs(layer)
+    assert layer(texts) is texts
+    strings = np.array([b"x", b"y"], dtype=object)
+    assert layer(strings) is strings

@@ -2,7 +2,6 @@
 and the explore CLI on a model from a short run of the main job (python -m kbert.pretrain)."""
 
 import json
-import os
 import subprocess
 import sys
 
@@ -10,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO
+from conftest import REPO, cli_env as _env
 from kbert.explore.curves import plot_run_curves, read_scalars
 from kbert.explore.projector import TENSOR_NAME, write_features_projector
 
@@ -99,35 +98,16 @@ def _softmax(x):
     return e / e.sum(-1, keepdims=True)
 
 
-def _env():
-    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
-
-
-@pytest.fixture(scope="module")
-def pretrained(tmp_path_factory, pretraining_records, small_vocab):
-    model_dir = tmp_path_factory.mktemp("pretrained") / "m"
-    run = subprocess.run(
-        [sys.executable, "-m", "kbert.pretrain", "--config", "tiny", "--vocab", str(small_vocab),
-         "--train-data", str(pretraining_records / "train-*.tfrecord"),
-         "--eval-data", str(pretraining_records / "eval-*.tfrecord"), "--eval-steps", "2",
-         "--model-dir", str(model_dir), "--seq-length", "64", "--max-predictions", "10", "--batch-size", "16",
-         "--steps", "40", "--checkpoint-every", "40", "--fill-mask-every", "20", "--learning-rate", "2e-3",
-         "--warmup-steps", "5", "--seed", "0"],
-        capture_output=True, text=True, timeout=900, env=_env(), cwd=REPO)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return model_dir, run.stdout
-
-
-def test_pretraining_writes_curves_and_fill_mask_summaries(pretrained):
+def test_pretraining_writes_curves_and_fill_mask_summaries(pretrain_run):
     from kbert.explore.fill_mask_callback import read_fill_mask_summaries
 
-    model_dir, stdout = pretrained
+    model_dir, stdout = pretrain_run  # conftest: 250 steps, fill-mask summaries every 125
     assert f"loss/accuracy curves:    {model_dir / 'curves.png'}" in stdout
     assert (model_dir / "curves.png").stat().st_size > 10_000
     summaries = read_fill_mask_summaries(model_dir / "logs" / "fill_mask")
-    assert sorted(summaries) == [20, 40]
-    assert summaries[40].count("[MASK]") == 4 and summaries[40].count("hidden word") == 4
-    assert "| guess | probability |" in summaries[40]
+    assert sorted(summaries) == [125, 250]
+    assert summaries[250].count("[MASK]") == 4 and summaries[250].count("hidden word") == 4
+    assert "| guess | probability |" in summaries[250]
 
 
 def _explore(*args):
@@ -137,10 +117,10 @@ def _explore(*args):
     return run.stdout
 
 
-def test_cli_answers_equal_the_heads_softmax_for_a_model_from_the_main_job(pretrained):
+def test_cli_answers_equal_the_heads_softmax_for_a_model_from_the_main_job(pretrain_run):
     from kbert.explore.heads_model import PretrainingHeads
 
-    model_dir, _ = pretrained
+    model_dir, _ = pretrain_run
     text = "she was the [MASK] of the family, and [MASK] was very fond of her."
     lines = [json.loads(line) for line in _explore("fill-mask", model_dir, text, "--json", "--top-k", "4").splitlines()]
     heads = PretrainingHeads.from_model_dir(model_dir)
@@ -176,17 +156,9 @@ def test_cli_errors_name_the_problem(tiny_model_dir, tmp_path):
     assert run.returncode == 2 and "model directory not found" in run.stderr
 
 
-def test_finetune_prints_and_writes_its_curves(tiny_model_dir, tmp_path):
-    from conftest import SHARED
-
-    out = tmp_path / "sst2"
-    run = subprocess.run(
-        [sys.executable, "-m", "kbert.finetune", "--task", "glue/sst2", "--data-dir", str(SHARED / "glue" / "SST-2"),
-         "--init", str(tiny_model_dir), "--model-dir", str(out), "--max-train-examples", "64",
-         "--max-eval-examples", "32", "--epochs", "2", "--batch-size", "8", "--seq-length", "32", "--quiet"],
-        capture_output=True, text=True, cwd=REPO, timeout=600, env=_env())
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert f"loss/accuracy curves: {out / 'curves.png'}" in run.stdout
+def test_finetune_prints_and_writes_its_curves(sst2_finetune_run):
+    out, stdout = sst2_finetune_run  # conftest: python -m kbert.finetune --task glue/sst2 ... --epochs 2
+    assert f"loss/accuracy curves: {out / 'curves.png'}" in stdout
     assert (out / "curves.png").stat().st_size > 10_000
     plotted = {tag for _, tag in read_scalars(out / "logs")}
     assert any("loss" in t for t in plotted) and any("accuracy" in t for t in plotted), plotted

@@ -4,14 +4,11 @@ signatures (``signatures["serving_default"]``, called with keyword arguments).""
 
 import re
 
-import keras
-import numpy as np
 import pytest
 
 from conftest import REPO, run_fresh_python
 from kbert.export.encoder import export_encoder
 from kbert.export.preprocessor import export_preprocessor
-from kbert.export.task import export_task
 
 
 def documented_calls() -> str:
@@ -22,18 +19,11 @@ def documented_calls() -> str:
 
 
 @pytest.fixture(scope="module")
-def exports_dir(tmp_path_factory, tiny_model_dir):
-    """The three exports under the relative paths README uses."""
-    from kbert.tasks import TextClassifier
-
+def exports_dir(tmp_path_factory, tiny_model_dir, task_exports):
+    """The three exports under the relative paths README uses (the SST-2 one is conftest.task_exports')."""
     root = tmp_path_factory.mktemp("endpoints")
-    keras.utils.set_random_seed(0)
-    model = TextClassifier.from_model_dir(tiny_model_dir, num_classes=2, label_names=["negative", "positive"],
-                                          seq_length=64)
-    for w in model.head.weights:  # a head whose answers differ between inputs
-        w.assign(np.random.default_rng(1).normal(0, 0.5, w.shape).astype("float32"))
-    model.save_model_dir(root / "runs" / "sst2")
-    export_task(root / "runs" / "sst2", root / "saved_models" / "sst2" / "1", warmup=False)
+    (root / "saved_models" / "sst2").mkdir(parents=True)
+    (root / "saved_models" / "sst2" / "1").symlink_to(task_exports["sst2"][1], target_is_directory=True)
     export_preprocessor(tiny_model_dir, root / "saved_models" / "bert_preprocessor" / "1")
     export_encoder(tiny_model_dir, root / "saved_models" / "bert_encoder" / "1")
     return root

@@ -3,7 +3,6 @@
 import json
 import re
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -11,10 +10,8 @@ import tensorflow as tf
 from kbert.export import rest
 from kbert.export.serving import read_warmup_requests, saved_model_ops
 from kbert.export.task import export_task
-from conftest import REFERENCE, REPO, run_fresh_python
-
-LABELS = ["negative", "positive"]
-TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+from conftest import REFERENCE, REPO, TAGS, run_fresh_python
+from conftest import TASK_LABELS as LABELS
 
 
 def _reference_texts(n=24):
@@ -28,26 +25,9 @@ BAD_BYTES = [b"\xff\xfe invalid \xc3\x28 utf-8", b"\xed\xa0\x80"]
 
 
 @pytest.fixture(scope="module")
-def exports(tmp_path_factory, tiny_model_dir):
-    from kbert.tasks import MultipleChoiceModel, TextClassifier, TextRegressor, TokenTagger
-
-    keras.utils.set_random_seed(0)
-    root = tmp_path_factory.mktemp("tasks")
-    models = {
-        "sst2": TextClassifier.from_model_dir(tiny_model_dir, num_classes=2, label_names=LABELS, seq_length=64),
-        "mrpc": TextClassifier.from_model_dir(tiny_model_dir, num_classes=2, num_segments=2, seq_length=64),
-        "stsb": TextRegressor.from_model_dir(tiny_model_dir, num_segments=2, seq_length=64),
-        "ner": TokenTagger.from_model_dir(tiny_model_dir, label_names=TAGS, seq_length=64),
-        "swag": MultipleChoiceModel.from_model_dir(tiny_model_dir, seq_length=64),
-    }
-    out = {}
-    for name, model in models.items():
-        # Non-trivial heads so that outputs differ between inputs.
-        for w in model.head.weights:
-            w.assign(np.random.default_rng(1).normal(0, 0.5, w.shape).astype("float32"))
-        model.save_model_dir(root / "dirs" / name)
-        out[name] = (model, export_task(root / "dirs" / name, root / "saved_models" / name / "1"))
-    return out
+def exports(task_exports):
+    """The task models and their exports (conftest.task_exports: made once, shared with other modules)."""
+    return task_exports
 
 
 def _call(export_dir, **inputs):

@@ -19,15 +19,9 @@ from conftest import REPO, SHARED, read_scalars
 COMMON = ["--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-3", "--seq-length", "32", "--quiet"]
 
 
-def test_sst2_command_line_end_to_end(tiny_model_dir, tmp_path):
-    out = tmp_path / "sst2"
-    result = subprocess.run(
-        [sys.executable, "-m", "kbert.finetune", "--task", "glue/sst2", "--data-dir", str(SHARED / "glue" / "SST-2"),
-         "--init", str(tiny_model_dir), "--model-dir", str(out), "--max-train-examples", "64",
-         "--max-eval-examples", "40", *COMMON, "--epochs", "2"],
-        capture_output=True, text=True, cwd=REPO, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "best epoch" in result.stdout
+def test_sst2_command_line_end_to_end(sst2_finetune_run):
+    out, stdout = sst2_finetune_run  # conftest: 64 training sentences, 40 held out, 2 epochs, --quiet
+    assert "best epoch" in stdout
     results = json.loads((out / "eval_results.json").read_text())
     assert results["train_examples"] == 64 and results["eval_examples"] == 40
     assert [h["epoch"] for h in results["history"]] == [1, 2]

@@ -1,7 +1,6 @@
 """python -m kbert.pretrain end to end: learning, SIGKILL resume, SIGTERM checkpoint, bad input."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -9,31 +8,17 @@ import time
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, cli_env as _env, pretrain_command as _cmd
 
 
-def _cmd(records, vocab, model_dir, *extra):
-    return [sys.executable, "-m", "kbert.pretrain", "--config", "tiny", "--vocab", str(vocab),
-            "--train-data", str(records / "train-*.tfrecord"), "--model-dir", str(model_dir),
-            "--seq-length", "64", "--max-predictions", "10", "--batch-size", "16", "--seed", "0", *extra]
-
-
-def _env():
-    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
-
-
-def test_it_learns_and_writes_a_model_directory(tmp_path, pretraining_records, small_vocab):
-    model_dir = tmp_path / "m"
-    common = ["--eval-data", str(pretraining_records / "eval-*.tfrecord"), "--eval-steps", "10",
-              "--learning-rate", "2e-3", "--warmup-steps", "20"]
-    # Step 0 baseline: evaluate the untrained model (1 step at learning rate ~0).
-    base = subprocess.run(_cmd(pretraining_records, small_vocab, tmp_path / "base", "--steps", "1", *common),
+def test_it_learns_and_writes_a_model_directory(tmp_path, pretraining_records, small_vocab, pretrain_run):
+    model_dir, _ = pretrain_run  # 250 steps, evaluated on the held-out records (conftest)
+    # Step 0 baseline: evaluate the untrained model (1 step at learning rate ~0), as the run does.
+    base = subprocess.run(_cmd(pretraining_records, small_vocab, tmp_path / "base", "--steps", "1",
+                               "--eval-data", str(pretraining_records / "eval-*.tfrecord"), "--eval-steps", "10",
+                               "--learning-rate", "2e-3", "--warmup-steps", "20"),
                           capture_output=True, text=True, timeout=600, env=_env(), cwd=REPO)
     assert base.returncode == 0, base.stderr[-3000:]
-    run = subprocess.run(_cmd(pretraining_records, small_vocab, model_dir, "--steps", "250",
-                              "--checkpoint-every", "125", *common),
-                         capture_output=True, text=True, timeout=900, env=_env(), cwd=REPO)
-    assert run.returncode == 0, run.stderr[-3000:]
     before = json.loads((tmp_path / "base" / "pretrain_results.json").read_text())
     after = json.loads((model_dir / "pretrain_results.json").read_text())
     assert after["steps"] == 250

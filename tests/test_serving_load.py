@@ -3,31 +3,20 @@
 import threading
 import time
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kbert.export.task import export_task
-
-TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+from conftest import TAGS, TASK_LABELS
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory, tiny_model_dir):
-    from kbert.tasks import TextClassifier, TokenTagger
-
-    keras.utils.set_random_seed(3)
-    root = tmp_path_factory.mktemp("served")
-    clf = TextClassifier.from_model_dir(tiny_model_dir, num_classes=3, label_names=["a", "b", "c"], seq_length=64)
-    ner = TokenTagger.from_model_dir(tiny_model_dir, label_names=TAGS, seq_length=64)
-    for model, name in ((clf, "clf"), (ner, "ner")):
-        model.save_model_dir(root / name)
-        export_task(root / name, root / "sm" / name / "1", warmup=False)
-    return (tf.saved_model.load(str(root / "sm" / "clf" / "1")).signatures["serving_default"],
-            tf.saved_model.load(str(root / "sm" / "ner" / "1")).signatures["serving_default"])
+def served(task_exports):
+    """The serving signatures of conftest.task_exports' SST-2 classifier and NER tagger."""
+    return tuple(tf.saved_model.load(str(task_exports[name][1])).signatures["serving_default"]
+                 for name in ("sst2", "ner"))
 
 
 def _rss_bytes():
@@ -83,9 +72,9 @@ def test_serving_signatures_never_crash_on_arbitrary_input(served, batch):
     strings = tf.constant([s if isinstance(s, bytes) else s.encode("utf-8", "surrogatepass") for s in batch],
                           dtype=tf.string, shape=[len(batch)])
     out = clf(text=strings)
-    assert out["probabilities"].shape == (len(batch), 3)
+    assert out["probabilities"].shape == (len(batch), len(TASK_LABELS))
     assert np.isfinite(out["probabilities"].numpy()).all()
-    assert set(out["labels"].numpy().tolist()) <= {b"a", b"b", b"c"}
+    assert set(out["labels"].numpy().tolist()) <= {label.encode() for label in TASK_LABELS}
     tags = ner(text=strings)
     n = tags["num_words"].numpy()
     assert tags["tags"].shape[0] == len(batch) and (n >= 0).all()

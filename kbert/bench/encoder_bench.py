@@ -15,6 +15,8 @@ without bf16 instructions kbert multiplies its bf16 operands in float32 (same nu
 than oneDNN's emulated bf16 matmul); ``--bf16-matmul both`` adds the native-bf16 row.
 In float32 a "floor" row times kbert's dense projections alone (no attention, LayerNorm, transposes):
 not a candidate, a bound on what any layout change could buy (``--no-floor`` to skip).
+``--attentions`` adds beside each kbert row the same encoder returning every layer's attention
+probabilities (issue 18: what asking costs; not a candidate).
 ``--suite issue7`` runs the four rows of issue 7. The last line is the worst ratio kbert / fastest peer.
 """
 
@@ -29,6 +31,8 @@ from kbert.bench import common
 SUITES = {
     "issue7": ["small:32:float32", "base:8:float32", "base:1:float32", "base:8:mixed_bfloat16"],
 }
+# The --attentions row: the plain row's name with this in place of its closing parenthesis.
+ATTENTIONS_ROW = ", attentions returned)"
 
 
 def _inputs(case, vocab_size):
@@ -89,6 +93,8 @@ def run_case(case, args, peers):
                 runners.append(common.InProcess(name + ")", lambda fn=fn: fn(kin).numpy(), group="kbert",
                                                 items=case.batch_size, flops=flops * case.batch_size,
                                                 framework=f"tf-{case.precision}"))
+                if args.attentions:
+                    runners.append(_attentions_row(encoder, kin, name, jit, mode, case, flops))
         if case.precision == "float32" and not args.no_floor:
             runners.append(_projection_floor(encoder, case))
         if "keras-hub" in peers:
@@ -140,6 +146,7 @@ def run_case(case, args, peers):
             child.close()
     rows = common.summarize(runners, times)
     notes.extend(_floor_notes(rows))
+    notes.extend(_attentions_notes(rows))
     title = f"encoder inference, {case.label}: {flops / 1e9:.2f} GFLOP/seq"
     ratio = common.print_table(title, rows, notes)
     short = f"encoder {case.config} b{case.batch_size} {case.precision}"
@@ -196,6 +203,37 @@ def _floor_notes(rows):
             f"kbert's time; everything else in kbert (attention scores, softmax, transposes, LayerNorms, "
             f"embeddings, dispatch) {(kbert.median - floor.median) * 1e3:,.1f} ms. With all of that free, kbert / "
             f"fastest peer would be {floor.rate / best.rate:.2f}."]
+
+
+def _attentions_row(encoder, kin, plain_name, jit, bf16_mode, case, flops):
+    """The plain kbert row's encoder called with ``output_attentions=True`` (issue 18), the sequence output
+    and every layer's ``[batch, heads, seq, seq]`` probabilities fetched. Not a candidate (its own group):
+    beside the plain row it shows what returning them costs, and the plain row, run against a tree from
+    before ``output_attentions`` existed, that not asking for them costs nothing."""
+    import tensorflow as tf
+
+    spec = tf.TensorSpec([None, None], tf.int32)
+    with _bf16_matmul(bf16_mode):
+        fn = tf.function(lambda x: _sequence_and_attentions(encoder(x, training=False, output_attentions=True)),
+                         jit_compile=jit, input_signature=[{k: spec for k in kin}])
+        fn(kin)  # trace now, as the plain row
+    return common.InProcess(plain_name + ATTENTIONS_ROW, lambda: [t.numpy() for t in fn(kin)], group="attentions",
+                            items=case.batch_size, flops=flops * case.batch_size, framework=f"tf-{case.precision}")
+
+
+def _sequence_and_attentions(outputs):
+    return [outputs["sequence_output"], *outputs["attention_probs"]]
+
+
+def _attentions_notes(rows):
+    plain = {r.name: r for r in rows if r.group == "kbert"}
+    notes = []
+    for row in rows:
+        base = plain.get(row.name.replace(ATTENTIONS_ROW, ")")) if row.group == "attentions" else None
+        if base:
+            notes.append(f"{base.name} with attentions returned: {row.median * 1e3:,.1f} ms vs "
+                         f"{base.median * 1e3:,.1f} ms without ({row.median / base.median - 1:+.0%})")
+    return notes
 
 
 def _bf16_check(encoder, config, kin):
@@ -282,6 +320,9 @@ def main(argv=None):
                              "AVX512_BF16/AMX); both: a row for each")
     parser.add_argument("--no-floor", action="store_true",
                         help="skip the 'projections only' floor row (float32; a bound, not a candidate)")
+    parser.add_argument("--attentions", action="store_true",
+                        help="add a row per kbert row with output_attentions=True (every layer's attention "
+                             "probabilities returned; issue 18): not a candidate, a note gives its cost")
     args = parser.parse_args(argv)
     peers = common.peers(args)
     cases = common.parse_cases(args, SUITES)

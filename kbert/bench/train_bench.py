@@ -78,6 +78,8 @@ def _hub_pretrainer(config, jit, steps_per_execution):
     import keras
     import keras_hub
 
+    from kbert.layers.activations import gelu_tanh
+
     backbone = keras_hub.models.BertBackbone(
         vocabulary_size=config.vocab_size, num_layers=config.num_hidden_layers,
         num_heads=config.num_attention_heads, hidden_dim=config.hidden_size,
@@ -86,7 +88,7 @@ def _hub_pretrainer(config, jit, steps_per_execution):
     out = backbone(backbone.input)
     mlm = keras_hub.layers.MaskedLMHead(
         vocabulary_size=config.vocab_size, token_embedding=backbone.token_embedding,
-        intermediate_activation=keras_hub.src.utils.keras_utils.gelu_approximate, name="mlm",
+        intermediate_activation=gelu_tanh, name="mlm",  # = keras-hub's gelu_approximate (private)
     )(out["sequence_output"], mask_positions=positions)
     nsp = keras.layers.Dense(2, name="nsp")(out["pooled_output"])
     model = keras.Model({**backbone.input, "masked_lm_positions": positions}, {"mlm": mlm, "nsp": nsp})

@@ -22,6 +22,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from kbert import compat
 from kbert import model_dir as model_dir_lib
 from kbert.tasks.batching import trim_to_longest
 from kbert.text import BertPreprocessor
@@ -85,8 +86,7 @@ class TaskModel(keras.Model):
                  dynamic_length=True, **kwargs):
         super().__init__(**kwargs)
         # Inputs are strings (or dicts of them): Keras must not cast them to floats.
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
+        compat.accept_raw_call_inputs(self)
         self.encoder = encoder
         # A tokenizer object (kbert.text.load_tokenizer) decides lower-casing itself; lower_case is
         # read only beside a vocabulary (which means WordPiece; None there means lower-cased).

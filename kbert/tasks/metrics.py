@@ -92,17 +92,7 @@ def squad_exact(prediction: str, gold: str) -> int:
 
 
 def squad_token_f1(prediction: str, gold: str, version_2_with_negative: bool = False) -> float:
-    pred_tokens = normalize_answer(prediction).split()
-    gold_tokens = normalize_answer(gold).split()
-    if version_2_with_negative and (not pred_tokens or not gold_tokens):
-        # evaluate-v2.0.py: a no-answer matches only a no-answer
-        return float(pred_tokens == gold_tokens)
-    common = collections.Counter(pred_tokens) & collections.Counter(gold_tokens)
-    same = sum(common.values())
-    if same == 0:
-        return 0.0
-    precision, recall = same / len(pred_tokens), same / len(gold_tokens)
-    return 2 * precision * recall / (precision + recall)
+    return _bag_f1(normalize_answer(prediction).split(), normalize_answer(gold).split(), version_2_with_negative)
 
 
 def squad_char_f1(prediction: str, gold: str, version_2_with_negative: bool = False) -> float:
@@ -114,15 +104,20 @@ def squad_char_f1(prediction: str, gold: str, version_2_with_negative: bool = Fa
     CMRC 2018's official script also scores characters (CJK characters one by one) but by their
     longest common substring, not the bag overlap used here: numbers from it can differ slightly.
     """
-    pred_chars = list(normalize_answer(prediction).replace(" ", ""))
-    gold_chars = list(normalize_answer(gold).replace(" ", ""))
-    if version_2_with_negative and (not pred_chars or not gold_chars):
-        return float(pred_chars == gold_chars)  # as squad_token_f1: a no-answer matches only a no-answer
-    common = collections.Counter(pred_chars) & collections.Counter(gold_chars)
+    return _bag_f1(list(normalize_answer(prediction).replace(" ", "")), list(normalize_answer(gold).replace(" ", "")),
+                   version_2_with_negative)
+
+
+def _bag_f1(pred_tokens: list, gold_tokens: list, version_2_with_negative: bool) -> float:
+    """The official SQuAD F1 of two token lists (evaluate-v1.1.py / evaluate-v2.0.py ``f1_score``)."""
+    if version_2_with_negative and (not pred_tokens or not gold_tokens):
+        # evaluate-v2.0.py: a no-answer matches only a no-answer
+        return float(pred_tokens == gold_tokens)
+    common = collections.Counter(pred_tokens) & collections.Counter(gold_tokens)
     same = sum(common.values())
     if same == 0:
         return 0.0
-    precision, recall = same / len(pred_chars), same / len(gold_chars)
+    precision, recall = same / len(pred_tokens), same / len(gold_tokens)
     return 2 * precision * recall / (precision + recall)
 
 

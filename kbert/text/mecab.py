@@ -41,24 +41,22 @@ import os
 import re
 import unicodedata
 
-import keras
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
 from kbert.text import vocab as vocab_lib
-from kbert.text.inputs import Untracked, as_string_tensor, map_flat
+from kbert.text.inputs import Untracked
 from kbert.text.nfkc_spans import SURROGATES, byte_positions, decode_text, nfkc_spans
 from kbert.text.registry import asset_path, register_tokenizer
 from kbert.text.spec import TokenizerSpec, TokenizerSpecError
-from kbert.text.vocab_methods import TokenVocabulary
+from kbert.text.tokenizer_layer import TokenizerLayer, check_offset_unit
 
 WORD_SEPARATOR = " "
 SUFFIX_INDICATOR = "##"
 # transformers' WordpieceTokenizer(max_input_chars_per_word=100), which BertJapaneseTokenizer uses.
 MAX_CHARS_PER_WORD = 100
 _MAX_UTF8_BYTES_PER_CHAR = 4
-OFFSET_UNITS = ("BYTE", "UTF8_CHAR")
 DEFAULT_DICTIONARY = "unidic_lite"
 # transformers' MecabTokenizer(mecab_dic=...) -> the PyPI package holding that dictionary.
 DICTIONARY_PACKAGES = {"unidic_lite": "unidic-lite", "unidic": "unidic", "ipadic": "ipadic"}
@@ -97,7 +95,7 @@ def mecab_tagger(dictionary: str = DEFAULT_DICTIONARY):
         raise MecabError(f"MeCab cannot load the dictionary {dictionary!r} at {dic_dir}: {e}") from None
 
 
-class _MecabTokenizer(TokenVocabulary, keras.layers.Layer):
+class _MecabTokenizer(TokenizerLayer):
     """The part both types share; subclasses give ``_split_surface`` and ``_pieces``."""
 
     in_graph = False  # MeCab runs in Python: pre_tokenize first (see kbert.text.registry)
@@ -115,34 +113,24 @@ class _MecabTokenizer(TokenVocabulary, keras.layers.Layer):
                    mecab_dic=spec.option("mecab_dic", DEFAULT_DICTIONARY), **kwargs)
 
     def __init__(self, vocab, mecab_dic=DEFAULT_DICTIONARY, **kwargs):
-        kwargs.setdefault("dtype", "int32")
-        kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
-        self.vocab = vocab_lib.as_token_list(vocab)
+        self.set_vocab(vocab)
         self.mecab_dic = mecab_dic
         self.lower_case = False
-        source = os.fspath(vocab) if isinstance(vocab, (str, os.PathLike)) else "vocab list"
-        self._vocab_path = source if isinstance(vocab, (str, os.PathLike)) else None
-        self._special_ids = vocab_lib.special_token_ids(self.vocab, source)
         # The tokens transformers splits the text at before MeCab runs (its added special tokens).
         specials = sorted(vocab_lib.RESERVED_TOKENS, key=len, reverse=True)
         self._special_pattern = re.compile("|".join(map(re.escape, specials)))
         self._tagger = Untracked(tagger=mecab_tagger(mecab_dic))  # a missing dictionary fails here
         self._build_graph_part()
         spec = [tf.TensorSpec([None], tf.string)]
-        self._graphs = Untracked(ids=tf.function(self._tokenize_1d, input_signature=spec, autograph=False))
+        graph = tf.function(self._tokenize_1d, input_signature=spec, autograph=False)
+        self._graphs = Untracked(ids=graph, serial_ids=graph)  # one slice: the graph part is cheap beside MeCab
         self.built = True
 
     # -- the tokenizer interface (kbert.text.registry) -----------------------------------------
     @property
     def spec(self) -> TokenizerSpec:
         return TokenizerSpec(type=self.tokenizer_type, lower_case=False, options={"mecab_dic": self.mecab_dic})
-
-    @property
-    def asset_files(self) -> dict:
-        return {self.spec.vocab_file: self._vocab_path} if self._vocab_path else {}
 
     def starts_word(self) -> list:
         """For each id, whether that piece begins a word: all but WordPiece's ``##`` continuations
@@ -194,21 +182,7 @@ class _MecabTokenizer(TokenVocabulary, keras.layers.Layer):
         return words
 
     # -- tokenization (graph part: pre-tokenized strings) ---------------------------------------
-    def call(self, inputs):
-        return self.tokenize(inputs)
-
-    def tokenize(self, strings):
-        """Pre-tokenized strings (``pre_tokenize``'s output) -> int32 RaggedTensor ``shape + [words, pieces]``."""
-        strings = as_string_tensor(strings, type(self).__name__)
-        return map_flat(strings, self._graphs.ids)
-
-    def tokenize_serial(self, strings):
-        return self.tokenize(strings)
-
-    def tokenize_flat(self, strings):
-        """int32 RaggedTensor ``shape + [pieces]`` (words merged)."""
-        return self.tokenize(strings).merge_dims(-2, -1)
-
+    # tokenize, tokenize_serial, tokenize_flat: kbert.text.tokenizer_layer, on pre_tokenize()'s strings
     def tokenize_text(self, texts):
         """Raw texts -> ``[batch, words, pieces]`` (``pre_tokenize`` then ``tokenize``)."""
         return self.tokenize(tf.constant(self.pre_tokenize(texts), tf.string))
@@ -227,8 +201,7 @@ class _MecabTokenizer(TokenVocabulary, keras.layers.Layer):
         ``errors="replace"``). A piece gets the span of the input characters it comes from; an
         ``[UNK]`` word and a special token the whole word's.
         """
-        if unit not in OFFSET_UNITS:
-            raise ValueError(f"unit must be one of {OFFSET_UNITS}, got {unit!r}")
+        check_offset_unit(unit)
         if isinstance(texts, (tf.Tensor, tf.RaggedTensor)) and not tf.executing_eagerly():
             raise TypeError(f"{type(self).__name__}.tokenize_with_offsets runs MeCab in Python: call it eagerly, "
                             "or give the graph pre_tokenize()'s strings through tokenize()")

@@ -18,6 +18,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from kbert import compat
 from kbert.text.inputs import Untracked
 
 TRUNCATORS = ("round_robin", "waterfall")
@@ -43,8 +44,7 @@ class BertPacker(keras.layers.Layer):
         kwargs.setdefault("dtype", "int32")
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
+        compat.accept_raw_call_inputs(self)
         if truncator not in TRUNCATORS:
             raise ValueError(f"truncator must be one of {TRUNCATORS}, got {truncator!r}")
         self.seq_length = _check_seq_length(seq_length, 1)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
+from kbert import compat
 from kbert.text.inputs import as_string_tensor, shard_rows
 from kbert.text.packer import BertPacker
 from kbert.text.registry import as_tokenizer, is_tokenizer
@@ -39,8 +40,7 @@ class BertPreprocessor(keras.layers.Layer):
         kwargs.setdefault("dtype", "int32")
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
+        compat.accept_raw_call_inputs(self)
         if vocab is not None:
             if tokenizer is not None:
                 raise ValueError("BertPreprocessor: pass a tokenizer or vocab=, not both")

@@ -9,7 +9,8 @@ when asked for (MeCab and SentencePiece pull optional packages):
     mecab-character  kbert.text.mecab         then WordPiece within each word / one token per character
     sentencepiece    kbert.text.sentencepiece  TF-Text SentencepieceTokenizer, in-graph
 
-What a tokenizer class gives (``BertTokenizer`` is the reference implementation):
+What a tokenizer class gives (``BertTokenizer`` is the reference implementation; the base class
+``kbert.text.tokenizer_layer.TokenizerLayer`` gives the shared entry points and vocabulary answers):
 
   * ``from_spec(spec, directory)`` (classmethod) and ``spec`` (the ``TokenizerSpec`` it was built from);
   * ``asset_files``: ``{file name: path}`` of what an export or a model directory must carry;

@@ -34,25 +34,23 @@ from __future__ import annotations
 import base64
 import os
 
-import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from kbert.text.inputs import Untracked, as_string_tensor, default_shards, entry_graphs, map_flat
+from kbert.text.inputs import Untracked, default_shards, entry_graphs
 from kbert.text.registry import asset_path, register_tokenizer
 from kbert.text.spec import TokenizerSpec, TokenizerSpecError
 from kbert.text.vocab import SPECIAL_TOKEN_NAMES, VocabError
-from kbert.text.vocab_methods import TokenVocabulary
+from kbert.text.tokenizer_layer import OFFSET_UNITS, TokenizerLayer, group_words
 
 WORD_MARK = "\u2581"
 DEFAULT_MODEL_FILE = "spm.model"
-OFFSET_UNITS = ("BYTE", "UTF8_CHAR")
 # Other spellings of a special token in SentencePiece models (ALBERT's spm: <pad>, <unk>).
 _ALIASES = {"[PAD]": ("<pad>",), "[UNK]": ("<unk>",)}
 
 
 @register_tokenizer("sentencepiece")
-class SentencePieceTokenizer(TokenVocabulary, keras.layers.Layer):
+class SentencePieceTokenizer(TokenizerLayer):
     """A SentencePiece model as a Keras layer (eager, ``tf.function``, ``tf.data``, SavedModel).
 
     Args:
@@ -60,10 +58,9 @@ class SentencePieceTokenizer(TokenVocabulary, keras.layers.Layer):
       lower_case: must be False (the model normalizes; accepted for the common tokenizer interface).
       model_proto_base64: the model bytes in base64 (what ``get_config`` writes), instead of ``model``.
 
-    Calling it on strings of shape ``S`` gives int32 ids of shape ``S + [words, pieces]``.
+    Calling it on strings of shape ``S`` gives int32 ids of shape ``S + [words, pieces]``
+    (``tokenize_flat``: ``S + [pieces]``, the package's ``encode``).
     """
-
-    in_graph = True  # takes raw text inside the graph (see kbert.text.registry)
 
     @classmethod
     def from_spec(cls, spec: TokenizerSpec, directory=None, **kwargs):
@@ -71,11 +68,7 @@ class SentencePieceTokenizer(TokenVocabulary, keras.layers.Layer):
                    vocab_file_name=os.path.basename(spec.vocab_file), **kwargs)
 
     def __init__(self, model=None, lower_case=False, model_proto_base64=None, vocab_file_name=None, **kwargs):
-        kwargs.setdefault("dtype", "int32")
-        kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
         if lower_case:
             raise TokenizerSpecError("tokenizer type 'sentencepiece': field 'lower_case' must be false, got True "
                                      "(the SentencePiece model does its own normalization)")
@@ -130,33 +123,13 @@ class SentencePieceTokenizer(TokenVocabulary, keras.layers.Layer):
         """The serialized SentencePiece model."""
         return self._proto
 
-    def pre_tokenize(self, texts):
-        """The Python step before the graph: none (the texts as they are)."""
-        return list(texts)
-
     def starts_word(self) -> list:
         """For each id, whether that piece begins a word: pieces with the ``▁`` (U+2581) marker and
         the special/control pieces (whole-word masking groups the rest with the piece before)."""
         specials = set(self.special_token_ids.values())
         return [i in specials or t.startswith("\u2581") for i, t in enumerate(self.get_vocabulary())]
 
-    # -- tokenization -------------------------------------------------------------------------
-    def call(self, inputs):
-        return self.tokenize(inputs)
-
-    def tokenize(self, strings):
-        """int32 RaggedTensor ``strings.shape + [words, pieces]``."""
-        return map_flat(as_string_tensor(strings, type(self).__name__), self._graphs.ids)
-
-    def tokenize_serial(self, strings):
-        """``tokenize`` in one slice (for callers that parallelise over rows themselves)."""
-        return map_flat(as_string_tensor(strings, type(self).__name__), self._graphs.serial_ids)
-
-    def tokenize_flat(self, strings):
-        """int32 RaggedTensor ``strings.shape + [pieces]`` (words merged): the package's ``encode``."""
-        ids = self.tokenize(strings)
-        return ids.merge_dims(-2, -1)
-
+    # -- tokenization (the entry points: kbert.text.tokenizer_layer) ------------------------------
     def tokenize_with_offsets(self, strings, unit="BYTE"):
         """``(ids, starts, ends)``, each ``strings.shape + [words, pieces]``.
 
@@ -165,9 +138,7 @@ class SentencePieceTokenizer(TokenVocabulary, keras.layers.Layer):
         ``input.decode("utf-8", "replace")``). A piece that is only ``▁`` (the space before a
         word, or the dummy prefix) has an empty span.
         """
-        if unit not in OFFSET_UNITS:
-            raise ValueError(f"unit must be one of {OFFSET_UNITS}, got {unit!r}")
-        return map_flat(as_string_tensor(strings, type(self).__name__), getattr(self._graphs, unit))
+        return super().tokenize_with_offsets(strings, unit)
 
     def _tokenize_1d(self, strings):
         return self._words(self._fast.tokenizer.tokenize(strings))[0]
@@ -191,13 +162,7 @@ class SentencePieceTokenizer(TokenVocabulary, keras.layers.Layer):
         words_per_row = tf.math.unsorted_segment_sum(
             tf.cast(begins_word, tf.int64), pieces.value_rowids(), pieces.nrows())
         values = (flat,) if starts is None else (flat, starts, ends)
-
-        def regroup(v):
-            grouped = tf.RaggedTensor.from_row_starts(v, word_starts, validate=False)
-            return tf.RaggedTensor.from_row_lengths(grouped, words_per_row, validate=False)
-
-        out = [regroup(v) for v in values]
-        return (out[0], None, None) if starts is None else tuple(out)
+        return group_words(values, word_starts, words_per_row)
 
     def get_config(self):
         config = super().get_config()

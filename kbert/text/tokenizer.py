@@ -19,26 +19,24 @@ from __future__ import annotations
 
 import os
 
-import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
 from kbert.text import vocab as vocab_lib
 from kbert.text.registry import asset_path, register_tokenizer
 from kbert.text.spec import TokenizerSpec
-from kbert.text.inputs import as_string_tensor, default_shards, entry_graphs, map_flat
+from kbert.text.inputs import default_shards, entry_graphs
 from kbert.text.normalize import normalize, normalize_per_char
-from kbert.text.vocab_methods import TokenVocabulary
+from kbert.text.tokenizer_layer import OFFSET_UNITS, TokenizerLayer, group_words
 
 SUFFIX_INDICATOR = "##"
 # google-research/bert tokenization.py WordpieceTokenizer(max_input_chars_per_word=200).
 MAX_CHARS_PER_WORD = 200
 _MAX_UTF8_BYTES_PER_CHAR = 4
-OFFSET_UNITS = ("BYTE", "UTF8_CHAR")
 
 
 @register_tokenizer("wordpiece")
-class BertTokenizer(TokenVocabulary, keras.layers.Layer):
+class BertTokenizer(TokenizerLayer):
     """BERT's WordPiece tokenizer as a Keras layer (eager, ``tf.function``, ``tf.data``, SavedModel).
 
     Args:
@@ -51,26 +49,17 @@ class BertTokenizer(TokenVocabulary, keras.layers.Layer):
     also gives each piece's span in the input.
     """
 
-    in_graph = True  # takes raw text inside the graph (see kbert.text.registry)
-
     @classmethod
     def from_spec(cls, spec: TokenizerSpec, directory=None, **kwargs):
         return cls(os.fspath(asset_path(spec, directory)), lower_case=spec.lower_case, **kwargs)
 
     def __init__(self, vocab, lower_case=True, max_chars_per_word=MAX_CHARS_PER_WORD, **kwargs):
-        kwargs.setdefault("dtype", "int32")
-        kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
-        self.vocab = vocab_lib.as_token_list(vocab)
+        self.set_vocab(vocab)
         self.lower_case = bool(lower_case)
         self.max_chars_per_word = int(max_chars_per_word)
         if self.max_chars_per_word < 1:
             raise ValueError(f"max_chars_per_word must be >= 1, got {max_chars_per_word}")
-        source = os.fspath(vocab) if isinstance(vocab, (str, os.PathLike)) else "vocab list"
-        self._vocab_path = source if isinstance(vocab, (str, os.PathLike)) else None
-        self._special_ids = vocab_lib.special_token_ids(self.vocab, source)
         self._wordpiece = tf_text.FastWordpieceTokenizer(
             self.vocab,
             suffix_indicator=SUFFIX_INDICATOR,
@@ -94,37 +83,11 @@ class BertTokenizer(TokenVocabulary, keras.layers.Layer):
     def spec(self) -> TokenizerSpec:
         return TokenizerSpec(type=self.tokenizer_type, lower_case=self.lower_case)
 
-    @property
-    def asset_files(self) -> dict:
-        """``{"vocab.txt": path}``; a tokenizer built from a token list has no file yet (``{}``)."""
-        return {self.spec.vocab_file: self._vocab_path} if self._vocab_path else {}
-
     def starts_word(self) -> list:
         """For each id, whether that piece begins a word (all but the ``##`` continuations)."""
         return [not b for b in self._is_suffix.numpy().tolist()]
 
-    def pre_tokenize(self, texts):
-        """The Python step before the graph: none for WordPiece (the texts as they are)."""
-        return list(texts)
-
-    # -- tokenization -------------------------------------------------------------------------
-    def call(self, inputs):
-        return self.tokenize(inputs)
-
-    def tokenize(self, strings):
-        """int32 RaggedTensor ``strings.shape + [words, pieces]``."""
-        strings = as_string_tensor(strings, type(self).__name__)
-        return map_flat(strings, self._graphs.ids)
-
-    def tokenize_serial(self, strings):
-        """``tokenize`` in one slice (for callers that parallelise over rows themselves)."""
-        strings = as_string_tensor(strings, type(self).__name__)
-        return map_flat(strings, self._graphs.serial_ids)
-
-    def tokenize_flat(self, strings):
-        """int32 RaggedTensor ``strings.shape + [pieces]`` (words merged)."""
-        return _merge_last(self.tokenize(strings))
-
+    # -- tokenization (the entry points: kbert.text.tokenizer_layer) ------------------------------
     def tokenize_with_offsets(self, strings, unit="BYTE"):
         """``(ids, starts, ends)``, each ``strings.shape + [words, pieces]``.
 
@@ -135,10 +98,7 @@ class BertTokenizer(TokenVocabulary, keras.layers.Layer):
         syllable into jamo) and WordPiece split them, each of those pieces gets the whole
         character's span.
         """
-        if unit not in OFFSET_UNITS:
-            raise ValueError(f"unit must be one of {OFFSET_UNITS}, got {unit!r}")
-        strings = as_string_tensor(strings, type(self).__name__)
-        return map_flat(strings, getattr(self._graphs, unit))
+        return super().tokenize_with_offsets(strings, unit)
 
     def _tokenize_1d(self, strings):
         pieces = self._wordpiece.tokenize(normalize(strings, self.lower_case))
@@ -203,23 +163,10 @@ class BertTokenizer(TokenVocabulary, keras.layers.Layer):
         # Words over the limit are rare: the common case skips the masking entirely.
         *values, value_word_starts = tf.cond(
             tf.reduce_any(too_long), shorten, lambda: (*values, word_starts))
-
-        def regroup(v):
-            grouped = tf.RaggedTensor.from_row_starts(v, value_word_starts, validate=False)
-            return tf.RaggedTensor.from_row_lengths(grouped, words_per_row, validate=False)
-
-        out = [regroup(v) for v in values]
-        return (out[0], None, None) if starts is None else tuple(out)
+        return group_words(values, value_word_starts, words_per_row)
 
     def get_config(self):
         config = super().get_config()
         config.update(vocab=list(self.vocab), lower_case=self.lower_case,
                       max_chars_per_word=self.max_chars_per_word)
         return config
-
-
-def _merge_last(ragged):
-    """Merges the last two (words, pieces) dimensions of a tokenizer output."""
-    if isinstance(ragged, tuple):
-        return tuple(_merge_last(r) for r in ragged)
-    return ragged.merge_dims(-2, -1)

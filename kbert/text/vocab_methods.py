@@ -1,7 +1,8 @@
 """What every tokenizer type answers about its vocabulary (one copy for WordPiece, MeCab and SentencePiece).
 
-A tokenizer class mixes ``TokenVocabulary`` in before ``keras.layers.Layer`` and sets ``self.vocab``
-(the token list, id = index) and ``self._special_ids`` (``kbert.text.vocab.special_token_ids``).
+The tokenizers' base ``kbert.text.tokenizer_layer.TokenizerLayer`` mixes ``TokenVocabulary`` in; a tokenizer
+class sets ``self.vocab`` (the token list, id = index) and ``self._special_ids``
+(``kbert.text.vocab.special_token_ids``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,83 @@
+"""The Keras-layer part every tokenizer type shares (one copy for WordPiece, MeCab and SentencePiece).
+
+A tokenizer class derives from ``TokenizerLayer``, calls ``super().__init__(**kwargs)`` first, then
+sets ``self.vocab`` and ``self._special_ids`` (``set_vocab`` does both for a ``vocab.txt`` type) and
+``self._graphs`` (``kbert.text.inputs.entry_graphs``: ``ids``, ``serial_ids`` and one graph per offset
+unit). The entry points below run those graphs on strings of any shape; a type whose graph part
+takes something else (MeCab: pre-tokenized strings) overrides the ones that differ.
+"""
+
+from __future__ import annotations
+
+import os
+
+import keras
+import tensorflow as tf
+
+from kbert import compat
+from kbert.text import vocab as vocab_lib
+from kbert.text.inputs import as_string_tensor, map_flat
+from kbert.text.vocab_methods import TokenVocabulary
+
+OFFSET_UNITS = ("BYTE", "UTF8_CHAR")
+
+
+def check_offset_unit(unit: str) -> None:
+    if unit not in OFFSET_UNITS:
+        raise ValueError(f"unit must be one of {OFFSET_UNITS}, got {unit!r}")
+
+
+def group_words(values, word_starts, words_per_row):
+    """Flat per-piece values (ids; or ids, starts, ends) -> ``(ids, starts, ends)``, each ``[rows, words, pieces]``
+    (``starts``, ``ends`` None when only ids are given): ``word_starts`` holds the flat index of each word's
+    first piece, ``words_per_row`` the number of words in each row."""
+    out = [tf.RaggedTensor.from_row_lengths(tf.RaggedTensor.from_row_starts(v, word_starts, validate=False),
+                                            words_per_row, validate=False) for v in values]
+    return (out[0], None, None) if len(out) == 1 else tuple(out)
+
+
+class TokenizerLayer(TokenVocabulary, keras.layers.Layer):
+    in_graph = True  # takes raw text inside the graph (see kbert.text.registry); MeCab: False
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("dtype", "int32")
+        kwargs.setdefault("trainable", False)
+        super().__init__(**kwargs)
+        compat.accept_raw_call_inputs(self)
+
+    def set_vocab(self, vocab) -> None:
+        """``self.vocab`` from a ``vocab.txt`` path or a token list, and its special token ids."""
+        self.vocab = vocab_lib.as_token_list(vocab)
+        is_file = isinstance(vocab, (str, os.PathLike))
+        self._vocab_path = os.fspath(vocab) if is_file else None
+        self._special_ids = vocab_lib.special_token_ids(self.vocab, self._vocab_path or "vocab list")
+
+    @property
+    def asset_files(self) -> dict:
+        """``{"vocab.txt": path}``; a tokenizer built from a token list has no file yet (``{}``)."""
+        return {self.spec.vocab_file: self._vocab_path} if self._vocab_path else {}
+
+    def pre_tokenize(self, texts):
+        """The Python step before the graph: none for in-graph types (the texts as they are)."""
+        return list(texts)
+
+    def call(self, inputs):
+        return self.tokenize(inputs)
+
+    def tokenize(self, strings):
+        """int32 RaggedTensor ``strings.shape + [words, pieces]``."""
+        return map_flat(as_string_tensor(strings, type(self).__name__), self._graphs.ids)
+
+    def tokenize_serial(self, strings):
+        """``tokenize`` in one slice (for callers that parallelise over rows themselves)."""
+        return map_flat(as_string_tensor(strings, type(self).__name__), self._graphs.serial_ids)
+
+    def tokenize_flat(self, strings):
+        """int32 RaggedTensor ``strings.shape + [pieces]`` (words merged)."""
+        return self.tokenize(strings).merge_dims(-2, -1)
+
+    def tokenize_with_offsets(self, strings, unit="BYTE"):
+        """``(ids, starts, ends)``, each ``strings.shape + [words, pieces]``: ``[starts, ends)`` is the span of
+        the input a piece comes from, in UTF-8 bytes (``unit="BYTE"``) or code points (``"UTF8_CHAR"``)."""
+        check_offset_unit(unit)
+        return map_flat(as_string_tensor(strings, type(self).__name__), getattr(self._graphs, unit))
