@@ -56,9 +56,12 @@ def parse_args(argv=None):
     return args
 
 
-def predict_file(model_dir, input_path, output_path, fmt="jsonl", options=None, show_progress=False) -> dict:
+def predict_file(model_dir, input_path, output_path, fmt="jsonl", options=None, show_progress=False,
+                 model=None) -> dict:
     """Reads ``input_path``, predicts every row with the model in ``model_dir`` and writes
-    ``output_path`` atomically. Returns {"rows", "model_type", "output", "seconds"}."""
+    ``output_path`` atomically. ``model``: that directory's model if already loaded
+    (load_task_model), to predict several files without reloading it. Returns {"rows",
+    "model_type", "output", "seconds"}."""
     from kbert import model_dir as model_dir_lib
     from kbert.tasks.base import TaskModelError
     from kbert.tasks.prediction import PredictOptions, RowProgress, write_text
@@ -81,7 +84,7 @@ def predict_file(model_dir, input_path, output_path, fmt="jsonl", options=None, 
     from kbert.tasks import load_task_model
 
     start = time.time()
-    model = load_task_model(model_dir)
+    model = model if model is not None else load_task_model(model_dir)
     predictions = task_type.predict(model, data, options, RowProgress(show_progress))
     if len(predictions) != len(data.examples):  # a plug-in's predict must answer every row
         raise RuntimeError(f"{type(task_type).__name__}.predict returned {len(predictions)} predictions "

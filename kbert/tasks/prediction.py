@@ -46,9 +46,9 @@ class RowProgress:
 
     def start(self, total: int, unit: str = "row"):
         if self.show and total:
-            import keras
-
             import sys
+
+            import keras
 
             # On a terminal a bar rewritten in place; in a log file one line at the end.
             self.bar = keras.utils.Progbar(int(total), unit_name=unit, verbose=1 if sys.stdout.isatty() else 2)

@@ -102,7 +102,7 @@ class TaskType:
         """The ``--format`` values for a model whose kbert.json ``task`` object is ``task_meta``."""
         return ("jsonl", "tsv")
 
-    def read_prediction_input(self, task_meta: dict, path, options) -> "TaskData":
+    def read_prediction_input(self, task_meta: dict, path, options):
         """The rows to predict (a kbert.data TaskData, file order) from ``path``; labels are not
         required. ``options``: kbert.tasks.prediction.PredictOptions. Raises a DataError naming
         file and line for a bad row (before any prediction is made)."""
