@@ -16,7 +16,7 @@ import sys
 COMMANDS = {
     "pretrain": ("kbert.pretrain", "pre-train BERT (masked LM + NSP); no arguments: the built-in demo"),
     "finetune": ("kbert.finetune", "fine-tune a model directory on a task (GLUE, SQuAD, CoNLL-2003, SWAG, CSV)"),
-    "predict": ("kbert.predict", "run a fine-tuned task model on texts"),
+    "predict": ("kbert.predict", "predictions of a fine-tuned task model for a file (JSONL, TSV, GLUE, SQuAD)"),
     "export": ("kbert.export", "write SavedModels: encoder, preprocessor, task (TF Hub / TF Serving)"),
     "convert": ("kbert.convert", "convert weights: Hugging Face or Google checkpoints <-> model directory"),
     "vocab": ("kbert.vocab", "learn a WordPiece vocabulary from text files"),

@@ -65,7 +65,7 @@ def test_conll_tagging_writes_conlleval_file(tiny_model_dir, tmp_path):
     main(["--task", "conll2003", "--data-dir", str(SHARED / "conll2003"), "--init", str(tiny_model_dir),
           "--model-dir", str(out), "--max-train-examples", "32", "--max-eval-examples", "16", *COMMON])
     results = json.loads((out / "eval_results.json").read_text())
-    assert {"ner_precision", "ner_recall", "ner_f1"} <= set(results["best"])
+    assert {"precision", "recall", "f1"} <= set(results["best"]) and results["main_metric"] == "f1"  # plain names
     sentences = (out / "predictions.txt").read_text().strip("\n").split("\n\n")
     assert len(sentences) == 16
     model = load_task_model(out)
@@ -86,7 +86,7 @@ def test_ner_metrics_reach_tensorboard(tiny_model_dir, tmp_path):
     results = json.loads((out / "eval_results.json").read_text())
     assert results["steps"] == 41
     evaluation = read_scalars(out / "logs" / "eval")
-    assert set(evaluation) == {"ner_precision", "ner_recall", "ner_f1"}
+    assert set(evaluation) == {"precision", "recall", "f1"}
     for name, values in evaluation.items():
         assert values == [(1, pytest.approx(results["history"][0][name], abs=1e-6))]
     train = read_scalars(out / "logs" / "train")

@@ -44,8 +44,11 @@ def _answers(path, qa, key, context, where):
     return answers
 
 
-def read_squad(path, *, data: bytes | None = None) -> TaskData:
+def read_squad(path, *, labelled: bool = True, data: bytes | None = None) -> TaskData:
     """Reads a SQuAD v1.1 or v2.0 file (the version is taken from the file).
+
+    labelled=False reads questions to answer: "answers", "is_impossible" and
+    "plausible_answers" are not read (examples get [] and False), so a file without them works.
 
     Returns:
       TaskData whose examples are {"id", "title", "question", "context", "answers":
@@ -80,6 +83,10 @@ def read_squad(path, *, data: bytes | None = None) -> TaskData:
                 seen[qid] = qwhere
                 question = _get(path, qa, "question", str, qwhere, "string")
                 impossible = False
+                if not labelled:
+                    examples.append({"id": qid, "title": title, "question": question, "context": context,
+                                     "answers": [], "is_impossible": False, "plausible_answers": []})
+                    continue
                 if "is_impossible" in qa:
                     is_v2 = True
                     impossible = _get(path, qa, "is_impossible", bool, qwhere, "boolean")

@@ -62,7 +62,8 @@ def _text(path, line, record, column):
 
 
 def read_table(path, text_columns, label_column: str | None = None, *, label_names=None,
-               regression: bool = False, id_column: str | None = None, format: str | None = None,
+               regression: bool = False, multi_label: bool = False, label_required: bool = True,
+               id_column: str | None = None, format: str | None = None,
                data: bytes | None = None) -> TaskData:
     """Reads a generic text-classification/regression file.
 
@@ -73,30 +74,32 @@ def read_table(path, text_columns, label_column: str | None = None, *, label_nam
         (sorted; numerically when all are integers). JSON labels are compared as strings
         (1 and "1" are the same label).
       regression: labels are decimal numbers (floats), not classes.
+      multi_label: each row holds a set of labels: a JSON list of labels (JSONL), or one label
+        (a string: a one-label list; the only form a CSV/TSV cell has). An empty list is allowed
+        and means "none of the labels". The vocabulary is then the union over the file.
+      label_required: False: rows without the label column get label None (files to predict
+        on); labels that are there are still checked against ``label_names``.
       id_column: column with the example id; default "<line number>".
       format: "csv" (RFC 4180 quoting), "tsv" (tab, no quoting) or "jsonl"; default from the
         extension (.csv, .tsv/.txt, .jsonl/.json).
 
     Returns:
-      TaskData whose examples are {"id", "text_a", "text_b", "label"}.
+      TaskData whose examples are {"id", "text_a", "text_b", "label"}; a multi-label
+      example's label is the sorted tuple of its label indices.
     """
     if isinstance(text_columns, str):
         text_columns = (text_columns,)
     if not 1 <= len(text_columns) <= 2:
         raise ValueError(f"text_columns must name one or two columns, got {text_columns!r}")
+    if multi_label and regression:
+        raise ValueError("a table is either multi-label or regression, not both")
     fmt = _format_of(path, format)
     rows = []
     for line, record in _table_records(path, data, fmt):
         texts = [_text(path, line, record, c) for c in text_columns]
         raw_label = None
-        if label_column is not None:
-            if label_column not in record:
-                raise DataError(path, f"a {label_column!r} column", line=line, field=label_column)
-            raw_label = record[label_column]
-            if isinstance(raw_label, bool) or not isinstance(raw_label, (str, int, float)):
-                raise DataError(path, "a string or number label", line=line, field=label_column,
-                                value=raw_label)
-            raw_label = raw_label if isinstance(raw_label, str) else json.dumps(raw_label)
+        if label_column is not None and (label_required or label_column in record):
+            raw_label = _raw_label(path, line, record, label_column, multi_label)
         rid = str(record.get(id_column, "")) if id_column else str(line)
         if id_column and id_column not in record:
             raise DataError(path, f"a {id_column!r} column", line=line, field=id_column)
@@ -107,13 +110,36 @@ def read_table(path, text_columns, label_column: str | None = None, *, label_nam
     names = None
     if label_column is not None and not regression:
         names = tuple(label_names) if label_names is not None else collect_label_names(
-            r[3] for r in rows)
+            value for r in rows if r[3] is not None for value in (r[3] if multi_label else [r[3]]))
     examples = []
     for line, rid, texts, raw in rows:
         label = None
-        if label_column is not None:
-            label = (parse_score(path, line, label_column, raw) if regression
-                     else label_index(path, line, label_column, raw, names))
-        examples.append({"id": rid, "text_a": texts[0],
-                         "text_b": texts[1] if len(texts) > 1 else None, "label": label})
+        if raw is not None:
+            if regression:
+                label = parse_score(path, line, label_column, raw)
+            elif multi_label:
+                label = tuple(sorted({label_index(path, line, label_column, v, names) for v in raw}))
+            else:
+                label = label_index(path, line, label_column, raw, names)
+        examples.append({"id": rid, "text_a": texts[0], "text_b": texts[1] if len(texts) > 1 else None,
+                         "label": label})
     return TaskData(examples, names, str(path), {"format": fmt})
+
+
+def _raw_label(path, line, record, column, multi_label):
+    """The label cell as a string (a list of strings for multi_label); numbers become their JSON
+    text."""
+    if column not in record:
+        raise DataError(path, f"a {column!r} column", line=line, field=column)
+    value = record[column]
+    if multi_label and isinstance(value, list):
+        return [_label_text(path, line, column, v, "a list of string or number labels") for v in value]
+    expected = "a label or a list of labels" if multi_label else "a string or number label"
+    text = _label_text(path, line, column, value, expected)
+    return [text] if multi_label else text
+
+
+def _label_text(path, line, column, value, expected):
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise DataError(path, expected, line=line, field=column, value=value)
+    return value if isinstance(value, str) else json.dumps(value)

@@ -43,3 +43,17 @@ def length_sorted_batches(inputs: dict, batch_size: int, trim: bool = True):
         rows = order[start:start + batch_size]
         width = max(int(lengths[rows].max()), 1) if trim else full
         yield rows, width, {k: tf.constant(v[rows, :width]) for k, v in inputs.items()}
+
+
+def progress_callbacks(progress, num_rows: int, batch_size: int):
+    """Keras callbacks for ``model.predict`` that call ``progress(rows)`` after each batch (None
+    when ``progress`` is None): how the task models report rows done to kbert.predict's bar."""
+    if progress is None:
+        return None
+    import keras
+
+    class RowsDone(keras.callbacks.Callback):
+        def on_predict_batch_end(self, batch, logs=None):
+            progress(max(min(batch_size, num_rows - batch * batch_size), 0))
+
+    return [RowsDone()]

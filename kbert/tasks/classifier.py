@@ -18,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from kbert.tasks.base import TaskModel, TaskModelError
-from kbert.tasks.batching import in_input_order, length_order
+from kbert.tasks.batching import in_input_order, length_order, progress_callbacks
 from kbert.tasks.heads import PooledHead
 from kbert.tasks.text_inputs import take_rows, text_lengths, text_segments
 
@@ -47,11 +47,13 @@ class _PooledTextModel(TaskModel):
         outputs = self.encode(packed, training=training)
         return self.head(outputs["pooled_output"], training=training)
 
-    def predict_logits(self, inputs, batch_size=64) -> np.ndarray:
+    def predict_logits(self, inputs, batch_size=64, progress=None) -> np.ndarray:
         """call(inputs) for many examples, batched in order of length (little padding), returned
-        in the input order."""
+        in the input order; ``progress(rows)`` is called after each batch."""
         order = length_order(text_lengths(inputs, self.num_segments))
-        return in_input_order(self.predict(take_rows(inputs, order), batch_size=batch_size, verbose=0), order)
+        callbacks = progress_callbacks(progress, len(order), batch_size)
+        return in_input_order(self.predict(take_rows(inputs, order), batch_size=batch_size, verbose=0,
+                                           callbacks=callbacks), order)
 
 
 def _label_names(num_classes, label_names, who):
@@ -140,25 +142,28 @@ class TextRegressor(_PooledTextModel):
 class MultiLabelClassifier(_PooledTextModel):
     """Any subset of the labels: one sigmoid per label, binary cross-entropy.
 
-    Labels are [batch, num_labels] 0/1 indicators. ``threshold`` (probability) decides a label.
+    Labels are [batch, num_labels] 0/1 indicators. ``threshold`` (probability) decides a label;
+    ``at_least_one``: a row where no label passes it gets its most probable label (argmax), so
+    that every row has at least one label.
     """
 
     task_type = "multi_label_classifier"
     head_shape_keys = ("num_labels", "label_names")
 
     def __init__(self, encoder, tokenizer, lower_case=None, *, num_labels=None, label_names=None, threshold=0.5,
-                 **kwargs):
+                 at_least_one=False, **kwargs):
         num_labels, label_names = _label_names(num_labels, label_names, type(self).__name__)
         if not 0.0 < float(threshold) < 1.0:
             raise TaskModelError(f"MultiLabelClassifier: threshold must be in (0, 1), got {threshold}")
         self.num_labels = num_labels
         self.label_names = label_names
         self.threshold = float(threshold)
+        self.at_least_one = bool(at_least_one)
         super().__init__(encoder, tokenizer, lower_case, num_outputs=num_labels, **kwargs)
 
     def task_settings(self):
         return {**super().task_settings(), "num_labels": self.num_labels, "label_names": self.label_names,
-                "threshold": self.threshold}
+                "threshold": self.threshold, "at_least_one": self.at_least_one}
 
     def default_loss(self):
         return keras.losses.BinaryCrossentropy(from_logits=True)
@@ -169,15 +174,35 @@ class MultiLabelClassifier(_PooledTextModel):
 
     def serve(self, inputs):
         probabilities = tf.sigmoid(self(inputs, training=False))
-        return {"probabilities": probabilities, "predictions": tf.cast(probabilities > self.threshold, tf.int32)}
+        return {"probabilities": probabilities,
+                "predictions": multi_label_decisions(probabilities, self.threshold, self.at_least_one)}
+
+    def indicators(self, logits) -> np.ndarray:
+        """[n, num_labels] 0/1 decisions for logits (threshold, then at_least_one)."""
+        logits = np.asarray(logits)
+        chosen = logits > _logit(self.threshold)
+        if self.at_least_one:
+            none = ~chosen.any(axis=-1)
+            chosen[none, logits[none].argmax(axis=-1)] = True
+        return chosen.astype(np.int64)
 
     def predict_indicators(self, inputs, batch_size=64) -> np.ndarray:
         """[n, num_labels] 0/1 predictions."""
-        return (self.predict_logits(inputs, batch_size) > _logit(self.threshold)).astype(np.int64)
+        return self.indicators(self.predict_logits(inputs, batch_size))
 
     def predict_labels(self, inputs, batch_size=64) -> list:
         names = self.label_names or list(range(self.num_labels))
         return [[names[j] for j in np.flatnonzero(row)] for row in self.predict_indicators(inputs, batch_size)]
+
+
+def multi_label_decisions(probabilities, threshold: float, at_least_one: bool):
+    """In-graph 0/1 int32 decisions [batch, L] from sigmoid probabilities (as ``indicators``)."""
+    chosen = probabilities > threshold
+    if at_least_one:
+        best = tf.one_hot(tf.argmax(probabilities, axis=-1), tf.shape(probabilities)[-1], on_value=True,
+                          off_value=False)
+        chosen = tf.where(tf.reduce_any(chosen, axis=-1, keepdims=True), chosen, best)
+    return tf.cast(chosen, tf.int32)
 
 
 def _softmax(logits):

@@ -245,6 +245,7 @@ def ner_metrics(predictions, labels, mode: str | None = None, scheme=None) -> di
 
 _CLASSIFICATION = {
     "accuracy": accuracy,
+    "exact_match": accuracy,  # multi-label: the exact-set-match ratio (sklearn's subset accuracy)
     "f1": f1,
     "macro_f1": lambda p, t: f1(p, t, average="macro"),
     "micro_f1": lambda p, t: f1(p, t, average="micro"),
@@ -262,7 +263,7 @@ def compute_metrics(task_metric_names, predictions, labels) -> dict:
     """Computes the named metrics (e.g. kbert.data.glue.TASKS[name].metrics).
 
     predictions/labels by metric family:
-      accuracy, f1, macro_f1, micro_f1, weighted_f1, matthews_corrcoef (mcc): class ids or
+      accuracy, exact_match, f1, macro_f1, micro_f1, weighted_f1, matthews_corrcoef (mcc): class ids or
         logits/probabilities [n, classes] (argmax is taken) vs label ids; [n, labels] 0/1
         indicators for multi-label.
       pearson, spearman: scores [n] or [n, 1] vs float labels.

@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from kbert.tasks.base import TaskModel, TaskModelError
-from kbert.tasks.batching import in_input_order, length_order
+from kbert.tasks.batching import in_input_order, length_order, progress_callbacks
 from kbert.tasks.heads import PooledHead
 from kbert.tasks.text_inputs import take_rows
 
@@ -71,13 +71,15 @@ class MultipleChoiceModel(TaskModel):
         return {"logits": logits, "probabilities": tf.nn.softmax(logits),
                 "choice_ids": tf.argmax(logits, axis=-1, output_type=tf.int32)}
 
-    def predict_logits(self, inputs, batch_size=32) -> np.ndarray:
-        """[n, num_choices] logits, batched in order of length."""
+    def predict_logits(self, inputs, batch_size=32, progress=None) -> np.ndarray:
+        """[n, num_choices] logits, batched in order of length (``progress(rows)`` after each batch)."""
         inputs = {"text_a": np.asarray(inputs["text_a"], dtype=object),
                   "choices": np.asarray(inputs["choices"], dtype=object)}
         lengths = np.array([len(a) + max(len(c) for c in cs) for a, cs in zip(inputs["text_a"], inputs["choices"])])
         order = length_order(lengths)
-        return in_input_order(self.predict(take_rows(inputs, order), batch_size=batch_size, verbose=0), order)
+        callbacks = progress_callbacks(progress, len(order), batch_size)
+        return in_input_order(self.predict(take_rows(inputs, order), batch_size=batch_size, verbose=0,
+                                           callbacks=callbacks), order)
 
     def predict_choices(self, inputs, batch_size=32) -> np.ndarray:
         return self.predict_logits(inputs, batch_size).argmax(axis=-1)

@@ -143,8 +143,9 @@ class SpanQuestionAnswerer(TaskModel):
                             boundaries=boundaries, shuffle=shuffle, seed=seed, map_batch=trim)
 
     # -- predictions --------------------------------------------------------------------------
-    def window_logits(self, inputs, batch_size=64) -> list:
-        """(start, end) logits per window, each of the window's trimmed batch width."""
+    def window_logits(self, inputs, batch_size=64, progress=None) -> list:
+        """(start, end) logits per window, each of the window's trimmed batch width
+        (``progress(windows)`` after each batch)."""
         step = tf.function(lambda x: self(x, training=False), reduce_retracing=True)
         result = [None] * len(inputs["input_mask"])
         for index, _, batch in length_sorted_batches(inputs, batch_size, trim=self.dynamic_length):
@@ -152,14 +153,16 @@ class SpanQuestionAnswerer(TaskModel):
             starts, ends = out["start_logits"].numpy(), out["end_logits"].numpy()
             for row, i in enumerate(index):
                 result[i] = (starts[row], ends[row])
+            if progress is not None:
+                progress(len(index))
         return result
 
-    def predict_windows(self, contexts, windows, batch_size=64, **overrides) -> list:
+    def predict_windows(self, contexts, windows, batch_size=64, progress=None, **overrides) -> list:
         """A SquadPrediction per example from its windows (see postprocess_example; ``overrides``
         replace n_best_size, max_answer_length, version_2_with_negative,
         null_score_diff_threshold)."""
         inputs, _ = self.window_arrays(windows)
-        logits = self.window_logits(inputs, batch_size) if windows else []
+        logits = self.window_logits(inputs, batch_size, progress) if windows else []
         grouped = {}
         for (n, window), (start, end) in zip(windows, logits):
             grouped.setdefault(n, ([], [], []))

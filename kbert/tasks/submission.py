@@ -33,11 +33,17 @@ def write_glue(path, indices, predictions, label_names=None) -> pathlib.Path:
     """``predictions``: class ids (written as their label names) or scores (label_names None)."""
     path = pathlib.Path(path)
     with path.open("w", encoding="utf-8", newline="") as f:
-        f.write("index\tprediction\n")
-        for index, value in zip(indices, predictions):
-            text = label_names[int(value)] if label_names is not None else f"{float(value):.3f}"
-            f.write(f"{index}\t{text}\n")
+        f.write(glue_text(indices, predictions, label_names))
     return path
+
+
+def glue_text(indices, predictions, label_names=None) -> str:
+    """The text of a GLUE submission TSV (see write_glue)."""
+    lines = ["index\tprediction"]
+    for index, value in zip(indices, predictions):
+        text = label_names[int(value)] if label_names is not None else f"{float(value):.3f}"
+        lines.append(f"{index}\t{text}")
+    return "\n".join(lines) + "\n"
 
 
 def write_squad(out_dir, predictions: dict, version_2_with_negative: bool) -> list:

@@ -179,24 +179,26 @@ class TokenTagger(TaskModel):
         return inputs, labels, np.concatenate([p[2] for p in parts])
 
     # -- predictions --------------------------------------------------------------------------
-    def _tag_ids(self, inputs, word_ids, num_words, batch_size):
-        """Word tag ids from packed features, batched by length."""
+    def _tag_ids(self, inputs, word_ids, num_words, batch_size, progress=None):
+        """Word tag ids from packed features, batched by length (``progress(rows)`` after each batch)."""
         results = [None] * len(word_ids)
         step = tf.function(lambda x: tf.argmax(self(x, training=False), axis=-1), reduce_retracing=True)
         for index, width, batch in length_sorted_batches(inputs, batch_size):
             predicted = step(batch).numpy()
             for row, i in enumerate(index):
                 results[i] = words_from_tokens(predicted[row], word_ids[i, :width], num_words[i], self.fill_label)
+            if progress is not None:
+                progress(len(index))
         return results
 
-    def predict_word_ids(self, words, batch_size=64) -> list:
+    def predict_word_ids(self, words, batch_size=64, progress=None) -> list:
         """Tag ids per word for lists of pre-split words."""
         inputs, _, word_ids = self.numpy_features(words)
-        return self._tag_ids(inputs, word_ids, [len(w) for w in words], batch_size)
+        return self._tag_ids(inputs, word_ids, [len(w) for w in words], batch_size, progress)
 
-    def predict_words(self, words, batch_size=64) -> list:
+    def predict_words(self, words, batch_size=64, progress=None) -> list:
         """Tag names per word for lists of pre-split words (e.g. CoNLL sentences)."""
-        return [[self.label_names[t] for t in tags] for tags in self.predict_word_ids(words, batch_size)]
+        return [[self.label_names[t] for t in tags] for tags in self.predict_word_ids(words, batch_size, progress)]
 
     def predict_entities(self, texts, batch_size=64) -> list:
         """Per raw text, {"words": [{"text", "start", "end", "tag"}], "entities": [{"type",

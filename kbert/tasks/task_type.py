@@ -94,6 +94,36 @@ class TaskType:
         """Small representative requests (dicts of lists) for TF Serving's warm-up."""
         raise NotImplementedError
 
+    # -- prediction on unlabelled rows (python -m kbert.predict, kbert.tasks.prediction) ---------
+    # Input formats (--task-format) and output formats (--format) of the type's models.
+    input_formats: tuple = ()
+
+    def output_formats(self, task_meta: dict) -> tuple:
+        """The ``--format`` values for a model whose kbert.json ``task`` object is ``task_meta``."""
+        return ("jsonl", "tsv")
+
+    def read_prediction_input(self, task_meta: dict, path, options):
+        """The rows to predict (a kbert.data TaskData, file order) from ``path``; labels are not
+        required. ``options``: kbert.tasks.prediction.PredictOptions. Raises a DataError naming
+        file and line for a bad row (before any prediction is made)."""
+        raise NotImplementedError(f"task type {self.name!r} does not implement prediction "
+                                  "(TaskType.read_prediction_input, predict)")
+
+    def predict(self, model, data, options, progress=None) -> list:
+        """One JSON-ready dict per row of ``data``, in its order (``progress(n)`` after each batch)."""
+        raise NotImplementedError(f"task type {self.name!r} does not implement prediction")
+
+    def format_predictions(self, task_meta: dict, data, predictions: list, fmt: str) -> str:
+        """The output file's text in format ``fmt`` (jsonl and tsv here; types add their own)."""
+        from kbert.tasks.prediction import jsonl_text, tsv_text
+
+        if fmt == "jsonl":
+            return jsonl_text(predictions)
+        if fmt == "tsv":
+            return tsv_text(predictions)
+        raise ValueError(f"format {fmt!r} is not available for {task_meta.get('type')!r} models; "
+                         f"expected one of {', '.join(self.output_formats(task_meta))}")
+
 
 # Example texts for warm-up requests: short and long, with non-ASCII characters.
 WARMUP_TEXTS = ["kbert warms up this model.", "A second, longer sentence — with ünïcode and 字 — to warm up."]

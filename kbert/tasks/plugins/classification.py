@@ -2,8 +2,9 @@
 [CLS] output (kbert.tasks.classifier: TextClassifier, TextRegressor, MultiLabelClassifier).
 
 Tasks: the GLUE tasks (glue/<task>, read by kbert.data.glue, labels named as in the task
-definition, predictions in the GLUE server's TSV) and csv (alias table: a CSV/TSV/JSONL file with
-named columns, kbert.data.table).
+definition, predictions in the GLUE server's TSV) and csv (aliases table, jsonl: a CSV/TSV/JSONL file
+with named columns, kbert.data.table; single-label, regression or multi-label). kbert.predict
+runs the models: kbert.tasks.plugins.classification_predict.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from kbert.data import glue, table
 from kbert.tasks import submission
 from kbert.tasks.metrics import compute_metrics
 from kbert.tasks.options import comma_list, option
+from kbert.tasks.plugins.classification_predict import ClassificationPrediction
 from kbert.tasks.registry import register_task, register_task_type
 from kbert.tasks.task_type import WARMUP_TEXTS, DataSource, Recipe, TaskType
 
@@ -26,17 +28,26 @@ GLUE_MAIN_METRIC = {"cola": "matthews_corrcoef", "mrpc": "f1", "qqp": "f1", "sts
 
 @dataclasses.dataclass
 class TableOptions:
-    """csv: a generic file with named columns"""
+    """csv / jsonl: a generic file with named columns"""
 
     text_columns: tuple | None = option(None, type=comma_list, help="one or two column names, comma-separated")
     label_column: str = option("label", help="the label's column")
     label_names: tuple | None = option(None, type=comma_list,
                                        help="comma-separated label vocabulary (default: the training file's)")
     regression: bool = option(False, help="the label is a number")
+    multi_label: bool = option(False, help="each row's label is a list of labels (a string: one label; [] none): "
+                                           "sigmoid outputs, micro/macro-F1 and exact match")
+    threshold: float = option(0.5, help="multi-label: a label is predicted when its probability exceeds this")
+    at_least_one_label: bool = option(False, help="multi-label: a row with no label above the threshold gets "
+                                                  "its most probable label")
 
     def __post_init__(self):
         self.text_columns = comma_list(self.text_columns) if self.text_columns else None
         self.label_names = comma_list(self.label_names) if self.label_names else None
+        if not 0.0 < float(self.threshold) < 1.0:
+            raise ValueError(f"--threshold must be between 0 and 1, got {self.threshold}")
+        if self.multi_label and self.regression:
+            raise ValueError("--multi-label and --regression exclude each other")
 
 
 class ClassificationRecipe(Recipe):
@@ -66,15 +77,19 @@ class ClassificationRecipe(Recipe):
             self.glue_task = None
             self.regression = t.regression
             kwargs = dict(text_columns=list(t.text_columns), label_column=t.label_column, regression=t.regression,
-                          label_names=list(t.label_names) if t.label_names else None)
+                          multi_label=t.multi_label, label_names=list(t.label_names) if t.label_names else None)
             train = table.read_table(o.train_file, **kwargs)
             if not t.regression and kwargs["label_names"] is None:
                 kwargs["label_names"] = train.label_names  # the same ids in both files
             dev = table.read_table(o.eval_file, **kwargs)
-            self.metric_names = ("pearson", "spearman") if t.regression else ("accuracy", "macro_f1")
-            self.main_metric = self.metric_names[-1] if t.regression else "accuracy"
+            if t.multi_label:
+                self.metric_names, self.main_metric = ("micro_f1", "macro_f1", "exact_match"), "micro_f1"
+            else:
+                self.metric_names = ("pearson", "spearman") if t.regression else ("accuracy", "macro_f1")
+                self.main_metric = self.metric_names[-1] if t.regression else "accuracy"
             self.split = "eval"
             self.label_names = self.file_labels = None if t.regression else tuple(train.label_names)
+        self.multi_label = self.glue_task is None and t.multi_label
         if self.regression:
             self.label_names = self.file_labels = None
         self.subsets(train.examples, dev.examples)
@@ -88,15 +103,31 @@ class ClassificationRecipe(Recipe):
         return {"text_a": text_a, "text_b": text_b}, [text_a, text_b]
 
     def labels(self, examples):
+        if self.multi_label:  # [n, L] 0/1 indicators (float: binary cross-entropy's targets)
+            indicators = np.zeros((len(examples), len(self.label_names)), dtype=np.float32)
+            for row, e in enumerate(examples):
+                indicators[row, list(e["label"])] = 1.0
+            return indicators
         return np.array([e["label"] for e in examples], dtype=np.float32 if self.regression else np.int32)
 
     def build_model(self, init_dir, encoder_overrides=None):
-        from kbert.tasks.classifier import TextClassifier, TextRegressor
+        from kbert.tasks.classifier import MultiLabelClassifier, TextClassifier, TextRegressor
 
         common = dict(num_segments=self.num_segments, **self.build_kwargs(encoder_overrides))
         if self.regression:
             return TextRegressor.from_model_dir(init_dir, **common)
+        if self.multi_label:
+            t = self.task_options
+            return MultiLabelClassifier.from_model_dir(init_dir, label_names=self.label_names, threshold=t.threshold,
+                                                       at_least_one=t.at_least_one_label, **common)
         return TextClassifier.from_model_dir(init_dir, label_names=self.label_names, **common)
+
+    def task_info(self) -> dict:
+        info = super().task_info()
+        if self.glue_task is None:  # what kbert.predict reads by default
+            t = self.task_options
+            info.update(text_columns=list(t.text_columns)[:self.num_segments], label_column=t.label_column)
+        return info
 
     def train_dataset(self, model):
         from kbert.tasks.datasets import make_dataset, token_lengths
@@ -110,9 +141,20 @@ class ClassificationRecipe(Recipe):
     def evaluate(self, model):
         x, _ = self.inputs(self.dev)
         outputs = model.predict_logits(x, batch_size=self.options.eval_batch_size)
+        if self.multi_label:  # the model's own decisions (threshold, at least one label): [n, L] 0/1
+            outputs = model.indicators(outputs)
+            return compute_metrics(self.metric_names, outputs, self.labels(self.dev).astype(np.int64)), outputs
         return compute_metrics(self.metric_names, outputs, self.labels(self.dev)), outputs
 
     def write_predictions(self, out_dir, outputs):
+        if self.multi_label:  # as kbert.predict writes them: {"id", "labels": [...]} a line
+            from kbert.tasks.prediction import jsonl_text, write_text
+
+            rows = [{"id": e["id"], "labels": [self.label_names[j] for j in np.flatnonzero(row)]}
+                    for e, row in zip(self.dev, outputs)]
+            path = self.out_path(out_dir, "predictions.jsonl")
+            write_text(path, jsonl_text(rows))
+            return [path]
         values = outputs if self.regression else outputs.argmax(axis=-1)
         name = (submission.glue_file_name(self.glue_task.name, self.split) if self.glue_task
                 else "predictions.tsv")
@@ -127,8 +169,10 @@ def _pooled_outputs(model, logits):
     if kind == "text_regressor":
         return {"scores": tf.squeeze(logits, -1) if logits.shape.rank == 2 else logits}
     if kind == "multi_label_classifier":
+        from kbert.tasks.classifier import multi_label_decisions
+
         p = tf.sigmoid(logits)
-        return {"probabilities": p, "predictions": tf.cast(p > model.threshold, tf.int32)}
+        return {"probabilities": p, "predictions": multi_label_decisions(p, model.threshold, model.at_least_one)}
     out = {"logits": logits, "probabilities": tf.nn.softmax(logits),
            "class_ids": tf.argmax(logits, axis=-1, output_type=tf.int32)}
     names = model.label_names or [str(i) for i in range(model.num_classes)]
@@ -137,7 +181,7 @@ def _pooled_outputs(model, logits):
 
 
 @register_task_type
-class Classification(TaskType):
+class Classification(ClassificationPrediction, TaskType):
     name = "classification"
     model_types = ("text_classifier", "text_regressor", "multi_label_classifier")
     recipe_class = ClassificationRecipe
@@ -211,5 +255,6 @@ for _glue_task in glue.TASKS.values():
     _aliases = {f"glue/{_glue_task.directory.lower()}"} - {f"glue/{_glue_task.name}"}
     register_task(f"glue/{_glue_task.name}", "classification", glue_task=_glue_task.name, aliases=tuple(_aliases),
                   help=f"GLUE {_glue_task.directory}")
-register_task("csv", "classification", aliases=("table",),
-              help="a CSV/TSV/JSONL file: --train-file, --eval-file, --text-columns, --label-column")
+register_task("csv", "classification", aliases=("table", "jsonl"),
+              help="a CSV/TSV/JSONL file (format from the extension): --train-file, --eval-file, --text-columns, "
+                   "--label-column [--multi-label]")

@@ -109,6 +109,32 @@ class MultipleChoice(TaskType):
     def warmup_inputs(self, model):
         return [{"context": WARMUP_TEXTS[:1], "choices": [WARMUP_TEXTS]}]
 
+    # -- kbert.predict: a SWAG CSV (the label column, if any, is not needed) -------------------
+    input_formats = ("swag",)
+
+    def read_prediction_input(self, task_meta, path, options):
+        if options.task_format not in (None, "swag"):
+            raise ValueError(f"--task-format {options.task_format!r}: a multiple-choice model reads a SWAG CSV ('swag')")
+        return swag.read_swag(path, labelled=False)
+
+    def predict(self, model, data, options, progress=None):
+        """{"id", "choice": the chosen ending's index, "label": its text} (+ "probabilities", one
+        per ending)."""
+        from kbert.tasks.prediction import RowProgress
+
+        progress = (progress or RowProgress(show=False)).start(len(data.examples))
+        logits = model.predict_logits(ChoiceRecipe.inputs(data.examples), batch_size=options.batch_size,
+                                      progress=progress)
+        e_logits = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        probabilities = e_logits / e_logits.sum(axis=-1, keepdims=True)
+        rows = []
+        for e, p in zip(data.examples, probabilities):
+            choice = int(p.argmax())
+            rows.append({"id": e["id"], "choice": choice, "label": e["endings"][choice]})
+            if options.probabilities:
+                rows[-1]["probabilities"] = p.tolist()
+        return rows
+
 
 def _read_swag(path, data=None):  # module-level: picklable for Beam workers
     return swag.read_swag(path, data=data)

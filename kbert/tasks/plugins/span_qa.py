@@ -159,6 +159,41 @@ class SpanQA(TaskType):
     def warmup_inputs(self, model):
         return [{"question": ["What warms up?"], "context": WARMUP_TEXTS[:1]}]
 
+    # -- kbert.predict: a SQuAD JSON file (answers, if any, are not read) ----------------------
+    input_formats = ("squad",)
+
+    def output_formats(self, task_meta):
+        return ("jsonl", "tsv", "squad")
+
+    def read_prediction_input(self, task_meta, path, options):
+        if options.task_format not in (None, "squad"):
+            raise ValueError(f"--task-format {options.task_format!r}: a span QA model reads SQuAD JSON ('squad')")
+        return squad.read_squad(path, labelled=False)
+
+    def predict(self, model, data, options, progress=None):
+        """{"id", "answer"} (+ "probability": the answer's share of the n-best scores); SQuAD 2.0
+        models answer "" when they predict no answer."""
+        from kbert.tasks.prediction import RowProgress
+
+        questions = [e["question"] for e in data.examples]
+        contexts = [e["context"] for e in data.examples]
+        windows = model.windows(questions, contexts)
+        progress = (progress or RowProgress(show=False)).start(len(windows), unit="window")
+        answers = model.predict_windows(contexts, windows, batch_size=options.batch_size, progress=progress)
+        rows = []
+        for e, answer in zip(data.examples, answers):
+            rows.append({"id": e["id"], "answer": answer.text})
+            if options.probabilities:
+                rows[-1]["probability"] = answer.probability
+        return rows
+
+    def format_predictions(self, task_meta, data, predictions, fmt):
+        if fmt == "squad":  # {question id: answer}, as evaluate-v1.1.py / -v2.0.py read it
+            import json
+
+            return json.dumps({p["id"]: p["answer"] for p in predictions}, indent=2, ensure_ascii=False) + "\n"
+        return super().format_predictions(task_meta, data, predictions, fmt)
+
 
 def _read_squad(path, data=None):  # module-level: picklable for Beam workers
     return squad.read_squad(path, data=data)

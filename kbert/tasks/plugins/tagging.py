@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kbert.data import conll
 from kbert.tasks import submission
-from kbert.tasks.metrics import compute_metrics
+from kbert.tasks.metrics import ner_metrics
 from kbert.tasks.registry import register_task, register_task_type
 from kbert.tasks.task_type import WARMUP_TEXTS, DataSource, Recipe, TaskType
 
@@ -17,8 +17,9 @@ CONLL_FILES = {"train": "train.txt", "dev": "valid.txt", "valid": "valid.txt", "
 
 
 class TaggingRecipe(Recipe):
-    metric_names = ("ner_precision", "ner_recall", "ner_f1")
-    main_metric = "ner_f1"
+    # Plain names in eval_results.json (seqeval's entity-level micro precision, recall, F1).
+    metric_names = ("precision", "recall", "f1")
+    main_metric = "f1"
 
     def read(self):
         o = self.options
@@ -40,7 +41,7 @@ class TaggingRecipe(Recipe):
 
     def evaluate(self, model):
         predicted = model.predict_words([e["words"] for e in self.dev], batch_size=self.options.eval_batch_size)
-        return compute_metrics(self.metric_names, predicted, [e["tags"] for e in self.dev]), predicted
+        return ner_metrics(predicted, [e["tags"] for e in self.dev]), predicted
 
     def write_predictions(self, out_dir, predicted):
         return [submission.write_conll(self.out_path(out_dir, "predictions.txt"), [e["words"] for e in self.dev],
@@ -63,7 +64,8 @@ class Tagging(TaskType):
         return TokenTagger
 
     def data_source(self, task, split, options):
-        return DataSource("conll", self.split_file(task, CONLL_FILES, split), _read_conll, TaggingRecipe.metric_names)
+        return DataSource("conll", self.split_file(task, CONLL_FILES, split), _read_conll,
+                          ("ner_precision", "ner_recall", "ner_f1"))  # compute_metrics' names
 
     def signatures(self, module):
         import tensorflow as tf
@@ -112,6 +114,47 @@ class Tagging(TaskType):
 
     def warmup_inputs(self, model):
         return [{"text": WARMUP_TEXTS[:1]}, {"text": (WARMUP_TEXTS * 4)[:8]}]
+
+    # -- kbert.predict: a CoNLL file (words in the first column) or one sentence a line ----------
+    input_formats = ("conll", "lines")
+
+    def read_prediction_input(self, task_meta, path, options):
+        if options.probabilities:
+            raise ValueError("--probabilities: a token tagger answers with tags, not probabilities")
+        fmt = options.task_format or "conll"
+        if fmt not in self.input_formats:
+            raise ValueError(f"--task-format {fmt!r}: a token tagger reads one of {', '.join(self.input_formats)}")
+        return conll.read_conll(path, labelled=False) if fmt == "conll" else conll.read_word_lines(path)
+
+    def predict(self, model, data, options, progress=None):
+        """{"id", "tags": [one per word], "entities": [{"type", "start", "end", "text"}]}: entity
+        spans in word indices, end exclusive (words[start:end]), text = those words joined by spaces."""
+        from kbert.tasks.ner_alignment import entity_spans
+        from kbert.tasks.prediction import RowProgress
+
+        examples = data.examples
+        tagged = [i for i, e in enumerate(examples) if e["words"]]  # a line without words gets no tags
+        progress = (progress or RowProgress(show=False)).start(len(tagged))
+        tags = [[] for _ in examples]
+        if tagged:
+            predicted = model.predict_words([examples[i]["words"] for i in tagged], batch_size=options.batch_size,
+                                            progress=progress)
+            for i, t in zip(tagged, predicted):
+                tags[i] = t
+        iob = all(n == "O" or n[:2] in ("B-", "I-") for n in model.label_names)
+        rows = []
+        for e, t in zip(examples, tags):
+            words = e["words"]
+            entities = [{"type": kind, "start": s, "end": last + 1, "text": " ".join(words[s:last + 1])}
+                        for kind, s, last in (entity_spans(t) if iob else [])]
+            rows.append({"id": e["id"], "tags": t, "entities": entities})
+        return rows
+
+    def format_predictions(self, task_meta, data, predictions, fmt):
+        if fmt == "tsv":  # one cell of entities: TYPE:start-end (word indices, end exclusive)
+            predictions = [{**p, "entities": [f"{x['type']}:{x['start']}-{x['end']}" for x in p["entities"]]}
+                           for p in predictions]
+        return super().format_predictions(task_meta, data, predictions, fmt)
 
 
 def _read_conll(path, data=None):  # module-level: picklable for Beam workers

@@ -1,0 +1,116 @@
+"""python -m kbert.predict: run a fine-tuned task model on unlabelled rows, one prediction per row.
+
+    python -m kbert.predict MODEL_DIR --input FILE --output FILE [--format jsonl|tsv|glue|squad]
+        [--probabilities] [--batch-size N] [--task-format FORMAT] [--text-columns A[,B]] [--id-column ID]
+
+MODEL_DIR is any fine-tuned model directory (kbert.finetune's --model-dir; kbert.json ``task``
+says which). The input is read with the readers fine-tuning uses, labels not required:
+
+  classification, regression, multi-label   a CSV/TSV/JSONL table (format from the extension or
+        --task-format csv|tsv|jsonl; the text columns the model was trained on, or --text-columns),
+        or a GLUE TSV for GLUE models (test files included; --task-format glue)
+  tagging                                   a CoNLL file (words in the first column) or, with
+        --task-format lines, one sentence a line (words separated by spaces)
+  span QA                                   a SQuAD JSON file
+  multiple choice                           a SWAG CSV
+
+--output gets one prediction per input row, in input order. --format jsonl (default): one JSON
+object a line with the row's "id" and {"label"} (+ "probabilities" with --probabilities),
+{"labels": [...]} (multi-label), {"score"} (regression), {"choice", "label"} (multiple choice),
+{"tags", "entities"} (tagging; entity start/end are word indices, end exclusive), {"answer"} (QA).
+--format tsv: the same as a table; glue: the GLUE server's submission TSV (index, prediction);
+squad: {question id: answer} JSON. The whole input is read and checked first (a bad row is an
+error naming file and line), and the output is written at the end in one atomic step: no half file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+
+def parse_args(argv=None):
+    from kbert.cli_support import add_verbose_flag, prog
+    from kbert.tasks.prediction import FORMATS
+
+    p = argparse.ArgumentParser(prog=prog("predict"), description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model_dir", metavar="MODEL_DIR", help="a fine-tuned task model directory")
+    p.add_argument("--input", required=True, metavar="FILE", help="the rows to predict")
+    p.add_argument("--output", required=True, metavar="FILE", help="where the predictions go (replaced atomically)")
+    p.add_argument("--format", default="jsonl", choices=FORMATS, help="output format (default jsonl)")
+    p.add_argument("--probabilities", action="store_true", help="add the probabilities to each prediction")
+    p.add_argument("--batch-size", type=int, default=64, help="rows per model call (default 64)")
+    p.add_argument("--task-format", default=None,
+                   help="how to read --input: csv, tsv, jsonl, glue (classification), conll, lines (tagging), "
+                        "squad, swag (default: from the model's task and the file's extension)")
+    p.add_argument("--text-columns", default=None, help="table input: the text column(s), comma-separated "
+                                                        "(default: those the model was fine-tuned on)")
+    p.add_argument("--id-column", default=None, help="table input: the column of each row's id (default: line number)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_verbose_flag(p)
+    args = p.parse_args(argv)
+    if args.batch_size < 1:
+        p.error(f"--batch-size must be positive, got {args.batch_size}")
+    return args
+
+
+def predict_file(model_dir, input_path, output_path, fmt="jsonl", options=None, show_progress=False,
+                 model=None) -> dict:
+    """Reads ``input_path``, predicts every row with the model in ``model_dir`` and writes
+    ``output_path`` atomically. ``model``: that directory's model if already loaded
+    (load_task_model), to predict several files without reloading it. Returns {"rows",
+    "model_type", "output", "seconds"}."""
+    from kbert import model_dir as model_dir_lib
+    from kbert.tasks.base import TaskModelError
+    from kbert.tasks.prediction import PredictOptions, RowProgress, write_text
+    from kbert.tasks.registry import UnknownTaskError, task_type_for_model
+
+    options = options or PredictOptions()
+    task_meta = model_dir_lib.read_metadata(model_dir).get("task")
+    where = f"{model_dir}/{model_dir_lib.METADATA_FILE}"
+    if not isinstance(task_meta, dict) or "type" not in task_meta:
+        raise TaskModelError(f"{where} has no 'task' object: {model_dir} is not a fine-tuned task model")
+    try:
+        task_type = task_type_for_model(task_meta["type"])
+    except UnknownTaskError as e:
+        raise TaskModelError(f"{where}: {e}") from None
+    formats = task_type.output_formats(task_meta)
+    if fmt not in formats:
+        raise ValueError(f"--format {fmt}: a {task_meta['type']} model writes {', '.join(formats)}")
+    # Every row is read and checked before the model is even loaded.
+    data = task_type.read_prediction_input(task_meta, input_path, options)
+    from kbert.tasks import load_task_model
+
+    start = time.time()
+    model = model if model is not None else load_task_model(model_dir)
+    predictions = task_type.predict(model, data, options, RowProgress(show_progress))
+    if len(predictions) != len(data.examples):  # a plug-in's predict must answer every row
+        raise RuntimeError(f"{type(task_type).__name__}.predict returned {len(predictions)} predictions "
+                           f"for {len(data.examples)} rows")
+    write_text(output_path, task_type.format_predictions(task_meta, data, predictions, fmt))
+    return {"rows": len(predictions), "model_type": task_meta["type"], "output": str(output_path),
+            "seconds": round(time.time() - start, 1)}
+
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    from kbert.cli_support import require_dir
+    from kbert.tasks.options import comma_list
+    from kbert.tasks.prediction import PredictOptions
+
+    require_dir(args.model_dir, "model directory")
+    options = PredictOptions(task_format=args.task_format,
+                             text_columns=comma_list(args.text_columns) if args.text_columns else None,
+                             id_column=args.id_column, probabilities=args.probabilities, batch_size=args.batch_size)
+    result = predict_file(args.model_dir, args.input, args.output, args.format, options,
+                          show_progress=not args.quiet)
+    print(f"{result['rows']} predictions ({result['model_type']}, {result['seconds']} s) -> {result['output']}")
+    return 0
+
+
+if __name__ == "__main__":
+    from kbert.cli_support import run as run_cli
+
+    sys.exit(run_cli("predict", main))
