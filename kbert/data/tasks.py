@@ -47,6 +47,8 @@ def resolve_task(name: str, data_dir=None, split: str = "train", *, input_path=N
     from kbert.tasks.registry import get_task
 
     task = get_task(name)
+    if task.preset.get("tfrecords") is False:  # e.g. the JGLUE tasks: kbert.finetune reads their files
+        raise ValueError(f"task {name!r} has no TFRecord pipeline; fine-tune it from its files (kbert.finetune)")
     task_type = task.task_type
     fields = {f.name for f in dataclasses.fields(task_type.Options)}
     source = task_type.data_source(task, split, task_type.Options(**{k: v for k, v in options.items() if k in fields}))

@@ -26,7 +26,7 @@ from kbert import compat
 from kbert import model_dir as model_dir_lib
 from kbert.tasks.batching import trim_to_longest
 from kbert.text import BertPreprocessor
-from kbert.text.pre_tokenize import pre_tokenize_data
+from kbert.text.pre_tokenize import pre_tokenize_data, pre_tokenize_dataset
 from kbert.text.registry import as_tokenizer, is_tokenizer, load_tokenizer
 
 
@@ -166,7 +166,10 @@ class TaskModel(keras.Model):
         return super().predict(self._texts(x), *args, **kwargs)
 
     def _texts(self, x):
-        """Texts as string tensors, through the tokenizer's Python step first if it has one."""
+        """Texts as string tensors, through the tokenizer's Python step first if it has one (a
+        tf.data.Dataset of raw texts gets that step mapped over it)."""
+        if isinstance(x, tf.data.Dataset):
+            return pre_tokenize_dataset(self.tokenizer, x)
         return _string_tensors(pre_tokenize_data(self.tokenizer, x))
 
     # -- model directories -----------------------------------------------------------------------

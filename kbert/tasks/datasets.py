@@ -25,13 +25,15 @@ def bucket_boundaries(seq_length: int, boundaries=DEFAULT_BOUNDARIES) -> list:
 
 def token_lengths(tokenizer, segments, seq_length: int, batch_size: int = 2048) -> np.ndarray:
     """Packed length per example: WordPieces of all segments + [CLS] + one [SEP] each, capped at
-    seq_length. ``segments``: a list of [n] string arrays (one per text input)."""
+    seq_length. ``segments``: a list of [n] string arrays (one per text input), raw texts (run through
+    the tokenizer's Python step, ``pre_tokenize``, here)."""
     segments = [np.asarray(s, dtype=object) for s in segments]
     n = len(segments[0])
     total = np.full(n, len(segments) + 1, dtype=np.int64)
     for segment in segments:
         for start in range(0, n, batch_size):
-            pieces = tokenizer.tokenize_flat(tf.constant(list(segment[start:start + batch_size]), tf.string))
+            texts = tokenizer.pre_tokenize(list(segment[start:start + batch_size]))
+            pieces = tokenizer.tokenize_flat(tf.constant(texts, tf.string, shape=[len(texts)]))
             total[start:start + batch_size] += pieces.row_lengths().numpy()
     return np.minimum(total, seq_length)
 

@@ -25,7 +25,8 @@ import types
 BUILTIN_TYPE_ORDER = ("classification", "tagging", "span_qa", "multiple_choice")
 # Modules whose import registers the built-in task types and named tasks.
 BUILTIN_PLUGINS = ("kbert.tasks.plugins.classification", "kbert.tasks.plugins.tagging",
-                   "kbert.tasks.plugins.span_qa", "kbert.tasks.plugins.multiple_choice")
+                   "kbert.tasks.plugins.span_qa", "kbert.tasks.plugins.multiple_choice",
+                   "kbert.tasks.plugins.jglue")  # named tasks on the types above
 
 _TYPES: dict = {}         # task type name -> TaskType instance
 _MODEL_TYPES: dict = {}   # kbert.json ``task.type`` (a model class's task_type) -> TaskType instance

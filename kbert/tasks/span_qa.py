@@ -9,6 +9,13 @@ offsets into the original strings), and kbert.tasks.squad_postprocess.build_wind
 layout, max-context bookkeeping included). Answers are mapped back to the original context
 text through those offsets, so accents, case and multi-byte characters come back exactly as
 written. ``answer(questions, contexts)`` does all of it from raw strings.
+
+Every tokenizer type works: questions go through the tokenizer's Python step (``pre_tokenize``:
+NFKC and MeCab words for the ``mecab-*`` types, nothing for WordPiece and SentencePiece) before its
+graph part; contexts through ``tokenize_with_offsets``, which takes the raw text for every type and
+reports spans in it (for the MeCab types NFKC is mapped back, so a full-width answer comes back
+full-width). A special token written in a context (JSQuAD's ``[SEP]``) is that token for the
+``mecab-*`` types and plain text for the others (see kbert.tasks.plugins.jglue).
 """
 
 from __future__ import annotations
@@ -24,6 +31,10 @@ from kbert.tasks.heads import SequenceHead
 from kbert.tasks.squad_postprocess import build_windows, postprocess_example
 
 PADDING_LOGIT = -10000.0
+
+
+def _text(value) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
 class SpanQuestionAnswerer(TaskModel):
@@ -100,7 +111,10 @@ class SpanQuestionAnswerer(TaskModel):
         """
         if len(questions) != len(contexts):
             raise ValueError(f"{len(questions)} questions but {len(contexts)} contexts")
-        query_ids = self.tokenizer.tokenize_flat(tf.constant(list(questions), tf.string)).to_list()
+        # Questions through the tokenizer's Python step (MeCab words) and its graph part; contexts through
+        # tokenize_with_offsets, which takes raw texts for every tokenizer type (MeCab runs inside it).
+        query_texts = self.tokenizer.pre_tokenize([_text(q) for q in questions])
+        query_ids = self.tokenizer.tokenize_flat(tf.constant(query_texts, tf.string, shape=[len(questions)])).to_list()
         unique = list(dict.fromkeys(contexts))  # many questions share a context: tokenize it once
         ids, starts, ends = self.tokenizer.tokenize_with_offsets(tf.constant(unique, tf.string), unit="UTF8_CHAR")
         ids, starts, ends = (r.merge_dims(1, 2).to_list() for r in (ids, starts, ends))
@@ -179,6 +193,5 @@ class SpanQuestionAnswerer(TaskModel):
     def answer(self, questions, contexts, batch_size=64, **overrides) -> list:
         """Raw strings in, a kbert.tasks.squad_postprocess.SquadPrediction per question out
         (``.text``, ``.start_char``/``.end_char`` in the context, ``.nbest``, ``.score_diff``)."""
-        contexts = [c.decode("utf-8") if isinstance(c, bytes) else c for c in contexts]
-        questions = [q.decode("utf-8") if isinstance(q, bytes) else q for q in questions]
+        contexts, questions = [_text(c) for c in contexts], [_text(q) for q in questions]
         return self.predict_windows(contexts, self.windows(questions, contexts), batch_size, **overrides)

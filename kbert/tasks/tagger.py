@@ -10,8 +10,13 @@ are built in the graph with the model's own tokenizer (``features``), in tf.data
 
 The conventions are those of kbert.tasks.ner_alignment (its numpy functions are the reference
 the tests check this graph code against). Predictions go back to words (``predict_words``);
-``predict_entities`` tags raw text, whose words are then BERT's (whitespace and punctuation
-split), and returns entity spans as character offsets into the text.
+``predict_entities`` tags raw text, whose words are then the tokenizer's (WordPiece: whitespace
+and punctuation split; ``mecab-*``: MeCab words; SentencePiece: space-separated runs), and returns
+entity spans as character offsets into the text.
+
+Tokenizers with a Python step (``mecab-*``, ``in_graph`` False) get it here: raw texts through
+``pre_tokenize``, and each pre-split word through it on its own (NFKC, MeCab), as transformers
+tokenizes ``is_split_into_words`` input; the pieces of a word MeCab splits further stay that word's.
 """
 
 from __future__ import annotations
@@ -25,12 +30,28 @@ from kbert.tasks.batching import length_sorted_batches, trim_to_longest
 from kbert.tasks.datasets import make_dataset
 from kbert.tasks.heads import SequenceHead
 from kbert.tasks.ner_alignment import IGNORE_INDEX, entity_spans
+from kbert.text.pre_tokenize import needs_pre_tokenize, pre_tokenize_data
 
 
 def _ragged_words(words) -> tf.RaggedTensor:
     if isinstance(words, tf.RaggedTensor):
         return words
     return tf.ragged.constant([list(w) for w in words], dtype=tf.string, ragged_rank=1)
+
+
+def _pre_tokenize_words(tokenizer, words) -> list:
+    """Each pre-split word through the tokenizer's Python step on its own, as transformers tokenizes
+    ``is_split_into_words`` input: a word that MeCab splits further stays one word (``pieces`` merges
+    its parts' pieces). One ``pre_tokenize`` call for all words of all sentences."""
+    if isinstance(words, tf.RaggedTensor):  # eager
+        words = words.to_list()
+    rows = [[w.decode("utf-8", "replace") if isinstance(w, bytes) else str(w) for w in row] for row in words]
+    flat = tokenizer.pre_tokenize([w for row in rows for w in row])
+    out, start = [], 0
+    for row in rows:
+        out.append(flat[start:start + len(row)])
+        start += len(row)
+    return out
 
 
 class TokenAccuracy(keras.metrics.Mean):
@@ -122,8 +143,10 @@ class TokenTagger(TaskModel):
         back into it) or of raw ``texts`` ([batch] strings, BERT's own word split)."""
         if (words is None) == (texts is None):
             raise ValueError("pass exactly one of words= (pre-split) or texts= (raw strings)")
-        if texts is not None:
-            return self.tokenizer(tf.convert_to_tensor(texts, tf.string))
+        if texts is not None:  # pre_tokenize_data: the tokenizer's Python step (MeCab), if it has one
+            return self.tokenizer(tf.convert_to_tensor(pre_tokenize_data(self.tokenizer, texts), tf.string))
+        if needs_pre_tokenize(self.tokenizer):
+            words = _pre_tokenize_words(self.tokenizer, words)
         return self.tokenizer(_ragged_words(words)).merge_dims(2, 3)
 
     def features(self, pieces: tf.RaggedTensor, word_labels=None):

@@ -73,8 +73,9 @@ class TaskType:
         return task_options
 
     def recipe(self, task, options: FinetuneOptions):
-        """The fine-tuning Recipe of ``task`` (its ``recipe_class`` by default)."""
-        return self.recipe_class(task, options)
+        """The fine-tuning Recipe of ``task``: the named task's own (preset ``recipe``, a subclass of
+        this type's Recipe that reads another file format) or this type's ``recipe_class``."""
+        return task.preset.get("recipe", self.recipe_class)(task, options)
 
     def data_source(self, task, split: str, options) -> DataSource:
         raise NotImplementedError(f"task type {self.name!r} has no TFRecord pipeline")

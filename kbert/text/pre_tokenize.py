@@ -76,3 +76,18 @@ def pre_tokenize_tensor(tokenizer, strings):
     out = tf.numpy_function(run, [strings], tf.string, stateful=False)
     out.set_shape(strings.shape)
     return out
+
+
+def pre_tokenize_dataset(tokenizer, dataset):
+    """A ``tf.data.Dataset`` of ``x`` or ``(x, y, ...)`` elements with every string tensor of ``x``
+    through ``pre_tokenize_tensor`` (what ``fit`` needs for a dataset of raw texts); the dataset
+    itself for in-graph tokenizers and for elements whose ``x`` holds no strings (packed ids)."""
+    first = dataset.element_spec[0] if isinstance(dataset.element_spec, tuple) else dataset.element_spec
+    if not needs_pre_tokenize(tokenizer) or not any(
+            getattr(s, "dtype", None) == tf.string for s in tf.nest.flatten(first)):
+        return dataset
+
+    def texts(x):
+        return tf.nest.map_structure(lambda t: pre_tokenize_tensor(tokenizer, t) if t.dtype == tf.string else t, x)
+
+    return dataset.map(lambda x, *rest: (texts(x), *rest) if rest else texts(x))

@@ -57,15 +57,25 @@ def select_articles(examples, spec, path):
 class SquadRecipe(Recipe):
     main_metric = "f1"
     metric_names = ("exact_match", "f1")
+    f1_unit = None  # "word" or "char"; None: from the model's tokenizer (kbert.tasks.f1_unit)
+
+    def paths(self) -> tuple:
+        """(training file, evaluation file)."""
+        o, files = self.options, SQUAD_FILES[self.task.preset["version"]]
+        return self.data_file(files, "train", o.train_file), self.data_file(files, self.eval_split, o.eval_file)
+
+    def read_file(self, path):
+        return squad.read_squad(path)
+
+    def is_version_2(self, train) -> bool:
+        return self.task.preset["version"] == "v2.0" or train.meta.get("version_2_with_negative", False)
 
     def read(self):
-        o, t = self.options, self.task_options
-        version = self.task.preset["version"]
-        train_path = self.data_file(SQUAD_FILES[version], "train", o.train_file)
-        eval_path = self.data_file(SQUAD_FILES[version], self.eval_split, o.eval_file)
-        train = squad.read_squad(train_path)
-        dev = train if eval_path == train_path else squad.read_squad(eval_path)
-        self.version_2 = version == "v2.0" or train.meta.get("version_2_with_negative", False)
+        t = self.task_options
+        train_path, eval_path = self.paths()
+        train = self.read_file(train_path)
+        dev = train if eval_path == train_path else self.read_file(eval_path)
+        self.version_2 = self.is_version_2(train)
         train_examples = select_articles(train.examples, t.train_articles, train_path)
         dev_examples = select_articles(dev.examples, t.eval_articles, eval_path)
         if eval_path == train_path and not (t.train_articles and t.eval_articles):
@@ -103,7 +113,7 @@ class SquadRecipe(Recipe):
         from kbert.tasks.f1_unit import f1_unit_for_tokenizer  # characters for Japanese/Chinese models
 
         result = squad_metrics({k: p.text for k, p in by_id.items()}, self.dev, self.version_2,
-                               f1_unit=f1_unit_for_tokenizer(model.preprocessor.tokenizer))
+                               f1_unit=self.f1_unit or f1_unit_for_tokenizer(model.preprocessor.tokenizer))
         metrics = {"exact_match": result["exact_match"], "f1": result["f1"]}
         if self.version_2:
             metrics.update({k: v for k, v in result.items() if k.startswith(("has_ans", "no_ans"))})
