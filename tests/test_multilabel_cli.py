@@ -82,7 +82,8 @@ def test_list_labels_are_read_and_bad_labels_name_file_line_and_value(tmp_path):
     assert read_table(tsv, "text", "labels", multi_label=True, label_names=LABELS).examples[0]["label"] == (1,)
 
     unknown = _write_jsonl(tmp_path / "unknown.jsonl", [{"text": "x", "labels": ["a"]}, {"text": "y", "labels": ["zz"]}])
-    with pytest.raises(DataError, match=r"unknown\.jsonl, line 2: field 'labels': got 'zz'; expected one of 'a', 'b', 'c'"):
+    expected = r"unknown\.jsonl, line 2: field 'labels': got 'zz'; expected one of 'a', 'b', 'c'"
+    with pytest.raises(DataError, match=expected):
         read_table(unknown, "text", "labels", multi_label=True, label_names=LABELS)
     bad = _write_jsonl(tmp_path / "bad.jsonl", [{"text": "x", "labels": ["a", {"b": 1}]}])
     with pytest.raises(DataError, match=r"bad\.jsonl, line 1: field 'labels'.*list of string or number labels"):

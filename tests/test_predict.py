@@ -36,11 +36,13 @@ def dirs(tmp_path_factory, tiny_model_dir):
         "pairs": (TextClassifier.from_model_dir(tiny_model_dir, label_names=["x", "y", "z"], num_segments=2,
                                                 seq_length=32),
                   {"task_name": "csv", "text_columns": ["premise", "hypothesis"], "label_column": "label"}),
-        "stsb": (TextRegressor.from_model_dir(tiny_model_dir, num_segments=2, seq_length=32), {"task_name": "glue/stsb"}),
+        "stsb": (TextRegressor.from_model_dir(tiny_model_dir, num_segments=2, seq_length=32),
+                 {"task_name": "glue/stsb"}),
         "multi": (MultiLabelClassifier.from_model_dir(tiny_model_dir, label_names=["art", "cinema", "place"],
                                                       seq_length=32),
                   {"task_name": "csv", "text_columns": ["text"], "label_column": "labels"}),
-        "ner": (TokenTagger.from_model_dir(tiny_model_dir, label_names=TAGS, seq_length=32), {"task_name": "conll2003"}),
+        "ner": (TokenTagger.from_model_dir(tiny_model_dir, label_names=TAGS, seq_length=32),
+                {"task_name": "conll2003"}),
         "squad": (SpanQuestionAnswerer.from_model_dir(tiny_model_dir, seq_length=48, max_query_length=12,
                                                       doc_stride=16), {"task_name": "squad/v1.1"}),
         "swag": (MultipleChoiceModel.from_model_dir(tiny_model_dir, seq_length=32), {"task_name": "swag"}),
@@ -135,7 +137,8 @@ def test_table_pairs_with_id_column_tsv_format_and_unknown_label(dirs, loaded, p
 
     rows[4]["label"] = "nope"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with pytest.raises(DataError, match=r"pairs\.jsonl, line 5: field 'label': got 'nope'; expected one of 'x', 'y', 'z'"):
+    expected = r"pairs\.jsonl, line 5: field 'label': got 'nope'; expected one of 'x', 'y', 'z'"
+    with pytest.raises(DataError, match=expected):
         predict("pairs", src, tmp_path / "q.tsv")
     assert not (tmp_path / "q.tsv").exists()
 

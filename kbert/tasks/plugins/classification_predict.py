@@ -81,8 +81,8 @@ class ClassificationPrediction:
             return _read_glue_rows(glue_task, path)
         info = task_meta.get("info") or {}
         num_segments = int(task_meta.get("num_segments", 1))
-        columns = (options.text_columns or info.get("text_columns")
-                   or (glue_task.text_columns if glue_task else ("text",) if num_segments == 1 else ("text_a", "text_b")))
+        default = glue_task.text_columns if glue_task else ("text",) if num_segments == 1 else ("text_a", "text_b")
+        columns = options.text_columns or info.get("text_columns") or default
         columns = tuple(columns)
         if len(columns) != num_segments:
             raise ValueError(f"--text-columns {','.join(columns)}: this model takes {num_segments} text(s) per row")

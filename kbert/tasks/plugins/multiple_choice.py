@@ -114,7 +114,8 @@ class MultipleChoice(TaskType):
 
     def read_prediction_input(self, task_meta, path, options):
         if options.task_format not in (None, "swag"):
-            raise ValueError(f"--task-format {options.task_format!r}: a multiple-choice model reads a SWAG CSV ('swag')")
+            raise ValueError(f"--task-format {options.task_format!r}: a multiple-choice model reads a SWAG CSV "
+                             "('swag')")
         return swag.read_swag(path, labelled=False)
 
     def predict(self, model, data, options, progress=None):
