@@ -43,7 +43,8 @@ def missing() -> str | None:
     if not (have("onnxruntime") and have("onnx")):
         return NOT_INSTALLED
     if not (have("torch") and have("transformers")):
-        return "ONNX Runtime: the ONNX export needs torch and transformers (pip install torch transformers): peer skipped"
+        return ("ONNX Runtime: the ONNX export needs torch and transformers (pip install torch transformers): "
+                "peer skipped")
     return None
 
 
