@@ -13,7 +13,7 @@ BENCHMARKS = {
     "train": "the pre-training step (and --loss-curve): kbert vs peers",
     "tokenize": "tokenization + packing throughput vs keras-hub and Rust tokenizers",
     "pipeline": "the tf.data MLM+NSP input pipeline vs keras-hub's",
-    "serve": "latency of an exported SavedModel, one request at a time",
+    "serve": "latency of an exported SavedModel (one request at a time, or N clients + batching) vs ONNX Runtime",
     "finetune": "fine-tuning throughput and accuracy vs transformers",
     "pretrain": "kbert vs keras-hub BertMaskedLM: steps/s and held-out MLM accuracy",
 }

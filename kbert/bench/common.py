@@ -37,7 +37,7 @@ MODEL_GARDEN_NOTE = (
     "Python that has it with --model-garden-python (see kbert/bench/mg_peer.py)"
 )
 MODEL_GARDEN_PYTHON_ENV = "KBERT_BENCH_MODEL_GARDEN_PYTHON"
-PEERS = ("keras-hub", "hf", "model-garden")
+PEERS = ("keras-hub", "hf", "model-garden", "ort")
 
 
 # -- options and cases ---------------------------------------------------------------------------
@@ -68,10 +68,11 @@ def add_model_args(parser: argparse.ArgumentParser, *, config="small", batch_siz
         parser.add_argument("--suite", choices=sorted(suites),
                             help="a named list of cases: " + "; ".join(
                                 f"{k} = {', '.join(v)}" for k, v in sorted(suites.items())))
-    parser.add_argument("--vs", default="keras-hub,hf,model-garden",
+    parser.add_argument("--vs", default="keras-hub,hf,model-garden,ort",
                         help="peers, comma-separated: keras-hub (always available), hf (transformers + "
                              "torch in a subprocess, when installed), model-garden (tf-models-official in "
-                             "a subprocess of --model-garden-python); 'none' for kbert alone")
+                             "a subprocess of --model-garden-python), ort (ONNX Runtime, plain and "
+                             "transformer-optimized, in a subprocess; encoder bench only); 'none' for kbert alone")
     parser.add_argument("--model-garden-python", default=os.environ.get(MODEL_GARDEN_PYTHON_ENV),
                         help="a Python with tf-models-official 2.20 and TensorFlow 2.20 installed (default: "
                              f"${MODEL_GARDEN_PYTHON_ENV}); without it the Model Garden rows are skipped")
@@ -311,6 +312,7 @@ class _ChildRunner(Runner):
         self.framework = info.get("framework", "torch")
         self.group = info.get("group", "peer")
         self.unit = info.get("unit", "seq")
+        self.concurrency = info.get("concurrency", 0)
 
     def run(self, n):
         return self.peer.request(op="run", name=self.name, n=n)["times"]
@@ -347,7 +349,9 @@ def child_main(build):
         try:
             fn = fns[message["name"]]
             times = []
-            for _ in range(int(message["n"])):
+            if hasattr(fn, "run_many"):  # several requests in flight (kbert.bench.concurrency)
+                times = fn.run_many(int(message["n"]))
+            for _ in range(0 if times else int(message["n"])):
                 start = time.perf_counter()
                 fn()
                 times.append(time.perf_counter() - start)

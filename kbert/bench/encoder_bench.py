@@ -7,6 +7,8 @@ weights and ids, every token real) for kbert and its peers, interleaved in the s
     is slow for bf16 on CPU; ``--xla both`` to time it anyway);
   * Hugging Face ``BertModel`` (torch, sdpa attention), eager and ``torch.compile``, in a child
     process with the same thread count, when transformers is installed;
+  * ONNX Runtime on the same shape exported with torch.onnx, plain and after its transformer
+    optimizer, in a child process with the same threads (kbert.bench.ort_peer; float32);
   * Model Garden (tf-models-official 2.20, which pins TensorFlow 2.20): in a child process of
     ``--model-garden-python`` (a separate environment, see kbert/bench/mg_peer.py), XLA off and on.
 ``--precision mixed_bfloat16`` runs Keras' mixed_bfloat16 policy for kbert and keras-hub, and
@@ -24,7 +26,9 @@ from __future__ import annotations
 
 import argparse
 import gc
+import shutil
 import sys
+import tempfile
 
 from kbert.bench import common
 
@@ -133,6 +137,10 @@ def run_case(case, args, peers):
                 compile=args.hf_compile, warmup=args.warmup, flops=flops), args.threads)
             children.append(child)
             runners += [r for r in child.runners if not (args.no_peak and r.group == "peak")]
+    child = _ort_peer(args, peers, notes, case, config, flops)
+    if child:
+        children.append(child)
+        runners += child.runners
     child = common.model_garden_peer(args, peers, notes, task="encoder", config=config.to_dict(),
                                      batch_size=case.batch_size, seq_length=case.seq_length,
                                      precision=case.precision, flops=flops)
@@ -144,6 +152,8 @@ def run_case(case, args, peers):
     finally:
         for child in children:
             child.close()
+            if getattr(child, "work_dir", None):
+                shutil.rmtree(child.work_dir, ignore_errors=True)
     rows = common.summarize(runners, times)
     notes.extend(_floor_notes(rows))
     notes.extend(_attentions_notes(rows))
@@ -154,6 +164,34 @@ def run_case(case, args, peers):
     keras.backend.clear_session()
     gc.collect()
     return short, ratio
+
+
+def _ort_peer(args, peers, notes, case, config, flops):
+    """ONNX Runtime (kbert.bench.ort_peer: the same shape's random weights, exported with
+    torch.onnx, plain and transformer-optimized) in a child process, or None with the reason."""
+    if "ort" not in peers:
+        return None
+    from kbert.bench import ort_peer
+
+    reason = ort_peer.missing()
+    if not reason and case.precision != "float32":
+        reason = "ONNX Runtime: float32 only (its CPU bf16 path is not the optimizer's): peer skipped"
+    if reason:
+        notes.append(reason)
+        return None
+    print("  building the ONNX Runtime peer (torch.onnx export, optimizer) ...", file=sys.stderr, flush=True)
+    work = tempfile.mkdtemp(prefix="kbert-ort-")
+    try:
+        child = common.SubprocessPeer("kbert.bench.ort_peer", dict(
+            config=config.to_dict(), work_dir=work, threads=args.threads, warmup=args.warmup, flops=flops,
+            cases=[dict(name="encoder", kind="ids", batch_size=case.batch_size, seq_length=case.seq_length)]),
+            args.threads)
+    except RuntimeError as e:
+        shutil.rmtree(work, ignore_errors=True)
+        notes.append(f"ONNX Runtime: the peer failed to start ({e}): peer skipped")
+        return None
+    child.work_dir = work
+    return child
 
 
 def _projection_floor(encoder, case):
@@ -328,7 +366,7 @@ def main(argv=None):
     cases = common.parse_cases(args, SUITES)
     common.configure_threads(args.threads)
     print(common.machine_line(args.threads))
-    print(common.versions("tensorflow", "keras", "keras-hub", "torch", "transformers"))
+    print(common.versions("tensorflow", "keras", "keras-hub", "torch", "transformers", "onnxruntime"))
     results = [run_case(case, args, peers) for case in cases]
     common.print_worst(results)
     return 0

@@ -31,6 +31,9 @@ def main(argv=None):
     enc.add_argument("--no-head-signatures", dest="head_signatures", action="store_false",
                      help="leave out the strings-in fill_mask / next_sentence signatures (then loading needs no "
                           "tensorflow_text, as TF Hub's encoders)")
+    enc.add_argument("--xla-signature", action="store_true",
+                     help="add serving_xla: serving_default compiled by XLA, faster one request at a time for "
+                          "small models (TF Serving needs --xla_cpu_compilation_enabled=true; README, Serving latency)")
 
     pre = sub.add_parser("preprocessor", help="TF Hub-style preprocessor SavedModel",
                          description="Raw strings -> input_word_ids, input_mask, input_type_ids "
@@ -69,12 +72,14 @@ def main(argv=None):
         path = export_task(args.model_dir, args.out_dir, warmup=not args.no_warmup)
         print(f"SavedModel written to {path}")
         if path.parent.parent.is_dir():
-            print(f"models.config: {write_models_config(path.parent.parent)}")
+            print(f"models.config: {write_models_config(path.parent.parent)} (and batching_parameters.txt "
+                  "for --enable_batching)")
         return 0
     if args.what == "encoder":
         from kbert.export.encoder import export_encoder
 
-        path = export_encoder(args.model_dir, args.out_dir, head_signatures=args.head_signatures)
+        path = export_encoder(args.model_dir, args.out_dir, head_signatures=args.head_signatures,
+                              xla_signature=args.xla_signature)
     else:
         from kbert.export.preprocessor import export_preprocessor
 

@@ -22,6 +22,7 @@ import pathlib
 import tensorflow as tf
 
 from kbert import compat
+from kbert.export import fast_serving
 from kbert.export.head_signatures import add_head_signatures, warmup_requests
 from kbert.export.serving import write_warmup_requests_for
 from kbert.export.tokenizer_assets import attach_tokenizer_assets
@@ -93,10 +94,11 @@ def _flat_signature(fn, spec):
     return serve
 
 
-def export_encoder(model_dir, out_dir, head_signatures: bool = True) -> pathlib.Path:
+def export_encoder(model_dir, out_dir, head_signatures: bool = True, xla_signature: bool = False) -> pathlib.Path:
     """``head_signatures``: add ``fill_mask`` / ``next_sentence`` (strings in) where the directory has
     the heads; those use TF-Text ops, so a process loading the export imports ``tensorflow_text``
-    first (TF Serving links them). With False the export is ids-only and loads with TensorFlow alone."""
+    first (TF Serving links them). With False the export is ids-only and loads with TensorFlow alone.
+    ``xla_signature``: add ``serving_xla``, serving_default compiled by XLA (kbert.export.fast_serving)."""
     model_dir = pathlib.Path(model_dir)
     encoder = load_encoder(model_dir)
     heads = load_heads(model_dir, encoder.config, names=("mlm", "nsp"))
@@ -115,8 +117,12 @@ def export_encoder(model_dir, out_dir, head_signatures: bool = True) -> pathlib.
     # Strings in, answers out: fill_mask (mlm head) and next_sentence (nsp head).
     head_signatures = add_head_signatures(module, encoder, heads, model_dir) if head_signatures else {}
     signatures.update(head_signatures)
+    warmups = warmup_requests(head_signatures) if head_signatures else []
+    if xla_signature:
+        signatures.update(fast_serving.add_xla_signature(module, encoder, INPUT_SPEC))
+        warmups += fast_serving.xla_warmup_requests(INPUT_SPEC)
     out_dir = pathlib.Path(out_dir)
     tf.saved_model.save(module, str(out_dir), signatures=signatures)
-    if head_signatures:
-        write_warmup_requests_for(out_dir, out_dir.parent.name, warmup_requests(head_signatures))
+    if warmups:
+        write_warmup_requests_for(out_dir, out_dir.parent.name, warmups)
     return out_dir

@@ -74,8 +74,51 @@ def write_models_config(root="saved_models") -> pathlib.Path:
                 "  }\n"
             )
     path = root / "models.config"
-    path.write_text("model_config_list {\n" + "".join(entries) + "}\n")
+    header = "".join(f"# {line}\n" for line in SERVER_FLAGS_NOTE)
+    _atomic_write(path, header + "model_config_list {\n" + "".join(entries) + "}\n")
+    write_batching_parameters(root)
     return path
+
+
+# TensorFlow Serving's flags for these exports (README, "Serving latency"): the comment at the top
+# of models.config. The thread values are the ones measured on the 2-core machine (kbert.bench serve).
+SERVER_FLAGS_NOTE = (
+    "tensorflow_model_server --model_config_file=models.config \\",
+    "  --tensorflow_intra_op_parallelism=<cores> --tensorflow_inter_op_parallelism=1 \\",
+    "  --enable_batching --batching_parameters_file=batching_parameters.txt",
+    "Add --xla_cpu_compilation_enabled=true where an export has the serving_xla signature",
+    "(kbert.export encoder --xla-signature): without it that signature, and its warm-up request, fail.",
+)
+
+# TF Serving's --enable_batching settings (BatchingParameters text proto), chosen with
+# ``kbert.bench serve --concurrency 1,8`` (README, "Serving latency"): batches of up to 32 rows; no
+# waiting for a batch to fill (timeout 0: requests that queued while the previous batch ran go
+# together, so one client alone is not delayed); one batch thread, since the model's intra-op
+# threads already use every core; variable-length id inputs padded to the batch's longest.
+BATCHING_PARAMETERS = {
+    "max_batch_size": 32,
+    "batch_timeout_micros": 0,
+    "num_batch_threads": 1,
+    "max_enqueued_batches": 100,
+}
+BATCHING_FILE = "batching_parameters.txt"
+
+
+def write_batching_parameters(root, parameters=None) -> pathlib.Path:
+    """``root/batching_parameters.txt`` for ``--enable_batching --batching_parameters_file=...``."""
+    parameters = dict(BATCHING_PARAMETERS, **(parameters or {}))
+    lines = ["# TF Serving server-side batching (kbert.export.serving.BATCHING_PARAMETERS)"]
+    lines += [f"{key} {{ value: {value} }}" for key, value in parameters.items()]
+    lines.append("pad_variable_length_inputs: true")
+    path = pathlib.Path(root) / BATCHING_FILE
+    _atomic_write(path, "\n".join(lines) + "\n")
+    return path
+
+
+def _atomic_write(path: pathlib.Path, text: str):
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
 
 
 def saved_model_ops(export_dir) -> set[str]:

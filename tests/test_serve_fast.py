@@ -1,0 +1,220 @@
+"""Fast serving (issue 20): the XLA serving signature, server-side batching, the serving bench
+with --concurrency and its ONNX Runtime peer.
+
+The XLA signature is checked against the plain serving_default of the same export and against
+the Keras encoder itself; the batcher against calling the function on each request alone; the
+batching file against TF Serving's own BatchingParameters proto.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import threading
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import SHARED, UNCASED_VOCAB, run_fresh_python
+
+
+@pytest.fixture(scope="module")
+def xla_export(tmp_path_factory, tiny_model_dir):
+    from kbert.export.encoder import export_encoder
+    from kbert.model_dir import load_encoder
+
+    out = tmp_path_factory.mktemp("xla") / "encoder" / "1"
+    export_encoder(tiny_model_dir, out, head_signatures=False, xla_signature=True)
+    return out, load_encoder(tiny_model_dir), tf.saved_model.load(str(out))
+
+
+def _inputs(batch, seq, pad_from=None):
+    rng = np.random.default_rng(batch * 100 + seq)
+    mask = np.ones((batch, seq), np.int32)
+    if pad_from is not None:
+        mask[0, pad_from:] = 0
+    return {"input_word_ids": tf.constant(rng.integers(1, 30000, (batch, seq)), tf.int32),
+            "input_mask": tf.constant(mask), "input_type_ids": tf.zeros((batch, seq), tf.int32)}
+
+
+@pytest.mark.parametrize("batch,seq,pad_from", [(1, 128, None), (3, 20, 7)])
+def test_xla_signature_gives_the_plain_outputs(xla_export, batch, seq, pad_from):
+    _, encoder, sm = xla_export
+    x = _inputs(batch, seq, pad_from)
+    fast = sm.signatures["serving_xla"](**x)
+    plain = sm.signatures["serving_default"](**x)
+    assert set(fast) == set(plain)
+    for key in plain:
+        np.testing.assert_allclose(fast[key], plain[key], atol=1e-5, rtol=0)
+    reference = encoder(x, training=False)
+    np.testing.assert_allclose(fast["sequence_output"], reference["sequence_output"], atol=1e-5, rtol=0)
+    np.testing.assert_allclose(fast["pooled_output"], reference["pooled_output"], atol=1e-5, rtol=0)
+
+
+def test_xla_export_has_a_warmup_request_for_its_signature(xla_export):
+    from kbert.export.serving import read_warmup_requests
+
+    logs = read_warmup_requests(xla_export[0])
+    requests = [log.predict_log.request for log in logs]
+    assert [r.model_spec.signature_name for r in requests] == ["serving_xla"]
+    shape = [d.size for d in requests[0].inputs["input_word_ids"].tensor_shape.dim]
+    assert shape == [1, 128]
+
+
+def test_xla_export_loads_in_a_tensorflow_only_process(xla_export):
+    out = run_fresh_python(f"""
+import sys
+import numpy as np, tensorflow as tf
+sm = tf.saved_model.load({str(xla_export[0])!r})
+x = dict(input_word_ids=tf.constant([[101, 2023, 102, 0]]), input_mask=tf.constant([[1, 1, 1, 0]]),
+         input_type_ids=tf.zeros([1, 4], tf.int32))
+a = sm.signatures["serving_default"](**x)["pooled_output"].numpy()
+b = sm.signatures["serving_xla"](**x)["pooled_output"].numpy()
+print("kbert" in sys.modules, float(np.abs(a - b).max()))
+""")
+    imported, diff = out.split()
+    assert imported == "False"
+    assert float(diff) <= 1e-5
+
+
+@pytest.mark.parametrize("endpoint", ["serve", "serve_xla"])
+def test_tfsmlayer_calls_both_endpoints(xla_export, endpoint):
+    import keras
+
+    _, encoder, _ = xla_export
+    layer = keras.layers.TFSMLayer(str(xla_export[0]), call_endpoint=endpoint)
+    x = _inputs(2, 16, pad_from=5)
+    np.testing.assert_allclose(layer(x)["pooled_output"], encoder(x)["pooled_output"], atol=1e-5, rtol=0)
+
+
+# -- server-side batching -------------------------------------------------------------------------
+def test_batcher_answers_every_request_with_its_own_rows():
+    from kbert.bench.concurrency import Batcher, ClosedLoop, concat_dicts, split_rows
+
+    calls = []
+
+    def fn(batch):
+        calls.append(len(batch["x"]))
+        return {"y": batch["x"] * 2.0, "s": batch["x"].sum(axis=1)}
+
+    batcher = Batcher(fn, concat_dicts, split_rows, max_batch=8)
+    requests = [{"x": np.full((1 + i % 2, 3), float(i))} for i in range(12)]
+    results = {}
+
+    def client(i):
+        results[i] = batcher(requests[i])
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, request in enumerate(requests):
+        np.testing.assert_array_equal(results[i]["y"], request["x"] * 2.0)
+        np.testing.assert_array_equal(results[i]["s"], request["x"].sum(axis=1))
+    assert sum(calls) == sum(len(r["x"]) for r in requests)
+    assert max(calls) <= 8 + 1  # a batch closes at max_batch (the last request may bring one row more)
+    latencies = ClosedLoop(batcher, requests, clients=4).run(20)
+    assert len(latencies) == 20 and all(t > 0 for t in latencies)
+
+
+def test_batcher_hands_an_error_to_every_request_of_the_batch():
+    from kbert.bench.concurrency import Batcher, concat_lists, split_rows
+
+    def fn(strings):
+        raise ValueError(f"bad batch of {len(strings)}")
+
+    batcher = Batcher(fn, concat_lists, split_rows)
+    with pytest.raises(ValueError, match="bad batch of 1"):
+        batcher(["a"])
+
+
+def test_models_config_and_batching_parameters_parse_as_tf_serving_protos(tmp_path):
+    from google.protobuf import text_format
+    from tensorflow_serving.config import model_server_config_pb2
+
+    from kbert.export.serving import BATCHING_PARAMETERS, write_models_config
+
+    (tmp_path / "sst2" / "1").mkdir(parents=True)
+    (tmp_path / "sst2" / "1" / "saved_model.pb").write_bytes(b"")
+    config = text_format.Parse((write_models_config(tmp_path)).read_text(),
+                               model_server_config_pb2.ModelServerConfig())
+    assert [c.name for c in config.model_config_list.config] == ["sst2"]
+    text = (tmp_path / "batching_parameters.txt").read_text()
+    batching = _batching_proto()
+    if batching is None:  # the proto is not in tensorflow-serving-api: check the text by hand
+        for key, value in BATCHING_PARAMETERS.items():
+            assert f"{key} {{ value: {value} }}" in text
+        assert "pad_variable_length_inputs: true" in text
+        return
+    parsed = text_format.Parse(text, batching)
+    assert parsed.max_batch_size.value == 32 and parsed.batch_timeout_micros.value == 0
+    assert parsed.num_batch_threads.value == 1 and parsed.pad_variable_length_inputs
+
+
+def _batching_proto():
+    try:
+        from tensorflow_serving.servables.tensorflow import session_bundle_config_pb2
+    except ImportError:
+        return None
+    return session_bundle_config_pb2.BatchingParameters()
+
+
+# -- the serving bench --------------------------------------------------------------------------
+def _bench(capsys, *argv):
+    from kbert.bench.__main__ import main
+
+    code = main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def test_serve_bench_with_concurrency_on_a_tiny_export(capsys, tmp_path):
+    from kbert import BertConfig, BertEncoder
+    from kbert.text import BertPreprocessor
+
+    pre = BertPreprocessor(UNCASED_VOCAB, seq_length=16)
+    encoder = BertEncoder(BertConfig.preset("tiny", max_position_embeddings=16))
+
+    class Embedder(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.pre, self.encoder = pre, encoder
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+        def embed(self, sentence):
+            return {"pooled": self.encoder(self.pre(sentence), training=False)["pooled_output"]}
+
+    module = Embedder()
+    tf.saved_model.save(module, str(tmp_path / "sm"), signatures={"serving_default": module.embed})
+    code, out = _bench(capsys, "serve", "--saved-model", str(tmp_path / "sm"), "--batch-sizes", "1",
+                       "--concurrency", "1,3", "--requests", "6", "--rounds", "1", "--warmup", "1",
+                       "--text", str(SHARED / "glue" / "SST-2" / "dev.tsv"))
+    assert code == 0
+    for name in ("batch 1", "1 clients", "3 clients"):
+        assert re.search(rf"^{name}\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d,.]+$", out, re.M), out
+
+
+ORT = importlib.util.find_spec("onnxruntime") and importlib.util.find_spec("transformers")
+
+
+@pytest.mark.skipif(not ORT, reason="onnxruntime / transformers not installed (pip install kbert[bench] transformers)")
+def test_encoder_bench_has_the_onnx_runtime_rows(capsys):
+    code, out = _bench(capsys, "encoder", "--config", "tiny", "--batch-size", "2", "--seq-length", "16",
+                       "--rounds", "1", "--warmup", "1", "--vs", "ort", "--no-peak", "--no-floor")
+    assert code == 0
+    assert re.search(r"^encoder: ORT [\d.]+ +[\d.]+", out, re.M), out
+    assert re.search(r"^encoder: ORT [\d.]+ optimized +[\d.]+", out, re.M), out
+    assert re.search(r"ratio kbert / fastest peer: \d+\.\d\d", out)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not ORT, reason="onnxruntime / transformers not installed (pip install kbert[bench] transformers)")
+def test_serve_bench_against_onnx_runtime_on_random_tiny_weights(capsys):
+    code, out = _bench(capsys, "serve", "--random-hf", "tiny", "--batch-sizes", "1", "--concurrency", "2",
+                       "--requests", "4", "--min-requests", "2", "--rounds", "1", "--warmup", "1")
+    assert code == 0, out
+    for case in ("ids b1", "strings b1", "strings c2"):
+        for row in ("kbert export", "kbert export \\(XLA\\)", r"ORT [\d.]+", r"ORT [\d.]+ optimized"):
+            assert re.search(rf"^{case}: {row}\s+[\d.]+", out, re.M), (case, row, out)
+    assert re.search(r"worst ratio kbert / fastest peer: \d+\.\d\d", out)
