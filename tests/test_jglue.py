@@ -25,6 +25,7 @@ pytest.importorskip("fugashi")
 pytest.importorskip("unidic_lite")
 
 from conftest import REFERENCE, SHARED  # noqa: E402
+
 from kbert.data import jglue  # noqa: E402
 from kbert.errors import DataError  # noqa: E402
 from kbert.finetune import main  # noqa: E402
@@ -261,7 +262,7 @@ def test_tagger_uses_mecab_words(mecab_dir):
         for got, word in zip(row, sentence):
             assert got == tokenizer.tokenize_flat(tokenizer.pre_tokenize([word])).to_list()[0]
     assert pieces[1][0] == tokenizer.tokenize_flat(tokenizer.pre_tokenize(["ガッツ"])).to_list()[0]
-    inputs, labels, _ = model.numpy_features(words, [[1, 0, 0, 0, 0], [0, 1, 0]])
+    _, labels, _ = model.numpy_features(words, [[1, 0, 0, 0, 0], [0, 1, 0]])
     assert (labels >= 0).sum(axis=1).tolist() == [5, 3]  # one labelled piece per word
     assert [len(t) for t in model.predict_words(words)] == [5, 3]
 
