@@ -7,7 +7,8 @@ The contract of TF Hub's BERT encoders (``bert_en_uncased_L-12_H-768_A-12/4`` an
              encoder_outputs (list of L [batch, seq, H]), default (= pooled_output)
     encoder.mlm(dict(..., masked_lm_positions=[batch, P]))["mlm_logits"]  # [batch, P, vocab]
     signatures fill_mask (text) and next_sentence (text_a, text_b) where the directory has the
-    mlm / nsp heads (kbert.export.head_signatures; with TF Serving warm-up requests; they use
+    mlm / nsp heads (kbert.export.head_signatures; words, words_a, words_b for the mecab-*
+    tokenizers, see kbert.export.words_inputs; with TF Serving warm-up requests; they use
     TF-Text ops: ``import tensorflow_text`` before loading, or export with head_signatures=False)
     encoder.vocab_file (asset), encoder.do_lower_case (bool variable): the tokenizer's file and case,
     encoder.variables / trainable_variables / regularization_losses (for hub.KerasLayer)
@@ -100,7 +101,8 @@ def export_encoder(model_dir, out_dir, head_signatures: bool = True) -> pathlib.
     model_dir = pathlib.Path(model_dir)
     encoder = load_encoder(model_dir)
     heads = load_heads(model_dir, encoder.config, names=("mlm", "nsp"))
-    module = HubEncoder(encoder, load_tokenizer(model_dir), mlm_head=heads.get("mlm"))
+    tokenizer = load_tokenizer(model_dir)
+    module = HubEncoder(encoder, tokenizer, mlm_head=heads.get("mlm"))
     # Trace both modes so that the SavedModel answers ``training=True`` (fine-tuning) too.
     for training in (False, True):
         module.__call__.get_concrete_function(INPUT_SPEC, training=training)
@@ -118,5 +120,5 @@ def export_encoder(model_dir, out_dir, head_signatures: bool = True) -> pathlib.
     out_dir = pathlib.Path(out_dir)
     tf.saved_model.save(module, str(out_dir), signatures=signatures)
     if head_signatures:
-        write_warmup_requests_for(out_dir, out_dir.parent.name, warmup_requests(head_signatures))
+        write_warmup_requests_for(out_dir, out_dir.parent.name, warmup_requests(head_signatures, tokenizer))
     return out_dir
