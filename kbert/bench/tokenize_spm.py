@@ -6,6 +6,8 @@ Sentences per second, on the same sentences in the same process, of
     [batch, seq_length] inputs);
   * the ``sentencepiece`` package's ``SentencePieceProcessor.encode`` on the batch (its C++ thread
     pool over all CPUs: the reference implementation) and on one thread;
+  * tensorflow-text's ``FastSentencepieceTokenizer`` alone (the kernel kbert's ids come from: what
+    kbert adds is grouping pieces into words and sharding the batch over the CPUs);
   * keras-hub's ``SentencePieceTokenizer`` (tensorflow-text's classic ``SentencepieceTokenizer``)
     in a ``tf.function``, when keras-hub is importable.
 Before timing, every candidate's ids are compared with the package's on every sentence; the lines
@@ -29,6 +31,10 @@ def build_candidates(model_file, seq_length):
     pre = BertPreprocessor(tokenizer, seq_length=seq_length)
     ids_fn = tf.function(lambda s: tokenizer.tokenize_flat(s), autograph=False)
     pack_fn = tf.function(lambda s: pre(s), autograph=False)
+    import tensorflow_text as tf_text
+
+    kernel = tf_text.FastSentencepieceTokenizer(tokenizer.model_proto)
+    kernel_fn = tf.function(lambda s: kernel.tokenize(s), autograph=False)
     processor = sentencepiece.SentencePieceProcessor(model_file=str(model_file))
     version = sentencepiece.__version__
 
@@ -39,6 +45,7 @@ def build_candidates(model_file, seq_length):
     candidates = {
         "kbert sentencepiece tokenizer": lambda batch: ids_fn(tf.constant(batch)).flat_values.numpy(),
         "kbert sentencepiece tokenizer+packer": lambda batch: pack_fn(tf.constant(batch)),
+        "tensorflow-text FastSentencepieceTokenizer alone": lambda batch: kernel_fn(tf.constant(batch)).flat_values.numpy(),
         f"sentencepiece {version} encode (batch, all CPUs)": processor.encode,
         f"sentencepiece {version} encode (batch, 1 thread)": lambda batch: processor.encode(batch, num_threads=1),
     }
