@@ -1,4 +1,4 @@
-"""python -m kbert.pretrain --demo ja [--tokenizer sentencepiece|wordpiece] [--steps N]: the Japanese main job.
+"""python -m kbert.pretrain --demo ja [--tokenizer TYPE] [--steps N]: the Japanese main job.
 
 From the Japanese text shipped in ``kbert/resources/corpus/ja`` (Sōseki's 吾輩は猫である, public
 domain, and the JSQuAD Wikipedia paragraphs, CC BY-SA 4.0; see its README) it
@@ -6,15 +6,16 @@ domain, and the JSQuAD Wikipedia paragraphs, CC BY-SA 4.0; see its README) it
   1. prepares the text: Aozora Bunko markup stripped, NFKC; the last 10% of the novel's paragraphs
      and of the Wikipedia articles are held out for evaluation;
   2. learns an 8,000-token vocabulary of the chosen type from the training part (default
-     ``sentencepiece``, whose exports take raw strings; ``wordpiece`` is learned cased);
+     ``sentencepiece``, whose exports take raw strings; ``wordpiece`` is learned cased;
+     ``mecab-wordpiece`` / ``mecab-character`` are the Tohoku BERTs' types, pre-trained with
+     whole-word masking over MeCab words, and their exports take words, kbert.export.words_inputs);
   3. writes pre-training TFRecords (``pipelines.pretraining_data --language ja``);
   4. pre-trains BERT-Tiny (masked LM + next sentence prediction, 1,000 steps of 32 x 128);
   5. exports the encoder and the preprocessor, and reports the held-out MLM accuracy and the
      [UNK] rate of the vocabulary on the held-out text.
 
 Everything goes under ``runs/pretrain_demo_ja/<tokenizer>/`` and ``saved_models/``; finished steps
-are not redone when the command is run again. The ``mecab-*`` types need a Python word split before
-the TensorFlow graph, which the pre-training input pipeline does not run: they are refused here.
+are not redone when the command is run again.
 """
 
 from __future__ import annotations
@@ -31,22 +32,18 @@ CORPUS = pathlib.Path(__file__).parent / "resources" / "corpus" / "ja"
 SOURCES = {"wagahaiwa_nekodearu.txt": True, "jsquad_wikipedia.txt": False}  # file -> has Aozora markup
 HELD_OUT = 0.1
 VOCAB_SIZE = 8000
-TYPES = ("sentencepiece", "wordpiece")
-VOCAB_FILES = {"sentencepiece": "spm.model", "wordpiece": "vocab.txt"}
+TYPES = ("sentencepiece", "wordpiece", "mecab-wordpiece", "mecab-character")
+VOCAB_FILES = {"sentencepiece": "spm.model", "wordpiece": "vocab.txt", "mecab-wordpiece": "vocab.txt",
+               "mecab-character": "vocab.txt"}
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="python -m kbert.pretrain --demo ja", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--demo", required=True, choices=("ja",), help="the Japanese main job")
-    p.add_argument("--tokenizer", default="sentencepiece",
-                   choices=TYPES + ("mecab-wordpiece", "mecab-character"), help="vocabulary type (default sentencepiece)")
+    p.add_argument("--tokenizer", default="sentencepiece", choices=TYPES, help="vocabulary type (default sentencepiece)")
     p.add_argument("--steps", type=int, default=1000, help="pre-training steps (default 1000)")
     args = p.parse_args(argv)
-    if args.tokenizer not in TYPES:
-        p.error(f"--tokenizer {args.tokenizer}: MeCab splits words in Python before the TensorFlow graph, which "
-                "pre-training's tf.data pipeline does not run; learn its vocabulary with python -m kbert.vocab "
-                f"--tokenizer {args.tokenizer} instead, or pick one of {', '.join(TYPES)}")
     if args.steps < 1:
         p.error(f"--steps must be positive, got {args.steps}")
     return args
@@ -79,6 +76,12 @@ def learn_vocabulary(kind: str, files, out: pathlib.Path) -> None:
         from kbert.text.vocab_learning_ja import learn_sentencepiece
 
         learn_sentencepiece(files, VOCAB_SIZE, out, log=sys.stderr)
+    elif kind.startswith("mecab-"):
+        from kbert.text.vocab_learning import write_vocab
+        from kbert.text.vocab_learning_ja import learn_mecab_characters, learn_mecab_wordpiece
+
+        learn = learn_mecab_wordpiece if kind == "mecab-wordpiece" else learn_mecab_characters
+        write_vocab(learn(files, VOCAB_SIZE), out)
     else:
         from kbert.text.vocab_learning import learn_vocab, write_vocab
 
@@ -88,7 +91,7 @@ def learn_vocabulary(kind: str, files, out: pathlib.Path) -> None:
 def unknown_rate(tokenizer, files) -> tuple[float, int]:
     """(share of [UNK] among the pieces of the lines of ``files``, number of pieces)."""
     lines = [line for f in files for line in pathlib.Path(f).read_text(encoding="utf-8").split("\n") if line.strip()]
-    ids = tokenizer.tokenize_flat(lines).flat_values.numpy()
+    ids = tokenizer.tokenize_flat(tokenizer.pre_tokenize(lines)).flat_values.numpy()  # MeCab's split for mecab-*
     return float((ids == tokenizer.special_token_ids["unknown_id"]).mean()), int(ids.size)
 
 
@@ -134,7 +137,7 @@ def main(argv) -> int:
         "--train-data", str(data / "train-*.tfrecord"), "--eval-data", str(data / "eval-*.tfrecord"),
         "--model-dir", str(model_dir), "--steps", str(args.steps), "--batch-size", "32", "--seq-length", "128",
         "--learning-rate", "5e-4", "--warmup-steps", str(max(1, args.steps // 10)), "--checkpoint-every", "250",
-        "--export", "--seed", "0"])
+        "--export", "--seed", "0", *(["--whole-word-masking"] if kind.startswith("mecab-") else [])])
     results = pretrain.run_training(train_args)
     print("[5/5] exporting SavedModels", flush=True)
     enc, pre = pretrain.export(model_dir, f"kbert_demo_ja_{kind}")

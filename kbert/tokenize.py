@@ -12,6 +12,10 @@ SOURCE is
     --cased for a cased WordPiece vocabulary);
   * a SentencePiece .model.
 --tokenizer names the type for a file; for a directory it must agree with what the directory says.
+
+--words writes {"words": "..."} instead: the string an export of the model takes in place of the
+line (for the mecab-* types its MeCab words joined by spaces, kbert.export.words_inputs; for the
+in-graph types the line itself).
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ def main(argv=None) -> int:
                         help="wordpiece, mecab-wordpiece, mecab-character, sentencepiece (default: from SOURCE; "
                              "wordpiece for a vocab.txt, sentencepiece for a .model)")
     parser.add_argument("--cased", action="store_true", help="a cased WordPiece vocabulary (no lower-casing)")
+    parser.add_argument("--words", action="store_true",
+                        help='write {"words": ...}: what an export takes for each line (MeCab words for mecab-*)')
     args = parser.parse_args(argv)
     source = pathlib.Path(args.source)
     if not source.exists():
@@ -50,14 +56,15 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     out = sys.stdout
+    write = write_words if args.words else write_batch
     batch = []
     for line in sys.stdin.buffer:
         batch.append(line.rstrip(b"\n").rstrip(b"\r"))
         if len(batch) == BATCH_LINES:
-            write_batch(tokenizer, batch, out)
+            write(tokenizer, batch, out)
             batch = []
     if batch:
-        write_batch(tokenizer, batch, out)
+        write(tokenizer, batch, out)
     out.flush()
     return 0
 
@@ -82,6 +89,14 @@ def open_tokenizer(source, tokenizer_type=None, cased=False):
     if tokenizer_type is None:
         tokenizer_type = "sentencepiece" if source.suffix == ".model" else "wordpiece"
     return create_tokenizer(spec_for_type(tokenizer_type, cased=cased, vocab_file=os.path.abspath(source)))
+
+
+def write_words(tokenizer, lines, out) -> None:
+    """One ``{"words": ...}`` per line: what an export's words input takes (kbert.export.words_inputs)."""
+    texts = [line.decode("utf-8", "replace") for line in lines]
+    words = tokenizer.pre_tokenize(texts) if not tokenizer.in_graph else texts
+    for w in words:
+        out.write(json.dumps({"words": w}, ensure_ascii=False) + "\n")
 
 
 def write_batch(tokenizer, lines, out) -> None:

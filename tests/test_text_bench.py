@@ -34,3 +34,19 @@ def test_tokenize_bench_japanese_rows(capsys):
     assert re.search(r"^kbert mecab-wordpiece\s+[\d,]+ sentences/s", out, re.M)
     assert re.search(r"^NFKC \+ fugashi alone\s+[\d,]+ sentences/s", out, re.M)
     assert re.search(r"MeCab \(NFKC \+ fugashi\) share of kbert's time: \d+%", out)
+
+
+def test_tokenize_bench_sentencepiece_rows(capsys):
+    import pytest
+
+    pytest.importorskip("sentencepiece")
+    from kbert.bench.__main__ import main
+
+    assert main(["tokenize", "--tokenizer", "sentencepiece", "--batch-size", "16", "--batches", "2",
+                 "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    # The ids are checked against the sentencepiece package's on every line before timing.
+    assert re.search(r"^ids of kbert sentencepiece tokenizer equal sentencepiece's on 32 of 32 lines$", out, re.M)
+    assert re.search(r"^kbert sentencepiece tokenizer\+packer\s+[\d,]+ sentences/s", out, re.M)
+    assert re.search(r"^sentencepiece [\d.]+ encode \(batch, all CPUs\)\s+[\d,]+ sentences/s", out, re.M)
+    assert re.fullmatch(r"ratio kbert sentencepiece tokenizer / sentencepiece .+: \d+\.\d\d", out.strip().splitlines()[-1])

@@ -123,10 +123,13 @@ def test_python_step_type_runs_pre_tokenize_in_fit_predict_and_features(tmp_path
     ds = tf.data.Dataset.from_tensor_slices(TEXTS).batch(3).map(lambda s: pre_tokenize_tensor(model.tokenizer, s))
     assert [t.decode() for batch in ds for t in batch.numpy()] == reversed_texts
 
-    # A SavedModel cannot hold the Python step yet: a clear error naming the type.
+    # A SavedModel cannot hold the Python step: its signature takes the step's output as "words".
     model.save_model_dir(tmp_path / "fine-tuned")
-    with pytest.raises(NotImplementedError, match="'test-reversed-words'"):
-        export_task(tmp_path / "fine-tuned", tmp_path / "out" / "1", warmup=False)
+    out = export_task(tmp_path / "fine-tuned", tmp_path / "out" / "1", warmup=False)
+    serve = tf.saved_model.load(str(out)).signatures["serving_default"]
+    assert list(serve.structured_input_signature[1]) == ["words"]
+    np.testing.assert_allclose(serve(words=tf.constant(reversed_texts))["probabilities"].numpy(),
+                               tf.nn.softmax(plain.predict(reversed_texts, verbose=0)).numpy(), atol=1e-5)
 
 
 def test_task_and_feature_models_load_a_directory_written_before_the_spec(tmp_path, tiny_model_dir):

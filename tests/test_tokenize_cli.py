@@ -101,3 +101,15 @@ def test_help_does_not_import_tensorflow():
             "print('tensorflow' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert "SOURCE" in result.stdout and result.stdout.strip().endswith("False")
+
+
+def test_words_flag_writes_what_an_export_takes():
+    """--words: the reference MeCab words of each line, space-joined (an export's words input)."""
+    pytest.importorskip("fugashi")
+    rows = [r for r in _rows() if "[" not in r["text"]][:50]
+    code, out = _main([str(SHARED / "vocab" / "ja-char" / "vocab.txt"), "--tokenizer", "mecab-character", "--words"],
+                      "".join(r["text"] + "\n" for r in rows).encode("utf-8"))
+    assert code == 0
+    assert [o["words"] for o in out] == [" ".join(r["mecab_words"]) for r in rows]
+    code, out = _main([str(UNCASED_VOCAB), "--words"], "Hello world\n".encode("utf-8"))
+    assert code == 0 and out == [{"words": "Hello world"}]

@@ -1,5 +1,8 @@
 """python -m kbert.bench tokenize [--text GLOB] [--vocab vocab.txt] [--batch-size 1024] ...
 
+(``--tokenizer mecab-wordpiece|mecab-character|sentencepiece``: the Japanese rows, see
+kbert.bench.tokenize_ja and kbert.bench.tokenize_spm.)
+
 Sentences per second of kbert's tokenizer + packer (strings -> the three int32 [batch,
 seq_length] inputs) next to its peers on the same sentences, in the same process:
   * keras-hub ``WordPieceTokenizer`` (lowercase, strip_accents; alone and with keras-hub's
@@ -95,31 +98,37 @@ def main(argv=None) -> int:
     parser.add_argument("--vocab", default=str(shared / "vocab" / "bert-base-uncased" / "vocab.txt")
                         if shared else None, help="vocab.txt (default: the shared bert-base-uncased one)")
     parser.add_argument("--cased", action="store_true")
-    parser.add_argument("--tokenizer", default="wordpiece", choices=("wordpiece", "mecab-wordpiece", "mecab-character"),
+    parser.add_argument("--tokenizer", default="wordpiece",
+                        choices=("wordpiece", "mecab-wordpiece", "mecab-character", "sentencepiece"),
                         help="the Japanese MeCab types are measured beside transformers' BertJapaneseTokenizer "
-                             "(default text and vocab: the shared Japanese ones; kbert.bench.tokenize_ja)")
+                             "(kbert.bench.tokenize_ja), sentencepiece beside the sentencepiece package and "
+                             "keras-hub (kbert.bench.tokenize_spm); default text and vocab: the shared Japanese ones")
     parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--batches", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seq-length", type=int, default=128)
     args = parser.parse_args(argv)
     if args.tokenizer != "wordpiece" and shared:
-        japanese = {"mecab-wordpiece": "ja-mecab-wordpiece", "mecab-character": "ja-char"}[args.tokenizer]
+        japanese = {"mecab-wordpiece": "ja-mecab-wordpiece/vocab.txt", "mecab-character": "ja-char/vocab.txt",
+                    "sentencepiece": "ja-sentencepiece/spm.model"}[args.tokenizer]
         if args.text == parser.get_default("text"):
             args.text = str(shared / "corpus" / "ja" / "jsquad_wikipedia.txt")
         if args.vocab == parser.get_default("vocab"):
-            args.vocab = str(shared / "vocab" / japanese / "vocab.txt")
+            args.vocab = str(shared / "vocab" / japanese)
     if not args.text or not args.vocab:
         parser.error("shared data not found: give --text and --vocab (or set KBERT_SHARED_DATA)")
 
     sentences = read_sentences(args.text, args.batch_size * args.batches)
     batches = [sentences[i:i + args.batch_size] for i in range(0, len(sentences), args.batch_size)]
     if args.tokenizer != "wordpiece":
-        from kbert.bench import tokenize_ja
+        from kbert.bench import tokenize_ja, tokenize_spm
 
         print(f"{len(batches)} batches of {args.batch_size} lines from {args.text}, {args.rounds} interleaved "
               f"rounds, {os.cpu_count()} CPUs")
-        tokenize_ja.run(args.tokenizer, args.vocab, batches, args.rounds)
+        if args.tokenizer == "sentencepiece":
+            tokenize_spm.run(args.vocab, batches, args.rounds, args.seq_length)
+        else:
+            tokenize_ja.run(args.tokenizer, args.vocab, batches, args.rounds)
         return 0
     candidates = build_candidates(args.vocab, args.seq_length, not args.cased)
     print(f"{len(batches)} batches of {args.batch_size} sentences from {args.text}, seq_length "

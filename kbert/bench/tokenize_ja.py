@@ -57,10 +57,12 @@ def build_candidates(tokenizer_type, vocab_file):
     return candidates
 
 
-def run(tokenizer_type, vocab_file, batches, rounds) -> dict:
-    candidates = build_candidates(tokenizer_type, vocab_file)
+def time_candidates(candidates: dict, batches, rounds) -> dict:
+    """Warms every candidate up on all batches (tracing; inputs made once), then runs ``rounds``
+    interleaved rounds (each runs every candidate over all batches); prints and returns the median
+    sentences/s of each."""
     sentences = sum(len(b) for b in batches)
-    for fn in candidates.values():  # warm-up: tracing, and the graph part's inputs made once
+    for fn in candidates.values():
         for batch in batches:
             fn(batch)
     rates = {name: [] for name in candidates}
@@ -74,6 +76,11 @@ def run(tokenizer_type, vocab_file, batches, rounds) -> dict:
     width = max(map(len, medians))
     for name, rate in medians.items():
         print(f"{name:<{width}}  {rate:>10,.0f} sentences/s  (rounds: {', '.join(f'{r:,.0f}' for r in rates[name])})")
+    return medians
+
+
+def run(tokenizer_type, vocab_file, batches, rounds) -> dict:
+    medians = time_candidates(build_candidates(tokenizer_type, vocab_file), batches, rounds)
     ours = medians[f"kbert {tokenizer_type}"]
     print(f"MeCab (NFKC + fugashi) share of kbert's time: {ours / medians['NFKC + fugashi alone']:.0%}")
     peer = next((name for name in medians if name.startswith("transformers")), None)

@@ -47,11 +47,12 @@ class PretrainingHeads(compat.AutoTrackable):
                    source=model_dir)
 
     # -- text -> packed ids ---------------------------------------------------------------------
-    def pack(self, text_a, text_b=None):
+    def pack(self, text_a, text_b=None, pre_tokenized=False):
         """Strings [batch] (and optionally a second segment) -> the encoder's inputs, cut to the
-        longest row; ``[MASK]`` written in the text becomes the mask token."""
+        longest row; ``[MASK]`` written in the text becomes the mask token. ``pre_tokenized``: the
+        strings are ``tokenizer.pre_tokenize``'s already (an export's words inputs)."""
         tokenizer = self.preprocessor.tokenize
-        if not getattr(tokenizer, "in_graph", True):  # MeCab types: the Python word split first
+        if not pre_tokenized and not getattr(tokenizer, "in_graph", True):  # MeCab types: the Python word split first
             text_a, text_b = (None if t is None else _pre_tokenized(tokenizer, t) for t in (text_a, text_b))
         segments = [tokenize_with_masks(tokenizer.tokenize_flat, text_a, self.mask_id)]
         if text_b is not None:

@@ -7,7 +7,8 @@ The contract of TF Hub's BERT encoders (``bert_en_uncased_L-12_H-768_A-12/4`` an
              encoder_outputs (list of L [batch, seq, H]), default (= pooled_output)
     encoder.mlm(dict(..., masked_lm_positions=[batch, P]))["mlm_logits"]  # [batch, P, vocab]
     signatures fill_mask (text) and next_sentence (text_a, text_b) where the directory has the
-    mlm / nsp heads (kbert.export.head_signatures; with TF Serving warm-up requests; they use
+    mlm / nsp heads (kbert.export.head_signatures; words, words_a, words_b for the mecab-*
+    tokenizers, see kbert.export.words_inputs; with TF Serving warm-up requests; they use
     TF-Text ops: ``import tensorflow_text`` before loading, or export with head_signatures=False)
     encoder.vocab_file (asset), encoder.do_lower_case (bool variable): the tokenizer's file and case,
     encoder.variables / trainable_variables / regularization_losses (for hub.KerasLayer)
@@ -102,7 +103,8 @@ def export_encoder(model_dir, out_dir, head_signatures: bool = True, xla_signatu
     model_dir = pathlib.Path(model_dir)
     encoder = load_encoder(model_dir)
     heads = load_heads(model_dir, encoder.config, names=("mlm", "nsp"))
-    module = HubEncoder(encoder, load_tokenizer(model_dir), mlm_head=heads.get("mlm"))
+    tokenizer = load_tokenizer(model_dir)
+    module = HubEncoder(encoder, tokenizer, mlm_head=heads.get("mlm"))
     # Trace both modes so that the SavedModel answers ``training=True`` (fine-tuning) too.
     for training in (False, True):
         module.__call__.get_concrete_function(INPUT_SPEC, training=training)
@@ -117,7 +119,7 @@ def export_encoder(model_dir, out_dir, head_signatures: bool = True, xla_signatu
     # Strings in, answers out: fill_mask (mlm head) and next_sentence (nsp head).
     head_signatures = add_head_signatures(module, encoder, heads, model_dir) if head_signatures else {}
     signatures.update(head_signatures)
-    warmups = warmup_requests(head_signatures) if head_signatures else []
+    warmups = warmup_requests(head_signatures, tokenizer) if head_signatures else []
     if xla_signature:
         signatures.update(fast_serving.add_xla_signature(module, encoder, INPUT_SPEC))
         warmups += fast_serving.xla_warmup_requests(INPUT_SPEC)

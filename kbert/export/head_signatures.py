@@ -7,7 +7,9 @@ pre-training heads: strings in, answers out, TensorFlow core and tensorflow-text
   next_sentence  text_a [b], text_b [b] -> is_next_probability [b]
 
 Both run ``kbert.explore.heads_model.PretrainingHeads``, the code of the Python API
-(``kbert.explore.fill_mask``/``next_sentence``).
+(``kbert.explore.fill_mask``/``next_sentence``). For a tokenizer with a Python step (``mecab-*``)
+they take words instead (``pre_tokenize``'s strings; ``kbert.export.words_inputs``):
+``fill_mask(words)`` and ``next_sentence(words_a, words_b)``, ``[MASK]`` a word of its own.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from kbert.explore.heads_model import PretrainingHeads, preprocessor_for
+from kbert.export.words_inputs import takes_words, words_request
 
 TEXT = tf.TensorSpec([None], tf.string)
 DEFAULT_TOP_K = 5
@@ -27,32 +30,33 @@ def add_head_signatures(module, encoder, heads: dict, model_dir, top_k: int = DE
     if heads.get("mlm") is None and heads.get("nsp") is None:
         return {}
     preprocessor = preprocessor_for(model_dir, min(128, encoder.config.max_position_embeddings))
-    if not getattr(preprocessor.tokenizer, "in_graph", True):
-        # A MeCab tokenizer splits words in Python: strings-in signatures cannot hold that step
-        # (the Python API kbert.explore takes raw text for every type).
-        return {}
     explore = PretrainingHeads(encoder, heads.get("mlm"), heads.get("nsp"), preprocessor, source=model_dir)
     module.explore = explore
+    # Signature inputs are named after the functions' arguments: text (raw) or words (MeCab's split).
+    words = takes_words(preprocessor.tokenizer)
+
+    def fill_mask_fn(text):
+        return explore.fill_mask(explore.pack(text, pre_tokenized=words), top_k)
+
+    def next_sentence_fn(text_a, text_b):
+        return {"is_next_probability": explore.is_next_probability(explore.pack(text_a, text_b, pre_tokenized=words))}
+
     signatures = {}
     if heads.get("mlm") is not None:
-        @tf.function(input_signature=[TEXT])
-        def fill_mask(text):
-            return explore.fill_mask(explore.pack(text), top_k)
-
+        fill_mask = tf.function((lambda words: fill_mask_fn(words)) if words else fill_mask_fn, input_signature=[TEXT])
         module.fill_mask = fill_mask
         signatures["fill_mask"] = fill_mask.get_concrete_function()
     if heads.get("nsp") is not None:
-        @tf.function(input_signature=[TEXT, TEXT])
-        def next_sentence(text_a, text_b):
-            return {"is_next_probability": explore.is_next_probability(explore.pack(text_a, text_b))}
-
+        next_sentence = tf.function((lambda words_a, words_b: next_sentence_fn(words_a, words_b)) if words
+                                    else next_sentence_fn, input_signature=[TEXT, TEXT])
         module.next_sentence = next_sentence
         signatures["next_sentence"] = next_sentence.get_concrete_function()
     return signatures
 
 
-def warmup_requests(signatures) -> list[tuple[str, dict]]:
-    """(signature name, inputs) pairs for TF Serving's warm-up: batch 1 and 8 of each."""
+def warmup_requests(signatures, tokenizer=None) -> list[tuple[str, dict]]:
+    """(signature name, inputs) pairs for TF Serving's warm-up: batch 1 and 8 of each (words, made
+    with ``tokenizer``, for the signatures of a tokenizer with a Python step)."""
     requests = []
     if "fill_mask" in signatures:
         requests += [("fill_mask", {"text": WARMUP_TEXTS[:1]}), ("fill_mask", {"text": (WARMUP_TEXTS * 4)[:8]})]
@@ -60,4 +64,6 @@ def warmup_requests(signatures) -> list[tuple[str, dict]]:
         a, b = ["The man went to the store."], ["He bought a gallon of milk."]
         requests += [("next_sentence", {"text_a": a, "text_b": b}),
                      ("next_sentence", {"text_a": a * 8, "text_b": (WARMUP_TEXTS * 4)[:8]})]
+    if tokenizer is not None and takes_words(tokenizer):
+        requests = [(name, words_request(tokenizer, inputs)) for name, inputs in requests]
     return requests

@@ -14,6 +14,11 @@ imports ``tensorflow`` and ``tensorflow_text``:
                                                   # (the tokenizer's spec.vocab_file and lower_case)
 
 The ``serving_default`` signature maps ``text`` [batch] strings to the three packed inputs.
+
+For a tokenizer with a Python step (``mecab-*``) the strings are words (``tokenizer.pre_tokenize``'s
+output: MeCab words joined by spaces; ``kbert.export.words_inputs``): ``serving_default`` takes
+``words``, ``__call__`` and ``tokenize`` take such strings, and there is no ``tokenize_with_offsets``
+(its offsets are into the raw text, which the SavedModel never sees).
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ import pathlib
 
 import tensorflow as tf
 
-from kbert.export.tokenizer_assets import attach_tokenizer_assets, check_exportable
+from kbert.export.tokenizer_assets import attach_tokenizer_assets
+from kbert.export.words_inputs import takes_words
 from kbert.model_dir import METADATA_FILE, read_tokenizer_spec
 from kbert.text import BertPreprocessor
 from kbert.text.registry import create_tokenizer
@@ -59,7 +65,6 @@ def build_preprocessor_module(preprocessor: BertPreprocessor, vocab_file=None) -
     only needed for a tokenizer built from a token list.
     """
     tokenizer, packer = preprocessor.tokenizer, preprocessor.packer
-    check_exportable(tokenizer, "preprocessor export")
     strings_spec = tf.TensorSpec([None], tf.string)
 
     module = tf.Module()
@@ -75,7 +80,8 @@ def build_preprocessor_module(preprocessor: BertPreprocessor, vocab_file=None) -
     tokenize.__call__ = traced(lambda text: tokenizer(text), strings_spec)
     tokenize.get_special_tokens_dict = traced(tokenizer.get_special_tokens_dict)
     module.tokenize = tokenize
-    module.tokenize_with_offsets = traced(lambda text: tokenizer.tokenize_with_offsets(text), strings_spec)
+    if not takes_words(tokenizer):  # MeCab types: offsets into the raw text need the Python step
+        module.tokenize_with_offsets = traced(lambda text: tokenizer.tokenize_with_offsets(text), strings_spec)
 
     @tf.function(autograph=False)
     def bert_pack_inputs(segments, seq_length=None):
@@ -96,13 +102,15 @@ def export_preprocessor(model_dir_or_vocab, out_dir, lower_case=None, seq_length
     tokenizer = resolve_tokenizer(model_dir_or_vocab, lower_case, tokenizer_type)
     preprocessor = BertPreprocessor(tokenizer, seq_length=seq_length)
     module = build_preprocessor_module(preprocessor)
-    serving = tf.function(lambda text: preprocessor(text), autograph=False,
-                          input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    name = "words" if takes_words(tokenizer) else "text"  # words: MeCab's split, made by the client
+    spec = tf.TensorSpec([None], tf.string, name=name)
+    # The signature's input is named after the function's argument.
+    serving = tf.function((lambda words: preprocessor(words)) if name == "words" else (lambda text: preprocessor(text)),
+                          autograph=False, input_signature=[spec])
     out_dir = os.fspath(out_dir)
     from kbert.export.endpoints import add_keras_endpoints
 
     # TFSMLayer(out_dir, call_endpoint="serve" or "serving_default"): [batch] strings or {"text": ...}.
-    add_keras_endpoints(module, lambda inputs: preprocessor(inputs["text"]),
-                        {"text": tf.TensorSpec([None], tf.string, name="text")}, bare_key="text")
+    add_keras_endpoints(module, lambda inputs: preprocessor(inputs[name]), {name: spec}, bare_key=name)
     tf.saved_model.save(module, out_dir, signatures={"serving_default": serving.get_concrete_function()})
     return out_dir

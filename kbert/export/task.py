@@ -4,7 +4,9 @@
 directory (kbert.tasks). Signatures:
 
   serving_default  strings -> answers (each task type's own: its TaskType.signatures and
-                   signature_docs, kbert/tasks/plugins/)
+                   signature_docs, kbert/tasks/plugins/); for a tokenizer with a Python step
+                   (mecab-*) the strings are words and the inputs renamed (text -> words, ...;
+                   kbert.export.words_inputs)
   serving_ids      input_word_ids, input_mask, input_type_ids (int32 [batch, seq]) -> the same
                    answers where they do not need the text (for clients that tokenize themselves)
 
@@ -21,7 +23,8 @@ import tensorflow as tf
 
 from kbert import compat
 from kbert.export.serving import write_warmup_requests
-from kbert.export.tokenizer_assets import attach_tokenizer_assets, check_exportable
+from kbert.export.tokenizer_assets import attach_tokenizer_assets
+from kbert.export.words_inputs import check_raw_text_free, takes_words, words_request, words_signature
 from kbert.tasks.registry import task_type_for_model
 
 IDS_SPEC = {
@@ -46,7 +49,7 @@ class _TaskModule(compat.AutoTrackable):
         self.encoder = model.encoder
         self.head = model.head
         self.preprocessor = model.preprocessor
-        check_exportable(model.tokenizer, "task export")
+        check_raw_text_free(model.tokenizer, model.task_type, "task export")
         attach_tokenizer_assets(self, model.tokenizer, "task export")
 
 
@@ -61,7 +64,7 @@ def _add_keras_endpoints(module, serve):
     from kbert.export.endpoints import add_keras_endpoints
 
     spec = serve.input_signature[0]
-    add_keras_endpoints(module, serve, spec, bare_key="text" if list(spec) == ["text"] else None)
+    add_keras_endpoints(module, serve, spec, bare_key=next(iter(spec)) if list(spec) in (["text"], ["words"]) else None)
 
 
 def export_task(model_dir, out_dir, warmup: bool = True) -> pathlib.Path:
@@ -72,6 +75,9 @@ def export_task(model_dir, out_dir, warmup: bool = True) -> pathlib.Path:
     module = _TaskModule(model)
     task_type = task_type_for_model(model.task_type)
     serve, serve_ids = task_type.signatures(module)
+    words = takes_words(model.tokenizer)
+    if words:  # MeCab runs in the client: the same graph, fed with words under other names
+        serve = words_signature(serve)
     module.serve, module.serve_ids = serve, serve_ids
     _add_keras_endpoints(module, serve)
     tf.saved_model.save(module, str(out_dir), signatures={
@@ -79,5 +85,8 @@ def export_task(model_dir, out_dir, warmup: bool = True) -> pathlib.Path:
         "serving_ids": serve_ids.get_concrete_function(),
     })
     if warmup:
-        write_warmup_requests(out_dir, out_dir.parent.name, "serving_default", task_type.warmup_inputs(model))
+        requests = task_type.warmup_inputs(model)
+        if words:
+            requests = [words_request(model.tokenizer, r) for r in requests]
+        write_warmup_requests(out_dir, out_dir.parent.name, "serving_default", requests)
     return out_dir

@@ -2,7 +2,9 @@
 
 Every export keeps what TF Hub's BERT SavedModels hold: the ``vocab_file`` asset (the tokenizer's
 ``spec.vocab_file``: ``vocab.txt`` for WordPiece) and a ``do_lower_case`` bool variable. Other files
-a tokenizer lists in ``asset_files`` are kept as ``tokenizer_assets`` (name -> asset).
+a tokenizer lists in ``asset_files`` are kept as ``tokenizer_assets`` (name -> asset). A tokenizer with
+a Python step (the ``mecab-*`` types) exports its graph part: strings-in signatures then take words
+(``kbert.export.words_inputs``).
 """
 
 from __future__ import annotations
@@ -10,14 +12,6 @@ from __future__ import annotations
 import os
 
 import tensorflow as tf
-
-
-def check_exportable(tokenizer, what: str) -> None:
-    """Text-in exports trace the tokenizer's graph: one with a Python step cannot be exported yet."""
-    if not getattr(tokenizer, "in_graph", True):
-        raise NotImplementedError(
-            f"{what}: the {tokenizer.spec.type!r} tokenizer has a Python step (pre_tokenize) that a SavedModel "
-            "cannot hold; exporting text-in models with it is not supported yet")
 
 
 def attach_tokenizer_assets(module, tokenizer, what: str, vocab_file=None) -> None:

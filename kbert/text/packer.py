@@ -34,9 +34,13 @@ class BertPacker(keras.layers.Layer):
         (see ``BertTokenizer.special_token_ids``).
       truncator: "round_robin" or "waterfall".
 
-    ``call(segments, seq_length=None)``: ``segments`` is one RaggedTensor or a list of them,
-    each [batch, words, pieces] or [batch, tokens] of integer ids; ``seq_length`` overrides the
-    default for this call (a Python int or a scalar int tensor).
+    ``call(segments, seq_length=None, word_starts=False)``: ``segments`` is one RaggedTensor or a
+    list of them, each [batch, words, pieces] or [batch, tokens] of integer ids; ``seq_length``
+    overrides the default for this call (a Python int or a scalar int tensor). With
+    ``word_starts`` the output also has ``word_starts`` (int32 [batch, seq_length]): 1 where a token
+    begins a word (the first piece of each word of a [batch, words, pieces] segment, every token of
+    a [batch, tokens] one, [CLS] and [SEP]), 0 for the other pieces and padding. Whole-word masking
+    reads it where the ids alone cannot tell (MeCab words of single characters, mecab-character).
     """
 
     def __init__(self, seq_length, start_of_sequence_id, end_of_segment_id, padding_id,
@@ -57,16 +61,19 @@ class BertPacker(keras.layers.Layer):
         self._graphs = Untracked(pack=tf.function(self._pack, reduce_retracing=True, autograph=False))
         self.built = True
 
-    def call(self, segments, seq_length=None):
+    def call(self, segments, seq_length=None, word_starts=False):
         segments = _as_segment_list(segments)
         if seq_length is None:
             seq_length = self.seq_length
         if isinstance(seq_length, (tf.Tensor, tf.Variable)):
             seq_length = tf.cast(tf.reshape(seq_length, []), tf.int32)
         seq_length = _check_seq_length(seq_length, len(segments))
-        return self._graphs.pack(segments, seq_length)
+        if not word_starts:
+            return self._graphs.pack([_merge_words(s) for s in segments], seq_length)
+        return self._graphs.pack([_merge_words(s) for s in segments], seq_length,
+                                 [_word_start_flags(s) for s in segments])
 
-    def _pack(self, segments, seq_length):
+    def _pack(self, segments, seq_length, starts=None):
         if isinstance(seq_length, tf.Tensor):
             check = tf.debugging.assert_greater_equal(
                 seq_length, len(segments) + 1,
@@ -74,17 +81,22 @@ class BertPacker(keras.layers.Layer):
             with tf.control_dependencies([check]):
                 seq_length = tf.identity(seq_length)
         budget = seq_length - (len(segments) + 1)
-        trimmed = _trim(segments, budget, self.truncator)
+        trimmed, trimmed_starts = _trim(segments, budget, self.truncator, starts)
         ids, type_ids = tf_text.combine_segments(
             trimmed, start_of_sequence_id=self.start_of_sequence_id,
             end_of_segment_id=self.end_of_segment_id)
         word_ids, mask = tf_text.pad_model_inputs(ids, max_seq_length=seq_length, pad_value=self.padding_id)
         type_ids, _ = tf_text.pad_model_inputs(type_ids, max_seq_length=seq_length, pad_value=0)
-        return {
+        packed = {
             "input_word_ids": tf.cast(word_ids, tf.int32),
             "input_mask": tf.cast(mask, tf.int32),
             "input_type_ids": tf.cast(type_ids, tf.int32),
         }
+        if trimmed_starts is not None:  # [CLS] and each [SEP] start a word of their own
+            flags, _ = tf_text.combine_segments(trimmed_starts, start_of_sequence_id=1, end_of_segment_id=1)
+            flags, _ = tf_text.pad_model_inputs(flags, max_seq_length=seq_length, pad_value=0)
+            packed["word_starts"] = tf.cast(flags, tf.int32)
+        return packed
 
     def get_config(self):
         config = super().get_config()
@@ -94,8 +106,9 @@ class BertPacker(keras.layers.Layer):
         return config
 
 
-def _trim(segments, budget, truncator):
-    """Each [batch, tokens] segment cut to the number of tokens the truncator gives it.
+def _trim(segments, budget, truncator, starts=None):
+    """Each [batch, tokens] segment cut to the number of tokens the truncator gives it; ``starts``
+    (word-start flags shaped as the segments, or None) cut the same way. Returns both.
 
     The kept counts of one and two segments (round robin) and of any number (waterfall) have a
     closed form, applied with a ragged mask; that is ~6x faster than tensorflow-text's
@@ -103,7 +116,12 @@ def _trim(segments, budget, truncator):
     packer's time), which remain for round robin over three or more segments.
     """
     if truncator == "round_robin" and len(segments) > 2:
-        return tf_text.RoundRobinTrimmer(max_seq_length=budget).trim(segments)
+        trimmer = tf_text.RoundRobinTrimmer(max_seq_length=budget)
+        if starts is None:
+            return trimmer.trim(segments), None
+        masks = trimmer.generate_mask(segments)
+        return ([tf.ragged.boolean_mask(s, m) for s, m in zip(segments, masks)],
+                [tf.ragged.boolean_mask(s, m) for s, m in zip(starts, masks)])
     budget = tf.cast(budget, tf.int64)
     lengths = [s.row_lengths() for s in segments]
     if truncator == "round_robin" and len(segments) == 2:
@@ -117,7 +135,8 @@ def _trim(segments, budget, truncator):
         for length in lengths:
             keep.append(tf.minimum(length, tf.maximum(left, 0)))
             left = left - keep[-1]
-    return [_keep_first(s, k) for s, k in zip(segments, keep)]
+    trimmed = [_keep_first(s, k) for s, k in zip(segments, keep)]
+    return trimmed, None if starts is None else [_keep_first(s, k) for s, k in zip(starts, keep)]
 
 
 def _keep_first(segment, counts):
@@ -165,7 +184,21 @@ def _as_segment_list(segments):
             raise ValueError(
                 f"segment {i}: expected rank 2 [batch, tokens] or rank 3 [batch, words, pieces], "
                 f"got shape {segment.shape}")
-        if segment.shape.rank == 3:
-            segment = segment.merge_dims(-2, -1)
         out.append(tf.cast(segment, tf.int32))
     return out
+
+
+def _merge_words(segment):
+    """[batch, words, pieces] -> [batch, tokens]; [batch, tokens] as it is."""
+    return segment.merge_dims(-2, -1) if segment.shape.rank == 3 else segment
+
+
+def _word_start_flags(segment):
+    """int32 [batch, tokens]: 1 for the first piece of each word ([batch, words, pieces]) or for
+    every token ([batch, tokens], whose words are unknown), else 0."""
+    if segment.shape.rank == 2:
+        return tf.ones_like(segment)
+    words = segment.values  # [all words, pieces]
+    position = tf.range(tf.size(words.flat_values, out_type=tf.int64)) - tf.gather(
+        words.row_starts(), words.value_rowids())
+    return segment.with_flat_values(tf.cast(tf.equal(position, 0), tf.int32)).merge_dims(-2, -1)

@@ -82,7 +82,9 @@ class BertPreprocessor(keras.layers.Layer):
     def bert_pack_inputs(self, segments, seq_length=None):
         return self.packer(segments, seq_length=seq_length)
 
-    def call(self, inputs, seq_length=None):
+    def call(self, inputs, seq_length=None, word_starts=False):
+        """``word_starts``: also return ``word_starts`` (int32 [batch, seq_length], 1 where a token
+        begins one of the tokenizer's words; see ``BertPacker``), for whole-word masking."""
         if isinstance(inputs, dict):
             raise TypeError("BertPreprocessor expects strings or a list of string tensors, got a dict")
         # A list of tensors (or of lists of strings) is a list of segments; a list of Python
@@ -94,10 +96,11 @@ class BertPreprocessor(keras.layers.Layer):
             raise ValueError("BertPreprocessor needs at least one segment of strings")
         segments = [_as_batch(s, i) for i, s in enumerate(segments)]
         if tf.executing_eagerly():  # the tokenizer's graph shards the batch itself
-            return self.packer([self.tokenizer(s) for s in segments], seq_length=seq_length)
+            return self.packer([self.tokenizer(s) for s in segments], seq_length=seq_length, word_starts=word_starts)
 
         def preprocess(*rows):
-            return self.packer([self.tokenizer.tokenize_serial(s) for s in rows], seq_length=seq_length)
+            return self.packer([self.tokenizer.tokenize_serial(s) for s in rows], seq_length=seq_length,
+                               word_starts=word_starts)
 
         # Tokenize and pack slices of the batch in parallel (a concat of dense outputs after).
         return shard_rows(preprocess, segments, getattr(self.tokenizer, "shards", 1))
