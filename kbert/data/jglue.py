@@ -18,12 +18,11 @@ the file, the line and the field.
 from __future__ import annotations
 
 import glob
-import json
 import math
 import os
 
 from kbert.data.examples import TaskData
-from kbert.data.textio import read_text, split_lines
+from kbert.data.textio import json_lines
 from kbert.errors import DataError
 
 # JNLI's labels in the order the task definition lists them (class id = position).
@@ -54,21 +53,6 @@ def split_path(data_dir, split: str) -> str:
     present = sorted(os.path.basename(f) for f in glob.glob(os.path.join(glob.escape(folder), "*.json")))
     raise DataError(folder, f"a {split} file named like {' or '.join(SPLIT_PATTERNS[split])}", field="files",
                     value=present)
-
-
-def json_lines(path, data: bytes | None = None):
-    """Yields (1-based line number, object) for each non-blank line of a JSON-lines file."""
-    for number, line in enumerate(split_lines(read_text(path, data)), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataError(path, "one JSON object per line", line=number, field=f"column {e.colno}",
-                            value=e.msg) from None
-        if not isinstance(record, dict):
-            raise DataError(path, "a JSON object", line=number, field="record", value=record)
-        yield number, record
 
 
 def _field(path, line, record, name, kinds, expected):

@@ -7,7 +7,7 @@ import os
 
 from kbert.data.examples import TaskData
 from kbert.data.labels import collect_label_names, label_index, parse_score
-from kbert.data.textio import csv_rows, read_text, split_lines, tsv_rows
+from kbert.data.textio import csv_rows, json_lines, tsv_rows
 from kbert.errors import DataError
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".txt": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
@@ -28,17 +28,7 @@ def _format_of(path, fmt):
 def _table_records(path, data, fmt):
     """Yields (line, {column: value}) for each data row."""
     if fmt == "jsonl":
-        for number, line in enumerate(split_lines(read_text(path, data)), start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(path, "one JSON object per line", line=number,
-                                field=f"column {e.colno}", value=e.msg) from None
-            if not isinstance(record, dict):
-                raise DataError(path, "a JSON object", line=number, field="record", value=record)
-            yield number, record
+        yield from json_lines(path, data)
         return
     rows = csv_rows(path, data) if fmt == "csv" else tsv_rows(path, data)
     first = next(rows, None)

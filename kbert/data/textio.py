@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 
 from kbert.errors import DataError
 
@@ -103,3 +104,18 @@ def header_index(path, header: list, name: str, line: int = 1) -> int:
     except ValueError:
         raise DataError(path, f"a header with a column named {name!r}", line=line, field="header",
                         value=header) from None
+
+
+def json_lines(path, data: bytes | None = None):
+    """Yields (1-based line number, object) for each non-blank line of a JSON-lines file."""
+    for number, line in enumerate(split_lines(read_text(path, data)), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataError(path, "one JSON object per line", line=number, field=f"column {e.colno}",
+                            value=e.msg) from None
+        if not isinstance(record, dict):
+            raise DataError(path, "a JSON object", line=number, field="record", value=record)
+        yield number, record
