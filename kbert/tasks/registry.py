@@ -23,15 +23,19 @@ import types
 
 # The built-in task types, in the order listings show them.
 BUILTIN_TYPE_ORDER = ("classification", "tagging", "span_qa", "multiple_choice")
-# Modules whose import registers the built-in task types and named tasks.
+# Modules whose import registers the built-in task types (and their named tasks).
 BUILTIN_PLUGINS = ("kbert.tasks.plugins.classification", "kbert.tasks.plugins.tagging",
-                   "kbert.tasks.plugins.span_qa", "kbert.tasks.plugins.multiple_choice",
-                   "kbert.tasks.plugins.jglue")  # named tasks on the types above
+                   "kbert.tasks.plugins.span_qa", "kbert.tasks.plugins.multiple_choice")
+# Modules that only register named tasks on the types above. They are imported on the first lookup,
+# not while a type module registers itself: importing a type module first (e.g. for its options
+# class) starts _load_builtins inside that module's import, before its own type exists.
+BUILTIN_TASK_PLUGINS = ("kbert.tasks.plugins.jglue",)
 
 _TYPES: dict = {}         # task type name -> TaskType instance
 _MODEL_TYPES: dict = {}   # kbert.json ``task.type`` (a model class's task_type) -> TaskType instance
 _TASKS: dict = {}         # lower-case task name or alias -> NamedTask
 _loaded = False
+_tasks_loaded = False
 
 
 class UnknownTaskError(ValueError):
@@ -94,8 +98,18 @@ def _load_builtins():
             importlib.import_module(module)  # module names from a fixed table
 
 
-def _lookup(table: dict, key, what: str, known):
+def _load_all():
+    """The built-in types, then the built-in task-only plug-ins (for lookups and listings)."""
+    global _tasks_loaded
     _load_builtins()
+    if not _tasks_loaded:
+        _tasks_loaded = True
+        for module in BUILTIN_TASK_PLUGINS:
+            importlib.import_module(module)  # module names from a fixed table
+
+
+def _lookup(table: dict, key, what: str, known):
+    _load_all()
     try:
         return table[key]
     except KeyError:
@@ -114,7 +128,7 @@ def task_names() -> list:
 def tasks() -> list:
     """The registered NamedTasks, grouped by type in BUILTIN_TYPE_ORDER (other types after), each
     group in registration order: the listing does not depend on which plug-in was imported first."""
-    _load_builtins()
+    _load_all()
     unique = list({t.name: t for t in _TASKS.values()}.values())
     rank = {name: i for i, name in enumerate(BUILTIN_TYPE_ORDER)}
     return sorted(unique, key=lambda t: rank.get(t.type, len(rank)))
@@ -125,7 +139,7 @@ def get_task_type(name: str):
 
 
 def task_types() -> list:
-    _load_builtins()
+    _load_all()
     return list(_TYPES.values())
 
 
@@ -135,7 +149,7 @@ def task_type_for_model(model_type: str):
 
 
 def model_types() -> list:
-    _load_builtins()
+    _load_all()
     return sorted(_MODEL_TYPES)
 
 
