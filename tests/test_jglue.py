@@ -335,3 +335,31 @@ def test_data_dir_files_and_bad_rows_through_the_command_line(tmp_path, mecab_di
 
     with pytest.raises(ValueError, match="'jglue/jsts' has no TFRecord pipeline"):
         resolve_task("jglue/jsts", JGLUE / "jsts")
+
+
+# -- kbert.predict on JGLUE files (labels removed) --------------------------------------------------
+@pytest.mark.parametrize("task", ["jsts", "jnli", "jcommonsenseqa"])
+def test_predict_reads_jglue_files_and_agrees_with_evaluation(finetuned, mecab_dir, task, tmp_path):
+    """The fine-tuned model directory through kbert.predict on the evaluated rows of the JGLUE file
+    without their labels: the same answers fine-tuning wrote for them, in input order."""
+    from kbert.predict import predict_file
+
+    out, _ = finetuned(task, mecab_dir)
+    evaluated = {p["id"]: p for p in read_jsonl(out / "predictions.jsonl")}
+    key = "q_id" if task == "jcommonsenseqa" else "sentence_pair_id"
+    rows = [r for r in read_jsonl(_eval_file(task)) if str(r[key]) in evaluated]
+    for r in rows:
+        del r["label"]
+    unlabelled = tmp_path / "unlabelled.json"
+    unlabelled.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    result = predict_file(out, unlabelled, tmp_path / "predicted.jsonl")
+    predicted = read_jsonl(tmp_path / "predicted.jsonl")
+    assert result["rows"] == len(predicted) == len(rows) == len(evaluated)
+    for row, p in zip(rows, predicted):
+        expected = evaluated[str(row[key])]
+        if task == "jsts":
+            assert p["score"] == pytest.approx(expected["score"], abs=1e-4)
+        elif task == "jnli":
+            assert p["label"] == expected["label"]
+        else:
+            assert (p["choice"], p["label"]) == (expected["choice"], expected["label"])

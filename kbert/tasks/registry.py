@@ -120,6 +120,19 @@ def get_task(name: str) -> NamedTask:
     return _lookup(_TASKS, str(name).lower(), "task", task_names)
 
 
+def named_task_of(task_meta: dict):
+    """The NamedTask a model directory's kbert.json ``task`` object was fine-tuned on (its
+    ``info.task_name``, written by kbert.finetune), or None when it names none or one that is not registered here."""
+    task_meta = task_meta or {}
+    name = (task_meta.get("info") or {}).get("task_name") or task_meta.get("task_name")
+    if not name:
+        return None
+    try:
+        return get_task(name)
+    except UnknownTaskError:
+        return None
+
+
 def task_names() -> list:
     """The registered task names (not aliases): the built-in types' first, then by registration."""
     return [t.name for t in tasks()]

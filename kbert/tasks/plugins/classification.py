@@ -51,6 +51,8 @@ class TableOptions:
 
 
 class ClassificationRecipe(Recipe):
+    multi_label = False  # read() sets it; subclasses with their own read() (JGLUE) stay single-label
+
     def read(self):
         o, t = self.options, self.task_options
         if "glue_task" in self.task.preset:

@@ -31,6 +31,8 @@ question id (kbert.data.squad).
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import os
 
@@ -41,6 +43,7 @@ from kbert.model_dir import atomic_write
 from kbert.tasks.plugins.classification import ClassificationRecipe
 from kbert.tasks.plugins.multiple_choice import ChoiceRecipe
 from kbert.tasks.plugins.span_qa import SquadRecipe
+from kbert.tasks.task_type import Recipe
 from kbert.tasks.registry import register_task
 
 
@@ -73,6 +76,10 @@ class _PairRecipe(ClassificationRecipe):
         self.glue_task, self.split, self.num_segments = None, self.eval_split, 2
         self.file_labels = self.label_names
         self.subsets(train.examples, dev.examples)
+
+    def task_info(self) -> dict:
+        # JGLUE's own field names: kbert.predict reads unlabelled JSTS/JNLI rows by them
+        return {**Recipe.task_info(self), "text_columns": ["sentence1", "sentence2"], "label_column": "label"}
 
 
 class JstsRecipe(_PairRecipe):
@@ -138,12 +145,22 @@ class JsquadRecipe(SquadRecipe):
         return False  # JSQuAD's files say is_impossible: false everywhere; read_jsquad refuses true
 
 
+def read_jcommonsenseqa_unlabelled(path):
+    """JCommonsenseQA rows for kbert.predict (labels not required), in the multiple-choice type's
+    example layout: the question as the context, the five choices as the endings."""
+    data = jglue.read_jcommonsenseqa(path, labelled=False)
+    examples = [{"id": e["id"], "context": e["question"], "start_ending": "", "endings": list(e["choices"]),
+                 "label": None} for e in data.examples]
+    return dataclasses.replace(data, examples=examples)
+
+
 _FILES = "--data-dir: train*.json and valid*.json / dev*.json"
 register_task("jglue/jsts", "classification", recipe=JstsRecipe, tfrecords=False,
               help=f"JGLUE JSTS, sentence-pair similarity 0-5, Pearson/Spearman ({_FILES})")
 register_task("jglue/jnli", "classification", recipe=JnliRecipe, tfrecords=False,
               help=f"JGLUE JNLI, entailment/contradiction/neutral, accuracy ({_FILES})")
 register_task("jglue/jcommonsenseqa", "multiple_choice", recipe=JcommonsenseqaRecipe, tfrecords=False,
+              read_unlabelled=read_jcommonsenseqa_unlabelled,
               help=f"JGLUE JCommonsenseQA, 5-way multiple choice, accuracy ({_FILES})")
 register_task("jglue/jsquad", "span_qa", recipe=JsquadRecipe, tfrecords=False,
               help=f"JGLUE JSQuAD, span QA, exact match and character F1 ({_FILES})")

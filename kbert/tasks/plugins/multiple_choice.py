@@ -113,6 +113,11 @@ class MultipleChoice(TaskType):
     input_formats = ("swag",)
 
     def read_prediction_input(self, task_meta, path, options):
+        from kbert.tasks.registry import named_task_of
+
+        named = named_task_of(task_meta)
+        if named is not None and "read_unlabelled" in named.preset and options.task_format is None:
+            return named.preset["read_unlabelled"](path)  # the named task's own file format (JGLUE)
         if options.task_format not in (None, "swag"):
             raise ValueError(f"--task-format {options.task_format!r}: a multiple-choice model reads a SWAG CSV "
                              "('swag')")
