@@ -149,3 +149,18 @@ def test_finetune_multi_label_then_predict_round_trips_the_lists(tiny_model_dir,
     assert [r["labels"] for r in again] == predicted and [r["id"] for r in again] == [w["id"] for w in written]
     assert all(set(r["probabilities"]) == set(names) for r in again)
     assert model.predict_labels([r["text"] for r in dev_rows]) == predicted
+
+    # The export serves the same decisions: raw strings in, the 0/1 label indicators and the
+    # probabilities out (the at-least-one rule included), in a process with TF-Text's ops loaded.
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the exported graph's tokenizer ops)
+
+    from kbert.export.task import export_task
+
+    exported = tf.saved_model.load(str(export_task(out, tmp_path / "export" / "1", warmup=False)))
+    served = exported.signatures["serving_default"](text=tf.constant([r["text"] for r in dev_rows]))
+    indicators = served["predictions"].numpy()
+    assert [[names[j] for j in np.flatnonzero(row)] for row in indicators] == predicted
+    probabilities = served["probabilities"].numpy()
+    expected = np.array([[r["probabilities"][n] for n in names] for r in again])
+    np.testing.assert_allclose(probabilities, expected, atol=1e-5)
