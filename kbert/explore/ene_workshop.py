@@ -21,9 +21,7 @@ categories keeps at least one article in train. ``answers.jsonl`` is the leaderb
 from __future__ import annotations
 
 import json
-import os
 import pathlib
-import tempfile
 
 LABELS_FILE = pathlib.Path(__file__).resolve().parent.parent / "resources" / "workshop" / "jsquad_ene_labels.tsv"
 CORPUS_NAME = "corpus/ja/jsquad_wikipedia.txt"
@@ -79,18 +77,13 @@ def split_articles(titles, labels: dict, sizes: dict) -> dict:
 
 
 def write_jsonl(path, rows) -> None:
-    """Writes ``rows`` as JSON lines atomically (a temporary file renamed into place)."""
+    """Writes ``rows`` as JSON lines atomically (kbert.model_dir.atomic_write)."""
+    from kbert.model_dir import atomic_write
+
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def make_dataset(corpus_path, out_dir, labels_path=LABELS_FILE) -> dict:
