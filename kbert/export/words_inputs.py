@@ -63,6 +63,14 @@ def words_request(tokenizer, inputs: dict) -> dict:
     return out
 
 
+def join_words(words):
+    """``string [..., words]`` (rows padded with "" at the end) -> ``string [...]``: each row's words
+    joined by one space, the form the in-graph part of a words-in tokenizer splits again. MeCab
+    surfaces never hold whitespace, so the join is lossless."""
+    joined = tf.strings.reduce_join(words, axis=-1, separator=" ")
+    return tf.strings.strip(tf.strings.regex_replace(joined, " +", " "))
+
+
 def words_signature(serve):
     """``serve`` (a tf.function taking one dict of named string tensors) with its inputs renamed by
     ``words_name``: the same graph, fed with the words strings."""
