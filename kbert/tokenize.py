@@ -13,9 +13,9 @@ SOURCE is
   * a SentencePiece .model.
 --tokenizer names the type for a file; for a directory it must agree with what the directory says.
 
---words writes {"words": "..."} instead: the string an export of the model takes in place of the
-line (for the mecab-* types its MeCab words joined by spaces, kbert.export.words_inputs; for the
-in-graph types the line itself).
+--words writes {"words": ...} instead: what an export of the model takes in place of the line (for
+the mecab-* types the list of its MeCab words, ["吾輩", "は", ...]: one row of the export's
+string [batch, words] input, kbert.export.words_inputs; for the in-graph types the line itself).
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ def main(argv=None) -> int:
                              "wordpiece for a vocab.txt, sentencepiece for a .model)")
     parser.add_argument("--cased", action="store_true", help="a cased WordPiece vocabulary (no lower-casing)")
     parser.add_argument("--words", action="store_true",
-                        help='write {"words": ...}: what an export takes for each line (MeCab words for mecab-*)')
+                        help='write {"words": ...}: what an export takes for each line (the list of MeCab words for '
+                             'mecab-*, the line for in-graph types)')
     args = parser.parse_args(argv)
     source = pathlib.Path(args.source)
     if not source.exists():
@@ -93,8 +94,10 @@ def open_tokenizer(source, tokenizer_type=None, cased=False):
 
 def write_words(tokenizer, lines, out) -> None:
     """One ``{"words": ...}`` per line: what an export's words input takes (kbert.export.words_inputs)."""
+    from kbert.export.words_inputs import split_words
+
     texts = [line.decode("utf-8", "replace") for line in lines]
-    words = tokenizer.pre_tokenize(texts) if not tokenizer.in_graph else texts
+    words = split_words(tokenizer.pre_tokenize(texts)) if not tokenizer.in_graph else texts
     for w in words:
         out.write(json.dumps({"words": w}, ensure_ascii=False) + "\n")
 

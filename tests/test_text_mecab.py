@@ -67,15 +67,19 @@ def test_ids_equal_transformers_inside_tf_data(rows, tokenizers, name):
 
 
 def test_the_readme_client_lines_build_what_the_graph_part_takes(rows, tokenizers):
-    """The fugashi lines the README gives clients of an export give the same ids on every line."""
+    """The fugashi lines the README gives clients of an export build its words request (rows padded
+    with ""); joined in the graph as the exports join them, it gives the reference ids on every line."""
     from conftest import REPO
+    from kbert.export.words_inputs import join_words
 
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    block = readme.split("builds the same strings with fugashi:", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    block = readme.split("builds the request with fugashi:", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     namespace = {}
     exec(block, namespace)
+    instances = namespace["request"]([r["text"] for r in rows])["instances"]
+    assert len({len(i["words"]) for i in instances}) == 1 and any(i["words"][-1] == "" for i in instances)
     tokenizer = tokenizers["mecab-wordpiece"]
-    ids = _flat(tokenizer.tokenize([namespace["words"](r["text"]) for r in rows]))
+    ids = _flat(tokenizer.tokenize(join_words(tf.constant([i["words"] for i in instances]))))
     assert ids == [r["mecab_wordpiece_ids"] for r in rows]
 
 

@@ -15,6 +15,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import UNCASED_VOCAB
+from kbert.export.words_inputs import words_request
 from kbert.model_dir import read_tokenizer_spec, record_tokenizer_spec
 from kbert.text import BertPreprocessor, BertTokenizer, TokenizerSpec, load_tokenizer, register_tokenizer
 from kbert.text.pre_tokenize import pre_tokenize_tensor
@@ -123,12 +124,15 @@ def test_python_step_type_runs_pre_tokenize_in_fit_predict_and_features(tmp_path
     ds = tf.data.Dataset.from_tensor_slices(TEXTS).batch(3).map(lambda s: pre_tokenize_tensor(model.tokenizer, s))
     assert [t.decode() for batch in ds for t in batch.numpy()] == reversed_texts
 
-    # A SavedModel cannot hold the Python step: its signature takes the step's output as "words".
+    # A SavedModel cannot hold the Python step: its signature takes the step's words as "words",
+    # string [batch, words] padded with "" (kbert.export.words_inputs.words_request makes them).
     model.save_model_dir(tmp_path / "fine-tuned")
     out = export_task(tmp_path / "fine-tuned", tmp_path / "out" / "1", warmup=False)
     serve = tf.saved_model.load(str(out)).signatures["serving_default"]
     assert list(serve.structured_input_signature[1]) == ["words"]
-    np.testing.assert_allclose(serve(words=tf.constant(reversed_texts))["probabilities"].numpy(),
+    words = words_request(model.tokenizer, {"text": TEXTS})["words"]
+    assert words == [t.split()[::-1] + [""] * (6 - len(t.split())) for t in TEXTS]
+    np.testing.assert_allclose(serve(words=tf.constant(words))["probabilities"].numpy(),
                                tf.nn.softmax(plain.predict(reversed_texts, verbose=0)).numpy(), atol=1e-5)
 
 

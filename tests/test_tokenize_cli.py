@@ -104,12 +104,13 @@ def test_help_does_not_import_tensorflow():
 
 
 def test_words_flag_writes_what_an_export_takes():
-    """--words: the reference MeCab words of each line, space-joined (an export's words input)."""
+    """--words: the list of the reference MeCab words of each line (a row of an export's words
+    input); for an in-graph tokenizer the line itself (an export's text input)."""
     pytest.importorskip("fugashi")
     rows = [r for r in _rows() if "[" not in r["text"]][:50]
     code, out = _main([str(SHARED / "vocab" / "ja-char" / "vocab.txt"), "--tokenizer", "mecab-character", "--words"],
-                      "".join(r["text"] + "\n" for r in rows).encode("utf-8"))
+                      "".join(r["text"] + "\n" for r in rows).encode("utf-8") + b"\n")
     assert code == 0
-    assert [o["words"] for o in out] == [" ".join(r["mecab_words"]) for r in rows]
+    assert [o["words"] for o in out] == [r["mecab_words"] for r in rows] + [[]]  # an empty line: no words
     code, out = _main([str(UNCASED_VOCAB), "--words"], "Hello world\n".encode("utf-8"))
     assert code == 0 and out == [{"words": "Hello world"}]

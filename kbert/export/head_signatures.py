@@ -8,7 +8,7 @@ pre-training heads: strings in, answers out, TensorFlow core and tensorflow-text
 
 Both run ``kbert.explore.heads_model.PretrainingHeads``, the code of the Python API
 (``kbert.explore.fill_mask``/``next_sentence``). For a tokenizer with a Python step (``mecab-*``)
-they take words instead (``pre_tokenize``'s strings; ``kbert.export.words_inputs``):
+they take words instead, ``string [b, words]`` padded with "" (``kbert.export.words_inputs``):
 ``fill_mask(words)`` and ``next_sentence(words_a, words_b)``, ``[MASK]`` a word of its own.
 """
 
@@ -17,9 +17,10 @@ from __future__ import annotations
 import tensorflow as tf
 
 from kbert.explore.heads_model import PretrainingHeads, preprocessor_for
-from kbert.export.words_inputs import takes_words, words_request
+from kbert.export.words_inputs import join_words, takes_words, words_request, words_spec
 
 TEXT = tf.TensorSpec([None], tf.string)
+WORDS = words_spec(TEXT)
 DEFAULT_TOP_K = 5
 WARMUP_TEXTS = ["kbert warms up the [MASK] head.", "A second [MASK], longer sentence — with ünïcode and 字 — [MASK]."]
 
@@ -32,8 +33,10 @@ def add_head_signatures(module, encoder, heads: dict, model_dir, top_k: int = DE
     preprocessor = preprocessor_for(model_dir, min(128, encoder.config.max_position_embeddings))
     explore = PretrainingHeads(encoder, heads.get("mlm"), heads.get("nsp"), preprocessor, source=model_dir)
     module.explore = explore
-    # Signature inputs are named after the functions' arguments: text (raw) or words (MeCab's split).
+    # Signature inputs are named after the functions' arguments: text (raw) or words (MeCab's split,
+    # each row joined here into the string pre_tokenize gives in Python).
     words = takes_words(preprocessor.tokenizer)
+    spec = WORDS if words else TEXT
 
     def fill_mask_fn(text):
         return explore.fill_mask(explore.pack(text, pre_tokenized=words), top_k)
@@ -43,12 +46,14 @@ def add_head_signatures(module, encoder, heads: dict, model_dir, top_k: int = DE
 
     signatures = {}
     if heads.get("mlm") is not None:
-        fill_mask = tf.function((lambda words: fill_mask_fn(words)) if words else fill_mask_fn, input_signature=[TEXT])
+        fill_mask = tf.function((lambda words: fill_mask_fn(join_words(words))) if words else fill_mask_fn,
+                                input_signature=[spec])
         module.fill_mask = fill_mask
         signatures["fill_mask"] = fill_mask.get_concrete_function()
     if heads.get("nsp") is not None:
-        next_sentence = tf.function((lambda words_a, words_b: next_sentence_fn(words_a, words_b)) if words
-                                    else next_sentence_fn, input_signature=[TEXT, TEXT])
+        next_sentence = tf.function(
+            (lambda words_a, words_b: next_sentence_fn(join_words(words_a), join_words(words_b))) if words
+            else next_sentence_fn, input_signature=[spec, spec])
         module.next_sentence = next_sentence
         signatures["next_sentence"] = next_sentence.get_concrete_function()
     return signatures

@@ -15,10 +15,11 @@ imports ``tensorflow`` and ``tensorflow_text``:
 
 The ``serving_default`` signature maps ``text`` [batch] strings to the three packed inputs.
 
-For a tokenizer with a Python step (``mecab-*``) the strings are words (``tokenizer.pre_tokenize``'s
-output: MeCab words joined by spaces; ``kbert.export.words_inputs``): ``serving_default`` takes
-``words``, ``__call__`` and ``tokenize`` take such strings, and there is no ``tokenize_with_offsets``
-(its offsets are into the raw text, which the SavedModel never sees).
+For a tokenizer with a Python step (``mecab-*``) the strings are words, ``string [batch, words]``
+(MeCab surfaces, rows padded with ""; ``kbert.export.words_inputs``): ``serving_default`` takes
+``words``, ``__call__`` and ``tokenize`` take such a tensor (each row joined in the graph, then
+tokenized as today), and there is no ``tokenize_with_offsets`` (its offsets are into the raw text,
+which the SavedModel never sees).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import pathlib
 import tensorflow as tf
 
 from kbert.export.tokenizer_assets import attach_tokenizer_assets
-from kbert.export.words_inputs import takes_words
+from kbert.export.words_inputs import join_words, takes_words
 from kbert.model_dir import METADATA_FILE, read_tokenizer_spec
 from kbert.text import BertPreprocessor
 from kbert.text.registry import create_tokenizer
@@ -62,10 +63,11 @@ def build_preprocessor_module(preprocessor: BertPreprocessor, vocab_file=None) -
     """A tf.Module with TF Hub's preprocessor interface around ``preprocessor``.
 
     The ``vocab_file`` asset is the tokenizer's file (``tokenizer.asset_files``); the argument is
-    only needed for a tokenizer built from a token list.
+    only needed for a tokenizer built from a token list. For a words-in tokenizer
+    (``kbert.export.words_inputs``) ``__call__`` and ``tokenize`` take ``string [batch, words]``.
     """
     tokenizer, packer = preprocessor.tokenizer, preprocessor.packer
-    strings_spec = tf.TensorSpec([None], tf.string)
+    strings_spec, strings = _strings_input(tokenizer)
 
     module = tf.Module()
     attach_tokenizer_assets(module, tokenizer, "preprocessor export", vocab_file)
@@ -74,10 +76,10 @@ def build_preprocessor_module(preprocessor: BertPreprocessor, vocab_file=None) -
     def traced(fn, *specs):
         return tf.function(fn, input_signature=list(specs), autograph=False)
 
-    module.__call__ = traced(lambda text: preprocessor(text), strings_spec)
+    module.__call__ = traced(lambda text: preprocessor(strings(text)), strings_spec)
 
     tokenize = tf.Module()
-    tokenize.__call__ = traced(lambda text: tokenizer(text), strings_spec)
+    tokenize.__call__ = traced(lambda text: tokenizer(strings(text)), strings_spec)
     tokenize.get_special_tokens_dict = traced(tokenizer.get_special_tokens_dict)
     module.tokenize = tokenize
     if not takes_words(tokenizer):  # MeCab types: offsets into the raw text need the Python step
@@ -97,20 +99,29 @@ def build_preprocessor_module(preprocessor: BertPreprocessor, vocab_file=None) -
     return module
 
 
+def _strings_input(tokenizer):
+    """(spec, fn): what the strings-in functions take, and what turns it into the tokenizer's
+    strings: raw text [batch] as it is, or words [batch, words] joined (``join_words``)."""
+    if takes_words(tokenizer):
+        return tf.TensorSpec([None, None], tf.string, name="words"), join_words
+    return tf.TensorSpec([None], tf.string, name="text"), lambda text: text
+
+
 def export_preprocessor(model_dir_or_vocab, out_dir, lower_case=None, seq_length=128, tokenizer_type=None) -> str:
     """Writes the preprocessor SavedModel to ``out_dir`` and returns its path."""
     tokenizer = resolve_tokenizer(model_dir_or_vocab, lower_case, tokenizer_type)
     preprocessor = BertPreprocessor(tokenizer, seq_length=seq_length)
     module = build_preprocessor_module(preprocessor)
-    name = "words" if takes_words(tokenizer) else "text"  # words: MeCab's split, made by the client
-    spec = tf.TensorSpec([None], tf.string, name=name)
+    spec, strings = _strings_input(tokenizer)  # words: MeCab's split, made by the client
+    name = spec.name
     # The signature's input is named after the function's argument.
-    serving = tf.function((lambda words: preprocessor(words)) if name == "words" else (lambda text: preprocessor(text)),
-                          autograph=False, input_signature=[spec])
+    serving = tf.function((lambda words: preprocessor(strings(words))) if name == "words"
+                          else (lambda text: preprocessor(strings(text))), autograph=False, input_signature=[spec])
     out_dir = os.fspath(out_dir)
     from kbert.export.endpoints import add_keras_endpoints
 
-    # TFSMLayer(out_dir, call_endpoint="serve" or "serving_default"): [batch] strings or {"text": ...}.
-    add_keras_endpoints(module, lambda inputs: preprocessor(inputs[name]), {name: spec}, bare_key=name)
+    # TFSMLayer(out_dir, call_endpoint="serve" or "serving_default"): the bare strings or {"text": ...}
+    # ({"words": ...} and [batch, words] for a words-in tokenizer).
+    add_keras_endpoints(module, lambda inputs: preprocessor(strings(inputs[name])), {name: spec}, bare_key=name)
     tf.saved_model.save(module, out_dir, signatures={"serving_default": serving.get_concrete_function()})
     return out_dir

@@ -5,8 +5,8 @@ directory (kbert.tasks). Signatures:
 
   serving_default  strings -> answers (each task type's own: its TaskType.signatures and
                    signature_docs, kbert/tasks/plugins/); for a tokenizer with a Python step
-                   (mecab-*) the strings are words and the inputs renamed (text -> words, ...;
-                   kbert.export.words_inputs)
+                   (mecab-*) the inputs are words, string [batch, words] padded with "",
+                   renamed (text -> words, ...; kbert.export.words_inputs)
   serving_ids      input_word_ids, input_mask, input_type_ids (int32 [batch, seq]) -> the same
                    answers where they do not need the text (for clients that tokenize themselves)
 

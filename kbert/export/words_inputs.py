@@ -1,13 +1,18 @@
 """Exports of tokenizers with a Python step (``in_graph`` False: the ``mecab-*`` types): words in.
 
-A SavedModel cannot run MeCab, so for such a tokenizer every strings-in signature takes what
-``tokenizer.pre_tokenize`` returns instead of the raw text: per text ONE string holding its words
-(MeCab surfaces of the NFKC-normalised text; a special token written in the text, ``[MASK]`` or
-``[SEP]``, is a word of its own) joined by one ASCII space. NFKC is the client's (``pre_tokenize``
-applies it before MeCab, as transformers' ``BertJapaneseTokenizer`` does); the graph splits at the
-spaces and does the rest (WordPiece within each word, or one token per character; packing; the
-model). One string per text keeps the request's shape that of a raw-text model's, and rows of
-different word counts need no padding (TF Serving's row format stacks equal shapes only).
+A SavedModel cannot run MeCab, so for such a tokenizer every strings-in signature takes the text's
+words instead of the raw text: ``string [batch, words]`` (multiple choice: ``choices_words``
+``[batch, choices, words]``), the MeCab surfaces of the NFKC-normalised text (NFKC is the client's,
+as transformers' ``BertJapaneseTokenizer`` applies it before MeCab; a special token written in the
+text, ``[MASK]`` or ``[SEP]``, is a word of its own). Rows of different lengths are padded with ""
+at the end: TF Serving's row format (``instances``) and the columnar one (``inputs``) both need
+equal shapes. Empty strings are ignored wherever they are.
+
+The graph joins each row with ``join_words`` (one space between words; MeCab surfaces hold no
+U+0020, so nothing is lost) into the string ``tokenizer.pre_tokenize`` returns in Python, then runs
+what a Python model runs: WordPiece within each word (or one token per character), packing, the
+model. So the answers equal the Python path on the raw text. A flat ``string [batch]`` request for a
+words input is refused by TensorFlow (a shape error), never answered as something else.
 
 The inputs are renamed so that a request with raw text fails ("missing input 'words'") instead of
 being tokenized wrongly (``words_name``):
@@ -15,11 +20,12 @@ being tokenized wrongly (``words_name``):
     text -> words        text_a -> words_a        text_b -> words_b        any other X -> X_words
                                                   (multiple_choice: context_words, choices_words)
 
-A client makes the request with ``words_request(tokenizer, {"text": [...]})`` (this module),
-``python -m kbert.tokenize MODEL_DIR --words`` (one ``{"words": ...}`` per input line), or the few
-fugashi lines in README "Japanese". ``serving_ids`` (ids in) is the same for every tokenizer type.
-Signatures that answer with character offsets into the raw text (``span_qa``, ``token_tagger``)
-cannot be exported for these types: the SavedModel never sees that text.
+A client makes the request with ``words_request(tokenizer, {"text": [...]})`` (this module: lists
+of words padded with ""), ``python -m kbert.tokenize MODEL_DIR --words`` (one ``{"words": [...]}``
+per input line), or the few fugashi lines in README "Japanese". ``serving_ids`` (ids in) is the
+same for every tokenizer type. Signatures that answer with character offsets into the raw text
+(``span_qa``, ``token_tagger``) cannot be exported for these types: the SavedModel never sees that
+text.
 """
 
 from __future__ import annotations
@@ -31,6 +37,9 @@ from kbert.text.pre_tokenize import needs_pre_tokenize
 
 # Task model types whose serving_default answers with offsets into the raw text.
 RAW_TEXT_MODEL_TYPES = ("span_qa", "token_tagger")
+# What pre_tokenize puts between words (kbert.text.mecab.WORD_SEPARATOR) and join_words puts back.
+WORD_SEPARATOR = " "
+PADDING = ""
 
 
 def takes_words(tokenizer) -> bool:
@@ -47,39 +56,66 @@ def words_name(name: str) -> str:
     return name + "_words"
 
 
+def split_words(pre_tokenized: list[str]) -> list[list[str]]:
+    """``pre_tokenize``'s strings -> each one's words (split at the separator, empty parts dropped,
+    as the graph part splits them)."""
+    return [[w for w in s.split(WORD_SEPARATOR) if w] for s in pre_tokenized]
+
+
 def words_request(tokenizer, inputs: dict) -> dict:
     """A raw-text request ``{input name: text or (nested) list of texts}`` -> the words request an
-    export of ``tokenizer`` takes: every text through ``tokenizer.pre_tokenize``, names renamed with
-    ``words_name``. For an in-graph tokenizer the request is returned unchanged."""
+    export of ``tokenizer`` takes: every text through ``tokenizer.pre_tokenize`` and split into its
+    words, names renamed with ``words_name``. Each input gains a last axis, its rows padded with ""
+    to that input's longest (at least one entry, so an all-empty request is still a string
+    tensor): lists stay lists, arrays become object arrays. For an in-graph tokenizer the request is
+    returned unchanged."""
     if not takes_words(tokenizer):
         return dict(inputs)
     out = {}
     for name, value in inputs.items():
         array = np.asarray(value, dtype=object)
         flat = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in array.reshape(-1)]
-        words = np.asarray(tokenizer.pre_tokenize(flat) if flat else [], dtype=object).reshape(array.shape)
-        out[words_name(name)] = words.tolist() if isinstance(value, (list, tuple)) else (
-            words.item() if array.ndim == 0 else words)
+        rows = split_words(tokenizer.pre_tokenize(flat)) if flat else []
+        if len(rows) != len(flat):
+            raise ValueError(f"{type(tokenizer).__name__}.pre_tokenize returned {len(rows)} texts for {len(flat)}")
+        width = max([1, *map(len, rows)])
+        padded = np.full((len(rows), width), PADDING, dtype=object)
+        for i, row in enumerate(rows):
+            padded[i, :len(row)] = row
+        padded = padded.reshape(array.shape + (width,))
+        out[words_name(name)] = padded.tolist() if isinstance(value, (list, tuple, str, bytes)) else padded
     return out
 
 
 def join_words(words):
     """``string [..., words]`` (rows padded with "" at the end) -> ``string [...]``: each row's words
     joined by one space, the form the in-graph part of a words-in tokenizer splits again. MeCab
-    surfaces never hold whitespace, so the join is lossless."""
-    joined = tf.strings.reduce_join(words, axis=-1, separator=" ")
-    return tf.strings.strip(tf.strings.regex_replace(joined, " +", " "))
+    surfaces never hold U+0020, so the join is lossless; empty strings (padding) leave no trace.
+    Only spaces are trimmed: a ``mecab-character`` word may be another white-space character
+    (``\\r``), which the Python path keeps, so ``tf.strings.strip`` would change the answer.
+
+    The shape is checked when the graph runs (``EnsureShape``): TF Serving feeds a signature from C++
+    without comparing the request's shape to the signature's, and a flat ``string [batch]`` request
+    would otherwise be joined along the batch into ONE text and answered."""
+    words = tf.ensure_shape(words, words.shape)
+    joined = tf.strings.reduce_join(words, axis=-1, separator=WORD_SEPARATOR)
+    return tf.strings.regex_replace(tf.strings.regex_replace(joined, " +", " "), "^ | $", "")
+
+
+def words_spec(spec: tf.TensorSpec, name: str | None = None) -> tf.TensorSpec:
+    """A raw-text input's spec -> its words input's: the same with a last ``words`` axis."""
+    return tf.TensorSpec(spec.shape.concatenate([None]), tf.string, name=name or spec.name)
 
 
 def words_signature(serve):
     """``serve`` (a tf.function taking one dict of named string tensors) with its inputs renamed by
-    ``words_name``: the same graph, fed with the words strings."""
+    ``words_name`` and given a words axis: the same graph, fed with each row's words joined."""
     spec = serve.input_signature[0]
-    renamed = {words_name(name): tf.TensorSpec(s.shape, s.dtype, name=words_name(name)) for name, s in spec.items()}
+    renamed = {words_name(name): words_spec(s, words_name(name)) for name, s in spec.items()}
 
     @tf.function(input_signature=[renamed])
     def serve_words(inputs):
-        return serve({name: inputs[words_name(name)] for name in spec})
+        return serve({name: join_words(inputs[words_name(name)]) for name in spec})
 
     return serve_words
 
