@@ -124,6 +124,7 @@ r = requests["tagger"]
 model = tf.saved_model.load(r["path"])
 answers["tagger"] = lists(model.signatures["serving_default"](words=tf.constant(r["words"])))
 answers["tagger"]["warmups"] = warmups(r["path"], model)
+answers["tagger_endpoint"] = lists(model.serve(tf.constant(r["words"])))  # keras.layers.TFSMLayer calls this
 try:
     model.signatures["serving_default"](words=tf.constant([["吾輩 は", "猫"]]))
     answers["spaced"] = "no error"
@@ -217,6 +218,7 @@ def test_tagging_answers_in_words_equal_the_python_path(served):
     assert [sorted(s) for s in out["warmups"]] == [["words"], ["words"]]
     assert out["warmups"][1]["words"][0] == 8 and len(out["warmups"][1]["words"]) == 2
     assert "a word holds a space" in answers["spaced"]
+    assert answers["tagger_endpoint"]["tags"] == out["tags"]
 
 
 def test_piece_spans_cover_each_word():
