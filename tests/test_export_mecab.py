@@ -444,12 +444,3 @@ def test_the_readme_requests_give_the_models_answers(exported, capsys):
         predict(loaded, {"instances": [{"words": ["吾輩", "は"]}, {"words": ["猫"]}]})
 
 
-def test_offset_answers_are_refused_for_words_in_exports(exported, tmp_path):
-    from kbert.export.task import export_task
-    from kbert.tasks.tagger import TokenTagger
-
-    models, _, _ = exported
-    tagger = TokenTagger.from_model_dir(models["mecab-character"][0], label_names=["O", "B-X", "I-X"], seq_length=32)
-    tagger.save_model_dir(tmp_path / "tagger")
-    with pytest.raises(NotImplementedError, match="token_tagger.*'mecab-character'.*never sees"):
-        export_task(tmp_path / "tagger", tmp_path / "sm" / "1")

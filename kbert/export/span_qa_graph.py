@@ -68,14 +68,35 @@ def build_answer_fn(model):
     Usable eagerly, inside ``tf.function`` (e.g. ``input_signature=[tf.TensorSpec([None],
     tf.string)] * 2``) and in SavedModels.
     """
+    tokenizer = model.tokenizer
+    answer_pieces = build_pieces_answer_fn(model)
+
+    @tf.autograph.experimental.do_not_convert  # plain tf ops: autograph would only slow tracing
+    def answer_fn(question, context):
+        question = tf.reshape(tf.convert_to_tensor(question, tf.string), [-1])
+        context = tf.reshape(tf.convert_to_tensor(context, tf.string), [-1])
+        tf.debugging.assert_equal(tf.size(question), tf.size(context),
+                                  message="as many questions as contexts are needed")
+        query = tokenizer.tokenize_flat(question)
+        pieces, starts, ends = (r.merge_dims(1, 2) for r in tokenizer.tokenize_with_offsets(context, unit="UTF8_CHAR"))
+        return answer_pieces(query, pieces, starts, ends, context)
+
+    return answer_fn
+
+
+def build_pieces_answer_fn(model):
+    """The part of ``build_answer_fn`` after tokenization, shared with the words-in exports
+    (kbert.export.words_answers): ``fn(query, pieces, starts, ends, text)`` with the question's
+    piece ids ``query`` [batch, (pieces)] (cut to ``max_query_length`` here), the context's piece ids
+    ``pieces`` and their character spans ``starts``/``ends`` [batch, (pieces)] in ``text`` [batch],
+    from which the answer texts are cut; returns ANSWER_KEYS with offsets into ``text``."""
     s = _settings(model)
     if s["max_query_length"] + 4 > s["seq_length"]:
         raise ValueError(f"max_query_length {s['max_query_length']} leaves no room for context in "
                          f"seq_length {s['seq_length']}")
     if s["doc_stride"] < 1 or s["n_best_size"] < 1:
         raise ValueError("doc_stride and n_best_size must be >= 1")
-    tokenizer = model.tokenizer
-    special = tokenizer.special_token_ids
+    special = model.tokenizer.special_token_ids
     ids = (special["start_of_sequence_id"], special["end_of_segment_id"], special["padding_id"])
 
     def logits_fn(inputs):
@@ -85,19 +106,13 @@ def build_answer_fn(model):
         out = model(inputs, training=False)
         return out["start_logits"], out["end_logits"]
 
-    @tf.autograph.experimental.do_not_convert  # plain tf ops: autograph would only slow tracing
-    def answer_fn(question, context):
-        question = tf.reshape(tf.convert_to_tensor(question, tf.string), [-1])
-        context = tf.reshape(tf.convert_to_tensor(context, tf.string), [-1])
-        tf.debugging.assert_equal(tf.size(question), tf.size(context),
-                                  message="as many questions as contexts are needed")
-        query = tokenizer.tokenize_flat(question)[:, :s["max_query_length"]]
-        pieces, starts, ends = (r.merge_dims(1, 2) for r in tokenizer.tokenize_with_offsets(context, unit="UTF8_CHAR"))
-        windows = _windows(query, pieces, starts, ends, s, *ids)
+    @tf.autograph.experimental.do_not_convert
+    def answer_pieces(query, pieces, starts, ends, text):
+        windows = _windows(query[:, :s["max_query_length"]], pieces, starts, ends, s, *ids)
         start_logits, end_logits = logits_fn(windows["inputs"])
-        return _answers(context, windows, start_logits, end_logits, s)
+        return _answers(text, windows, start_logits, end_logits, s)
 
-    return answer_fn
+    return answer_pieces
 
 
 # ---------------------------------------------------------------- windows

@@ -6,7 +6,8 @@ directory (kbert.tasks). Signatures:
   serving_default  strings -> answers (each task type's own: its TaskType.signatures and
                    signature_docs, kbert/tasks/plugins/); for a tokenizer with a Python step
                    (mecab-*) the inputs are words, string [batch, words] padded with "",
-                   renamed (text -> words, ...; kbert.export.words_inputs)
+                   renamed (text -> words, ...; kbert.export.words_inputs); span QA and
+                   tagging then answer in word indices (kbert.export.words_answers)
   serving_ids      input_word_ids, input_mask, input_type_ids (int32 [batch, seq]) -> the same
                    answers where they do not need the text (for clients that tokenize themselves)
 
@@ -24,7 +25,7 @@ import tensorflow as tf
 from kbert import compat
 from kbert.export.serving import write_warmup_requests
 from kbert.export.tokenizer_assets import attach_tokenizer_assets
-from kbert.export.words_inputs import check_raw_text_free, takes_words, words_request, words_signature
+from kbert.export.words_inputs import takes_words, words_request, words_signature
 from kbert.tasks.registry import task_type_for_model
 
 IDS_SPEC = {
@@ -49,7 +50,6 @@ class _TaskModule(compat.AutoTrackable):
         self.encoder = model.encoder
         self.head = model.head
         self.preprocessor = model.preprocessor
-        check_raw_text_free(model.tokenizer, model.task_type, "task export")
         attach_tokenizer_assets(self, model.tokenizer, "task export")
 
 
@@ -67,6 +67,13 @@ def _add_keras_endpoints(module, serve):
     add_keras_endpoints(module, serve, spec, bare_key=next(iter(spec)) if list(spec) in (["text"], ["words"]) else None)
 
 
+def _takes_words_itself(serve) -> bool:
+    """Whether a task type's serving_default already takes words (span QA and tagging of a
+    ``mecab-*`` model answer in word indices, kbert.export.words_answers): no ``words_signature``
+    around it, and its warm-up requests are words already."""
+    return all(name.endswith("words") or name.startswith("words_") for name in serve.input_signature[0])
+
+
 def export_task(model_dir, out_dir, warmup: bool = True) -> pathlib.Path:
     from kbert.tasks import load_task_model
 
@@ -76,7 +83,7 @@ def export_task(model_dir, out_dir, warmup: bool = True) -> pathlib.Path:
     task_type = task_type_for_model(model.task_type)
     serve, serve_ids = task_type.signatures(module)
     words = takes_words(model.tokenizer)
-    if words:  # MeCab runs in the client: the same graph, fed with words under other names
+    if words and not _takes_words_itself(serve):  # MeCab runs in the client: the same graph, fed words
         serve = words_signature(serve)
     module.serve, module.serve_ids = serve, serve_ids
     _add_keras_endpoints(module, serve)

@@ -24,8 +24,8 @@ A client makes the request with ``words_request(tokenizer, {"text": [...]})`` (t
 of words padded with ""), ``python -m kbert.tokenize MODEL_DIR --words`` (one ``{"words": [...]}``
 per input line), or the few fugashi lines in README "Japanese". ``serving_ids`` (ids in) is the
 same for every tokenizer type. Signatures that answer with character offsets into the raw text
-(``span_qa``, ``token_tagger``) cannot be exported for these types: the SavedModel never sees that
-text.
+(``span_qa``, ``token_tagger``) answer in word indices instead, for the SavedModel never sees that
+text (kbert.export.words_answers).
 """
 
 from __future__ import annotations
@@ -35,8 +35,6 @@ import tensorflow as tf
 
 from kbert.text.pre_tokenize import needs_pre_tokenize
 
-# Task model types whose serving_default answers with offsets into the raw text.
-RAW_TEXT_MODEL_TYPES = ("span_qa", "token_tagger")
 # What pre_tokenize puts between words (kbert.text.mecab.WORD_SEPARATOR) and join_words puts back.
 WORD_SEPARATOR = " "
 PADDING = ""
@@ -118,12 +116,3 @@ def words_signature(serve):
         return serve({name: join_words(inputs[words_name(name)]) for name in spec})
 
     return serve_words
-
-
-def check_raw_text_free(tokenizer, model_type: str, what: str) -> None:
-    """A clear error for the signatures that need the raw text (offsets into it) with a words-in tokenizer."""
-    if takes_words(tokenizer) and model_type in RAW_TEXT_MODEL_TYPES:
-        raise NotImplementedError(
-            f"{what}: a {model_type} model answers with character offsets into the raw text, but an export of the "
-            f"{tokenizer.spec.type!r} tokenizer takes words split in Python (pre_tokenize) and never sees that "
-            "text; run it from Python (kbert.tasks / kbert.predict) instead")

@@ -1,6 +1,7 @@
 """Task type "span_qa": an answer span in a context for each question (SQuAD 1.1 / 2.0,
 kbert.tasks.span_qa.SpanQuestionAnswerer), with run_squad.py's windows and answer selection;
-served by one graph from raw strings (kbert.export.span_qa_graph).
+served by one graph from raw strings (kbert.export.span_qa_graph); for mecab-* models from words,
+answering in word indices (kbert.export.words_answers).
 
 Tasks: squad/v1.1 (alias squad) and squad/v2.0 (kbert.data.squad), evaluated with the official
 exact match / F1 (2.0 also the best threshold); predictions as run_squad.py writes them.
@@ -134,7 +135,12 @@ class SpanQA(TaskType):
     Options = SquadOptions
     default_seq_length = 384
     signature_docs = {
-        "span_qa": "question, context -> answer_text, answer_start, answer_end, score, null_score_diff [b]",
+        "span_qa": "question, context -> answer_text, answer_start, answer_end, score, null_score_diff [b]; "
+                   "mecab-* models (words in): question_words, context_words [b, words] -> answer_text (its words "
+                   "joined with \"\": Japanese writes no spaces), answer_start_word, answer_end_word (inclusive "
+                   "indices into context_words, -1: no answer), answer_start_in_word, answer_end_in_word "
+                   "(characters of those words, for an answer that starts or ends inside a word), score, "
+                   "null_score_diff [b]",
     }
 
     def model_class(self, model_type):
@@ -151,14 +157,23 @@ class SpanQA(TaskType):
 
         from kbert.export.span_qa_graph import build_answer_fn
         from kbert.export.task import IDS_SPEC, valid_utf8
+        from kbert.export.words_inputs import takes_words, words_name
 
         model = module.model
-        answer = build_answer_fn(model)
+        if takes_words(model.tokenizer):  # mecab-*: words in, answers in word indices
+            from kbert.export.words_answers import build_words_answer_fn
 
-        @tf.function(input_signature=[{"question": tf.TensorSpec([None], tf.string, name="question"),
-                                       "context": tf.TensorSpec([None], tf.string, name="context")}])
+            answer = build_words_answer_fn(model)
+            names = [words_name("question"), words_name("context")]
+            spec = {name: tf.TensorSpec([None, None], tf.string, name=name) for name in names}
+        else:
+            answer = build_answer_fn(model)
+            names = ["question", "context"]
+            spec = {name: tf.TensorSpec([None], tf.string, name=name) for name in names}
+
+        @tf.function(input_signature=[spec])
         def serve(inputs):
-            return answer(valid_utf8(inputs["question"]), valid_utf8(inputs["context"]))
+            return answer(*(valid_utf8(inputs[name]) for name in names))
 
         @tf.function(input_signature=[IDS_SPEC])
         def serve_ids(inputs):
@@ -167,6 +182,7 @@ class SpanQA(TaskType):
         return serve, serve_ids
 
     def warmup_inputs(self, model):
+        # raw text; kbert.export.task turns it into words for a words-in tokenizer
         return [{"question": ["What warms up?"], "context": WARMUP_TEXTS[:1]}]
 
     # -- kbert.predict: a SQuAD JSON file (answers, if any, are not read) ----------------------

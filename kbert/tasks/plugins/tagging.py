@@ -1,5 +1,6 @@
 """Task type "tagging": a tag for each word (NER, kbert.tasks.tagger.TokenTagger), on its first
-WordPiece.
+WordPiece. Exports of mecab-* models take MeCab words and answer per word, entities as word
+spans (kbert.export.words_answers).
 
 Task: conll2003 (alias conll; kbert.data.conll: train.txt, valid.txt, test.txt), evaluated with
 seqeval's entity precision/recall/F1; predictions in conlleval's input format.
@@ -55,7 +56,11 @@ class Tagging(TaskType):
     recipe_class = TaggingRecipe
     signature_docs = {
         "token_tagger": "text -> words, word_start, word_end, tags, tag_ids [b, W]; num_words [b]; "
-                        "entity_type, entity_text, entity_start, entity_end [b, E]; num_entities [b]",
+                        "entity_type, entity_text, entity_start, entity_end [b, E]; num_entities [b]. "
+                        "mecab-* models (words in): words [b, W] -> tags, tag_ids [b, W] (\"\", -1 at padding); "
+                        "num_words [b]; entity_type, "
+                        "entity_text (its words joined with \"\": Japanese writes no spaces), entity_start_word, "
+                        "entity_end_word (inclusive word indices) [b, E]; num_entities [b]",
     }
 
     def model_class(self, model_type):
@@ -70,11 +75,26 @@ class Tagging(TaskType):
     def signatures(self, module):
         import tensorflow as tf
 
-        from kbert.export.iob_graph import iob_entities
+        from kbert.export.iob_graph import iob_entities, iob_word_entities
         from kbert.export.task import IDS_SPEC, valid_utf8
+        from kbert.export.words_answers import check_words, to_columns, word_layout
+        from kbert.export.words_inputs import join_words, takes_words
 
         model = module.model
         names = tf.constant(model.label_names)
+
+        def word_tag_ids(pieces):
+            """Tag ids [batch, max words] of pieces [batch, (words), (pieces)] (fill_label past a
+            row's words and for words truncation cut off): a word's first piece carries its tag."""
+            packed, _, word_ids = model.features(pieces)
+            token_tags = tf.argmax(model(packed, training=False), axis=-1, output_type=tf.int32)
+            num_words = tf.cast(pieces.row_lengths(), tf.int32)
+            batch, width = tf.shape(num_words)[0], tf.reduce_max(tf.concat([num_words, [0]], 0))
+            tag_ids = tf.fill([batch, width], tf.constant(model.fill_label, tf.int32))
+            first = word_ids >= 0
+            index = tf.stack([tf.cast(tf.where(first)[:, 0], tf.int32),
+                              tf.cast(tf.boolean_mask(word_ids, first), tf.int32)], 1)
+            return tf.tensor_scatter_nd_update(tag_ids, index, tf.boolean_mask(token_tags, first)), num_words
 
         @tf.function(input_signature=[{"text": tf.TensorSpec([None], tf.string, name="text")}])
         def serve(inputs):
@@ -82,15 +102,8 @@ class Tagging(TaskType):
             _, starts, ends = model.tokenizer.tokenize_with_offsets(text, unit="UTF8_CHAR")
             word_start = tf.cast(tf.reduce_min(starts, axis=2), tf.int32)  # [batch, (words)]
             word_end = tf.cast(tf.reduce_max(ends, axis=2), tf.int32)
-            num_words = tf.cast(word_start.row_lengths(), tf.int32)
-            packed, _, word_ids = model.features(model.pieces(texts=text))
-            token_tags = tf.argmax(model(packed, training=False), axis=-1, output_type=tf.int32)
-            batch, width = tf.shape(text)[0], tf.reduce_max(tf.concat([num_words, [0]], 0))
-            tag_ids = tf.fill([batch, width], tf.constant(model.fill_label, tf.int32))
-            first = word_ids >= 0  # a word's first piece carries its tag
-            index = tf.stack([tf.cast(tf.where(first)[:, 0], tf.int32),
-                              tf.cast(tf.boolean_mask(word_ids, first), tf.int32)], 1)
-            tag_ids = tf.tensor_scatter_nd_update(tag_ids, index, tf.boolean_mask(token_tags, first))
+            tag_ids, num_words = word_tag_ids(model.pieces(texts=text))
+            width = tf.shape(tag_ids)[1]
             word_start_d = word_start.to_tensor(default_value=-1, shape=[None, None])[:, :width]
             word_end_d = word_end.to_tensor(default_value=-1, shape=[None, None])[:, :width]
             valid = tf.sequence_mask(num_words, width)
@@ -103,6 +116,17 @@ class Tagging(TaskType):
             out.update(iob_entities(tags, word_start_d, word_end_d, num_words, text))
             return out
 
+        @tf.function(input_signature=[{"words": tf.TensorSpec([None, None], tf.string, name="words")}])
+        def serve_words(inputs):  # mecab-*: MeCab words in, tags per word and entities as word spans
+            words = check_words(valid_utf8(inputs["words"]), "words")
+            layout = word_layout(words)
+            tag_ids, num_words = word_tag_ids(model.tokenizer(join_words(words)))
+            tag_ids = to_columns(layout, tag_ids, -1)
+            tags = tf.where(layout["nonempty"], tf.gather(names, tf.maximum(tag_ids, 0)), "")
+            out = {"tags": tags, "tag_ids": tag_ids, "num_words": num_words}
+            out.update(iob_word_entities(tags, words))
+            return out
+
         @tf.function(input_signature=[IDS_SPEC])
         def serve_ids(inputs):
             logits = model(dict(inputs), training=False)
@@ -110,9 +134,10 @@ class Tagging(TaskType):
             return {"token_tag_ids": tag_ids, "token_tags": tf.gather(names, tag_ids),
                     "token_probabilities": tf.nn.softmax(logits)}
 
-        return serve, serve_ids
+        return (serve_words if takes_words(model.tokenizer) else serve), serve_ids
 
     def warmup_inputs(self, model):
+        # raw text; kbert.export.task turns it into words for a words-in tokenizer
         return [{"text": WARMUP_TEXTS[:1]}, {"text": (WARMUP_TEXTS * 4)[:8]}]
 
     # -- kbert.predict: a CoNLL file (words in the first column) or one sentence a line ----------
