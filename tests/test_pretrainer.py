@@ -175,7 +175,8 @@ STRATEGY_SCRIPT = textwrap.dedent("""
 
 def _run_strategy(tmp_path, mode, out, env=None):
     script = tmp_path / "strategy.py"
-    script.write_text(STRATEGY_SCRIPT.format(tests=str(REPO / "tests")))
+    if not script.exists():  # written once: rewriting it could truncate it under a process just started
+        script.write_text(STRATEGY_SCRIPT.format(tests=str(REPO / "tests")))
     return subprocess.Popen([sys.executable, str(script), mode, str(out)], env={**os.environ, **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
@@ -186,8 +187,10 @@ def _wait(proc, timeout=600):
 
 
 def test_mirrored_strategy_on_two_cpus_matches_one_device(tmp_path):
-    _wait(_run_strategy(tmp_path, "single", tmp_path / "single.npz"))
-    _wait(_run_strategy(tmp_path, "mirrored", tmp_path / "mirrored.npz"))
+    # Both processes at once: most of each is its single-threaded start-up (~15 s of 2 x 15 s saved on 2 cores).
+    procs = [_run_strategy(tmp_path, mode, tmp_path / f"{mode}.npz") for mode in ("single", "mirrored")]
+    for proc in procs:
+        _wait(proc)
     single, mirrored = np.load(tmp_path / "single.npz"), np.load(tmp_path / "mirrored.npz")
     # Keras reports the running mean of the loss over the epoch; 5 steps either way.
     assert len(single["losses"]) == 5
