@@ -1,6 +1,5 @@
 """The shared test harness: paths to ../shared/data, and models every test module can reuse."""
 
-import json
 import os
 import pathlib
 import re
@@ -157,17 +156,6 @@ def uncased_preprocessor_export(tmp_path_factory) -> pathlib.Path:
     return out
 
 
-def at_once(*calls) -> list:
-    """The results of the zero-argument ``calls`` (each typically a ``subprocess.run`` of a command),
-    run at the same time in threads. Most of a short kbert command is its start-up (imports,
-    tracing), which uses one core: on CI's 2 cores two such commands at once take little more than one."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(len(calls)) as pool:
-        futures = [pool.submit(call) for call in calls]
-        return [f.result() for f in futures]
-
-
 def run_fresh_python(code: str, timeout: int = 300) -> str:
     """Runs code in a fresh interpreter (nothing of kbert imported unless the code does so)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH="")
@@ -246,35 +234,24 @@ class PretrainRun(typing.NamedTuple):
     stdout: str
     stderr: str
     command: typing.Callable[[pathlib.Path], list]  # command(model_dir): the same run into another folder
-    untrained_results: dict  # pretrain_results.json of 1 step at learning rate ~0: the untrained model
 
 
 @pytest.fixture(scope="session")
 def pretrain_run(tmp_path_factory, pretraining_records, small_vocab) -> PretrainRun:
     """A short run of the main job's command: 250 steps (two checkpoint intervals of 125) with
-    held-out evaluation and fill-mask summaries every 125 steps, in a user's environment, and (at the
-    same time, conftest.at_once) the same evaluation of the untrained model. test_pretrain_cli checks
-    that it learned, test_explore_training its curves, summaries and the explore CLI on its model,
-    test_cli its output and that rerunning it evaluates to the same numbers."""
-    eval_args = ["--eval-data", str(pretraining_records / "eval-*.tfrecord"), "--eval-steps", "10",
-                 "--learning-rate", "2e-3", "--warmup-steps", "20"]
-
+    held-out evaluation and fill-mask summaries every 125 steps, in a user's environment.
+    test_pretrain_cli checks that it learned, test_explore_training its curves, summaries and the
+    explore CLI on its model, test_cli its output and that rerunning it evaluates to the same numbers."""
     def command(model_dir):
-        return pretrain_command(pretraining_records, small_vocab, model_dir, "--steps", "250", "--checkpoint-every",
-                                "125", "--fill-mask-every", "125", *eval_args)
+        return pretrain_command(
+            pretraining_records, small_vocab, model_dir, "--steps", "250", "--checkpoint-every", "125",
+            "--fill-mask-every", "125", "--eval-data", str(pretraining_records / "eval-*.tfrecord"),
+            "--eval-steps", "10", "--learning-rate", "2e-3", "--warmup-steps", "20")
 
-    root = tmp_path_factory.mktemp("pretrain_run")
-    # Step 0 baseline: the untrained model evaluated as the run does (1 step at learning rate ~0).
-    untrained = pretrain_command(pretraining_records, small_vocab, root / "untrained", "--steps", "1", *eval_args)
-
-    def run_it(args):
-        return subprocess.run(args, capture_output=True, text=True, timeout=900, env=user_env(), cwd=REPO)
-
-    run, base = at_once(lambda: run_it(command(root / "m")), lambda: run_it(untrained))
+    model_dir = tmp_path_factory.mktemp("pretrain_run") / "m"
+    run = subprocess.run(command(model_dir), capture_output=True, text=True, timeout=900, env=user_env(), cwd=REPO)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert base.returncode == 0, base.stderr[-3000:]
-    return PretrainRun(root / "m", run.stdout, run.stderr, command,
-                       json.loads((root / "untrained" / "pretrain_results.json").read_text()))
+    return PretrainRun(model_dir, run.stdout, run.stderr, command)
 
 
 @pytest.fixture(scope="session")

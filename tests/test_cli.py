@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import REPO, SHARED, UNCASED_VOCAB, at_once
+from conftest import REPO, SHARED, UNCASED_VOCAB
 from kbert import cli
 
 MODULE_COMMANDS = ["kbert", "kbert.pretrain", "kbert.finetune", "kbert.export", "kbert.convert", "kbert.vocab",
@@ -89,21 +89,19 @@ def test_a_missing_directory_is_one_line_saying_it_does_not_exist(tmp_path):
 
 
 def test_start_up_noise_is_filtered_and_verbose_shows_it(tmp_path):
-    # The three commands are independent: run at once (conftest.at_once).
-    quiet, loud, beam = at_once(
-        lambda: _run(["-m", "kbert.export", "preprocessor", str(UNCASED_VOCAB), str(tmp_path / "pre"),
-                      "--seq-length", "16"]),
-        lambda: _run(["-m", "kbert.export", "preprocessor", str(UNCASED_VOCAB), str(tmp_path / "pre2"),
-                      "--seq-length", "16", "--verbose"]),
-        lambda: _run(["-m", "pipelines.pretraining_data", "--input",
-                      str(SHARED / "corpus" / "en" / "nltk_gutenberg" / "blake-poems.txt"), "--output",
-                      str(tmp_path / "records"), "--vocab", str(UNCASED_VOCAB), "--format", "prose",
-                      "--num-shards", "1", "--doc-sentences", "8"]))
+    quiet = _run(["-m", "kbert.export", "preprocessor", str(UNCASED_VOCAB), str(tmp_path / "pre"),
+                  "--seq-length", "16"])
     assert quiet.returncode == 0, quiet.stderr[-3000:]
     assert quiet.stderr == "", quiet.stderr[-3000:]
+    loud = _run(["-m", "kbert.export", "preprocessor", str(UNCASED_VOCAB), str(tmp_path / "pre2"),
+                 "--seq-length", "16", "--verbose"])
     assert loud.returncode == 0
     assert any(n in loud.stderr for n in NOISE), loud.stderr[-3000:]  # the lines quiet mode drops
     # A Beam pipeline: its progress lines only.
+    beam = _run(["-m", "pipelines.pretraining_data", "--input",
+                 str(SHARED / "corpus" / "en" / "nltk_gutenberg" / "blake-poems.txt"), "--output",
+                 str(tmp_path / "records"), "--vocab", str(UNCASED_VOCAB), "--format", "prose",
+                 "--num-shards", "1", "--doc-sentences", "8"])
     assert beam.returncode == 0, beam.stderr[-3000:]
     assert not [n for n in NOISE if n in beam.stderr], beam.stderr[-3000:]
     assert re.search(r"^pretraining_data: read .*blake-poems\.txt: \d+ documents$", beam.stderr, re.M)

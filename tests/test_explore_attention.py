@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from chromium import CHROMIUM, Page
-from conftest import REPO, at_once
+from conftest import REPO
 from kbert.explore.attention import select
 from kbert.explore.attention_html import render_attention_html
 from kbert.explore.attention_png import attention_figure, render_attention_png
@@ -155,20 +155,18 @@ def test_attention_cli_end_to_end(tiny_model_dir, tmp_path):
     np.testing.assert_allclose(probs.sum(-1), 1.0, atol=1e-5)
     assert np.abs(probs[..., 4]).max() == 0.0  # the padded key gets nothing
 
-    out, png, one_head = tmp_path / "a.html", tmp_path / "a.png", tmp_path / "one_head.html"
-    # The three commands at once (conftest.at_once): each is mostly its own start-up.
-    run, run_one_head, run_bad_layer = at_once(
-        lambda: _explore("attention", tiny_model_dir, "The man went to the store.", "He bought milk.",
-                         "--out", out, "--png", png),
-        lambda: _explore("attention", tiny_model_dir, "hello", "--out", one_head, "--layer", "1", "--head", "0"),
-        lambda: _explore("attention", tiny_model_dir, "hello", "--out", tmp_path / "bad.html", "--layer", "9"))
+    out, png = tmp_path / "a.html", tmp_path / "a.png"
+    run = _explore("attention", tiny_model_dir, "The man went to the store.", "He bought milk.",
+                   "--out", out, "--png", png)
     assert run.returncode == 0, run.stderr[-3000:]
     tokens = ["[CLS]", "the", "man", "went", "to", "the", "store", ".", "[SEP]", "he", "bought", "milk", ".", "[SEP]"]
     spans = _Spans()
     spans.feed(out.read_text(encoding="utf-8"))
     assert spans.spans["tok query"] == tokens
     assert png.stat().st_size > 10_000
-    assert run_one_head.returncode == 0, run_one_head.stderr[-3000:]
-    data = json.loads(one_head.read_text(encoding="utf-8").split('id="attention-data">')[1].split("</script>")[0])
+    run = _explore("attention", tiny_model_dir, "hello", "--out", out, "--layer", "1", "--head", "0")
+    assert run.returncode == 0, run.stderr[-3000:]
+    data = json.loads(out.read_text(encoding="utf-8").split('id="attention-data">')[1].split("</script>")[0])
     assert data["layers"] == [1] and data["heads"] == [0]
-    assert run_bad_layer.returncode == 2 and "--layer 9 is out of range" in run_bad_layer.stderr
+    run = _explore("attention", tiny_model_dir, "hello", "--out", out, "--layer", "9")
+    assert run.returncode == 2 and "--layer 9 is out of range" in run.stderr

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO, at_once, cli_env as _env
+from conftest import REPO, cli_env as _env
 from kbert.explore.curves import plot_run_curves, read_scalars
 from kbert.explore.projector import TENSOR_NAME, write_features_projector
 
@@ -122,12 +122,7 @@ def test_cli_answers_equal_the_heads_softmax_for_a_model_from_the_main_job(pretr
 
     model_dir = pretrain_run.model_dir
     text = "she was the [MASK] of the family, and [MASK] was very fond of her."
-    a, b = "the man went to the store.", "he bought a gallon of milk."
-    # The three commands at once (conftest.at_once): each is mostly its own start-up.
-    as_json, human, next_sentence = at_once(lambda: _explore("fill-mask", model_dir, text, "--json", "--top-k", "4"),
-                                            lambda: _explore("fill-mask", model_dir, text, "--top-k", "2"),
-                                            lambda: _explore("next-sentence", model_dir, a, b, "--json"))
-    lines = [json.loads(line) for line in as_json.splitlines()]
+    lines = [json.loads(line) for line in _explore("fill-mask", model_dir, text, "--json", "--top-k", "4").splitlines()]
     heads = PretrainingHeads.from_model_dir(model_dir)
     packed = {k: v.numpy() for k, v in heads.pack([text]).items()}
     positions = np.flatnonzero(packed["input_word_ids"][0] == heads.mask_id)
@@ -141,9 +136,11 @@ def test_cli_answers_equal_the_heads_softmax_for_a_model_from_the_main_job(pretr
         assert line["ids"] == np.argsort(-p)[:4].tolist()
         assert line["tokens"] == [vocab[i] for i in line["ids"]]
         np.testing.assert_allclose(line["probabilities"], np.sort(p)[::-1][:4], rtol=1e-5)
+    human = _explore("fill-mask", model_dir, text, "--top-k", "2")
     assert "[MASK] 1 (position" in human and "[MASK] 2 (position" in human and lines[0]["tokens"][0] in human
 
-    got = json.loads(next_sentence)
+    a, b = "the man went to the store.", "he bought a gallon of milk."
+    got = json.loads(_explore("next-sentence", model_dir, a, b, "--json"))
     pooled = heads.encoder({k: v.numpy() for k, v in heads.pack([a], [b]).items()})["pooled_output"]
     assert set(got) == {"is_next_probability"}
     assert got["is_next_probability"] == pytest.approx(_softmax(np.asarray(heads.nsp_head(pooled), np.float64))[0, 0],

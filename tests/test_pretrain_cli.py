@@ -11,12 +11,17 @@ import pytest
 from conftest import REPO, cli_env as _env, pretrain_command as _cmd
 
 
-def test_it_learns_and_writes_a_model_directory(pretrain_run):
-    # conftest: 250 steps, evaluated on the held-out records, and the untrained model's evaluation
-    # (1 step at learning rate ~0) made beside it.
-    model_dir, before = pretrain_run.model_dir, pretrain_run.untrained_results
+def test_it_learns_and_writes_a_model_directory(tmp_path, pretraining_records, small_vocab, pretrain_run):
+    model_dir = pretrain_run.model_dir  # 250 steps, evaluated on the held-out records (conftest)
+    # Step 0 baseline: evaluate the untrained model (1 step at learning rate ~0), as the run does.
+    base = subprocess.run(_cmd(pretraining_records, small_vocab, tmp_path / "base", "--steps", "1",
+                               "--eval-data", str(pretraining_records / "eval-*.tfrecord"), "--eval-steps", "10",
+                               "--learning-rate", "2e-3", "--warmup-steps", "20"),
+                          capture_output=True, text=True, timeout=600, env=_env(), cwd=REPO)
+    assert base.returncode == 0, base.stderr[-3000:]
+    before = json.loads((tmp_path / "base" / "pretrain_results.json").read_text())
     after = json.loads((model_dir / "pretrain_results.json").read_text())
-    assert after["steps"] == 250 and before["steps"] == 1
+    assert after["steps"] == 250
     # Held-out MLM accuracy far above the untrained model's (chance is ~1/1400): after 250 small
     # steps BERT-Tiny has learned at least the unigram statistics (~4-5%).
     assert after["eval_mlm_accuracy"] > max(0.03, 10 * before["eval_mlm_accuracy"]), (before, after)
