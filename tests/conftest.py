@@ -2,8 +2,10 @@
 
 import os
 import pathlib
+import re
 import subprocess
 import sys
+import typing
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -133,6 +135,27 @@ def tiny_model_dir(tmp_path_factory) -> pathlib.Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def tiny_encoder_export(tmp_path_factory, tiny_model_dir) -> pathlib.Path:
+    """``kbert.export.encoder.export_encoder(tiny_model_dir, ...)`` with its defaults (a directory without
+    heads): test_export_endpoints serves it, test_explore_heads checks it has no head signatures."""
+    from kbert.export.encoder import export_encoder
+
+    return export_encoder(tiny_model_dir, tmp_path_factory.mktemp("tiny_encoder") / "bert_encoder" / "1")
+
+
+@pytest.fixture(scope="session")
+def uncased_preprocessor_export(tmp_path_factory) -> pathlib.Path:
+    """The bert-base-uncased preprocessor at sequence length 64, exported once through the CLI entry point
+    (``python -m kbert.export preprocessor VOCAB OUT --seq-length 64``, in-process): test_text_preprocessor
+    loads it in a fresh process, test_reliability_text feeds it any input."""
+    from kbert.export.__main__ import main
+
+    out = tmp_path_factory.mktemp("export") / "preprocessor"
+    assert main(["preprocessor", str(UNCASED_VOCAB), str(out), "--seq-length", "64"]) == 0
+    return out
+
+
 def run_fresh_python(code: str, timeout: int = 300) -> str:
     """Runs code in a fresh interpreter (nothing of kbert imported unless the code does so)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH="")
@@ -193,6 +216,12 @@ def cli_env() -> dict:
     return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
 
 
+def user_env() -> dict:
+    """The environment of a user's shell: no TF_CPP_MIN_LOG_LEVEL, so a command's own filtering of
+    TensorFlow's start-up noise is what keeps its output clean (tests/test_cli.py checks that)."""
+    return {**{k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}, "PYTHONPATH": str(REPO)}
+
+
 def pretrain_command(records, vocab, model_dir, *extra) -> list:
     """``python -m kbert.pretrain`` on BERT-Tiny, 16 x 64 batches of ``records``' training files."""
     return [sys.executable, "-m", "kbert.pretrain", "--config", "tiny", "--vocab", str(vocab),
@@ -200,19 +229,29 @@ def pretrain_command(records, vocab, model_dir, *extra) -> list:
             "--seq-length", "64", "--max-predictions", "10", "--batch-size", "16", "--seed", "0", *extra]
 
 
+class PretrainRun(typing.NamedTuple):
+    model_dir: pathlib.Path
+    stdout: str
+    stderr: str
+    command: typing.Callable[[pathlib.Path], list]  # command(model_dir): the same run into another folder
+
+
 @pytest.fixture(scope="session")
-def pretrain_run(tmp_path_factory, pretraining_records, small_vocab):
-    """(model directory, stdout) of a short run of the main job's command: 250 steps with held-out
-    evaluation, checkpoints and fill-mask summaries every 125 steps. test_pretrain_cli checks that it
-    learned, test_explore_training its curves, summaries and the explore CLI on its model."""
+def pretrain_run(tmp_path_factory, pretraining_records, small_vocab) -> PretrainRun:
+    """A short run of the main job's command: 250 steps (two checkpoint intervals of 125) with
+    held-out evaluation and fill-mask summaries every 125 steps, in a user's environment.
+    test_pretrain_cli checks that it learned, test_explore_training its curves, summaries and the
+    explore CLI on its model, test_cli its output and that rerunning it evaluates to the same numbers."""
+    def command(model_dir):
+        return pretrain_command(
+            pretraining_records, small_vocab, model_dir, "--steps", "250", "--checkpoint-every", "125",
+            "--fill-mask-every", "125", "--eval-data", str(pretraining_records / "eval-*.tfrecord"),
+            "--eval-steps", "10", "--learning-rate", "2e-3", "--warmup-steps", "20")
+
     model_dir = tmp_path_factory.mktemp("pretrain_run") / "m"
-    run = subprocess.run(pretrain_command(
-        pretraining_records, small_vocab, model_dir, "--steps", "250", "--checkpoint-every", "125",
-        "--fill-mask-every", "125", "--eval-data", str(pretraining_records / "eval-*.tfrecord"), "--eval-steps", "10",
-        "--learning-rate", "2e-3", "--warmup-steps", "20"),
-        capture_output=True, text=True, timeout=900, env=cli_env(), cwd=REPO)
+    run = subprocess.run(command(model_dir), capture_output=True, text=True, timeout=900, env=user_env(), cwd=REPO)
     assert run.returncode == 0, run.stderr[-3000:]
-    return model_dir, run.stdout
+    return PretrainRun(model_dir, run.stdout, run.stderr, command)
 
 
 @pytest.fixture(scope="session")
@@ -261,3 +300,29 @@ def task_exports(tmp_path_factory, tiny_model_dir) -> dict:
         model.save_model_dir(root / "dirs" / name)
         out[name] = (model, export_task(root / "dirs" / name, root / "saved_models" / name / "1"))
     return out
+
+
+# -- the README commands' scratch folder ----------------------------------------------------------
+@pytest.fixture(scope="session")
+def readme_scratch(tmp_path_factory):
+    """The folder tests/test_readme_commands.py runs README's commands in, and their results
+    (readme_scratch.ReadmeScratch)."""
+    from readme_scratch import ReadmeScratch
+    from test_readme_commands import ENV  # its environment table (a test module: imported when needed)
+
+    return ReadmeScratch(tmp_path_factory.mktemp("readme"), ENV)
+
+
+@pytest.fixture(scope="session")
+def demo_ja_run(readme_scratch) -> tuple:
+    """(folder it ran in, stdout, steps) of README's Japanese main job, ``python -m kbert.pretrain
+    --demo ja`` with the README test's few steps, run in the README scratch folder:
+    tests/test_pretrain_demo_ja.py checks its files and exports, tests/test_readme_commands.py its
+    exit status and output (one run instead of two: the vocabulary, records and exports take ~50 s)."""
+    from readme_scratch import readme_command
+
+    command = readme_command("python -m kbert.pretrain --demo ja")
+    run = readme_scratch.run(command)
+    assert run.returncode == 0, f"{command}\n{run.stdout[-2000:]}\n{run.stderr[-4000:]}"
+    steps = re.search(r"--steps (\d+)", command)
+    return readme_scratch.work, run.stdout, int(steps.group(1)) if steps else 1000  # the demo's default

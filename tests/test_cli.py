@@ -6,6 +6,7 @@ same checkpoint to the same numbers."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -107,23 +108,23 @@ def test_start_up_noise_is_filtered_and_verbose_shows_it(tmp_path):
     assert all(line.startswith("pretraining_data: ") for line in beam.stderr.splitlines()), beam.stderr
 
 
-def test_pretraining_is_quiet_shows_one_progress_display_and_evaluates_repeatably(
-        tmp_path, pretraining_records, small_vocab):
-    args = ["-m", "kbert.pretrain", "--config", "tiny", "--vocab", str(small_vocab),
-            "--train-data", str(pretraining_records / "train-*.tfrecord"),
-            "--eval-data", str(pretraining_records / "eval-*.tfrecord"), "--eval-steps", "3",
-            "--model-dir", str(tmp_path / "m"), "--seq-length", "32", "--max-predictions", "5",
-            "--batch-size", "8", "--steps", "6", "--checkpoint-every", "3", "--seed", "0"]
-    first = _run(args)
-    assert first.returncode == 0, first.stderr[-3000:]
+def test_pretraining_is_quiet_shows_one_progress_display_and_evaluates_repeatably(tmp_path, pretrain_run):
+    # conftest.pretrain_run: python -m kbert.pretrain run in a user's environment (as _run does), 250
+    # steps in two checkpoint intervals (two Keras epochs), evaluated on held-out records.
+    first = pretrain_run
     assert not [n for n in NOISE if n in first.stderr + first.stdout], first.stderr[-3000:]
-    # Not a terminal: progress lines of the whole run (6 steps), no per-epoch "Epoch 1/2" bars.
+    # Not a terminal: progress lines of the whole run (both intervals), no per-epoch "Epoch 1/2" bars.
     assert "Epoch 1/" not in first.stdout
-    assert re.search(r"^step 6/6 \(100%\)\s+[\d.]+ steps/s\s+took \d+s\s+loss [\d.]+", first.stdout, re.M), first.stdout
-    results = json.loads((tmp_path / "m" / "pretrain_results.json").read_text())
-    # The same command on the finished checkpoint: no training, the same held-out numbers.
-    second = _run(args)
+    assert re.search(r"^step 250/250 \(100%\)\s+[\d.]+ steps/s\s+took \d+s\s+loss [\d.]+", first.stdout,
+                     re.M), first.stdout
+    results = json.loads((first.model_dir / "pretrain_results.json").read_text())
+    # The same command on (a copy of) the finished checkpoint: no training, the same held-out numbers.
+    model_dir = tmp_path / "m"
+    shutil.copytree(first.model_dir, model_dir)
+    (model_dir / "pretrain_results.json").unlink()
+    second = _run(first.command(model_dir)[1:])
     assert second.returncode == 0, second.stderr[-3000:]
-    again = json.loads((tmp_path / "m" / "pretrain_results.json").read_text())
+    assert "resuming from step 250" in second.stdout and "step 250/250" not in second.stdout, second.stdout
+    again = json.loads((model_dir / "pretrain_results.json").read_text())
     evals = {k: v for k, v in results.items() if k.startswith("eval_")}
     assert evals and {k: again[k] for k in evals} == evals

@@ -190,9 +190,7 @@ assert not [k for k in sys.modules if k.split(".")[0] in ("kbert", "keras_hub")]
     assert not [op for op in saved_model_ops(out) if op.startswith(("Py", "EagerPy"))]
 
 
-def test_export_of_a_directory_without_heads_has_no_head_signatures(tiny_model_dir, tmp_path):
-    from kbert.export.encoder import export_encoder
-
-    out = export_encoder(tiny_model_dir, tmp_path / "sm")
+def test_export_of_a_directory_without_heads_has_no_head_signatures(tiny_encoder_export):
+    out = tiny_encoder_export  # conftest: export_encoder(tiny_model_dir, ...), its defaults
     assert set(tf.saved_model.load(str(out)).signatures) == {"serving_default"}
     assert not (out / "assets.extra").exists()

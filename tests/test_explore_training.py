@@ -101,7 +101,7 @@ def _softmax(x):
 def test_pretraining_writes_curves_and_fill_mask_summaries(pretrain_run):
     from kbert.explore.fill_mask_callback import read_fill_mask_summaries
 
-    model_dir, stdout = pretrain_run  # conftest: 250 steps, fill-mask summaries every 125
+    model_dir, stdout = pretrain_run.model_dir, pretrain_run.stdout  # conftest: 250 steps, fill-mask every 125
     assert f"loss/accuracy curves:    {model_dir / 'curves.png'}" in stdout
     assert (model_dir / "curves.png").stat().st_size > 10_000
     summaries = read_fill_mask_summaries(model_dir / "logs" / "fill_mask")
@@ -120,7 +120,7 @@ def _explore(*args):
 def test_cli_answers_equal_the_heads_softmax_for_a_model_from_the_main_job(pretrain_run):
     from kbert.explore.heads_model import PretrainingHeads
 
-    model_dir, _ = pretrain_run
+    model_dir = pretrain_run.model_dir
     text = "she was the [MASK] of the family, and [MASK] was very fond of her."
     lines = [json.loads(line) for line in _explore("fill-mask", model_dir, text, "--json", "--top-k", "4").splitlines()]
     heads = PretrainingHeads.from_model_dir(model_dir)

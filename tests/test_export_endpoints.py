@@ -7,7 +7,6 @@ import re
 import pytest
 
 from conftest import REPO, run_fresh_python
-from kbert.export.encoder import export_encoder
 from kbert.export.preprocessor import export_preprocessor
 
 
@@ -19,13 +18,14 @@ def documented_calls() -> str:
 
 
 @pytest.fixture(scope="module")
-def exports_dir(tmp_path_factory, tiny_model_dir, task_exports):
-    """The three exports under the relative paths README uses (the SST-2 one is conftest.task_exports')."""
+def exports_dir(tmp_path_factory, tiny_model_dir, task_exports, tiny_encoder_export):
+    """The three exports under the relative paths README uses (the SST-2 one is conftest.task_exports',
+    the encoder conftest.tiny_encoder_export)."""
     root = tmp_path_factory.mktemp("endpoints")
-    (root / "saved_models" / "sst2").mkdir(parents=True)
-    (root / "saved_models" / "sst2" / "1").symlink_to(task_exports["sst2"][1], target_is_directory=True)
+    for name, export in (("sst2", task_exports["sst2"][1]), ("bert_encoder", tiny_encoder_export)):
+        (root / "saved_models" / name).mkdir(parents=True)
+        (root / "saved_models" / name / "1").symlink_to(export, target_is_directory=True)
     export_preprocessor(tiny_model_dir, root / "saved_models" / "bert_preprocessor" / "1")
-    export_encoder(tiny_model_dir, root / "saved_models" / "bert_encoder" / "1")
     return root
 
 

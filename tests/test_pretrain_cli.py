@@ -12,7 +12,7 @@ from conftest import REPO, cli_env as _env, pretrain_command as _cmd
 
 
 def test_it_learns_and_writes_a_model_directory(tmp_path, pretraining_records, small_vocab, pretrain_run):
-    model_dir, _ = pretrain_run  # 250 steps, evaluated on the held-out records (conftest)
+    model_dir = pretrain_run.model_dir  # 250 steps, evaluated on the held-out records (conftest)
     # Step 0 baseline: evaluate the untrained model (1 step at learning rate ~0), as the run does.
     base = subprocess.run(_cmd(pretraining_records, small_vocab, tmp_path / "base", "--steps", "1",
                                "--eval-data", str(pretraining_records / "eval-*.tfrecord"), "--eval-steps", "10",

@@ -1,33 +1,25 @@
 """python -m kbert.pretrain --demo ja: the Japanese main job end to end (few steps), and its exports."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import REPO, run_fresh_python
+from conftest import run_fresh_python
 from kbert import pretrain_demo_ja as demo
 
 pytest.importorskip("sentencepiece")
 
 
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory):
-    cwd = tmp_path_factory.mktemp("demo_ja")
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(REPO)}
-    run = subprocess.run([sys.executable, "-m", "kbert.pretrain", "--demo", "ja", "--steps", "20"],
-                         capture_output=True, text=True, timeout=900, env=env, cwd=cwd)
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]
-    return cwd, run.stdout
+# demo_ja_run (conftest): README's ``python -m kbert.pretrain --demo ja`` with the README test's few
+# steps, run once for this module and tests/test_readme_commands.py. What is checked here (files,
+# summary fields, exports, the held-out split) does not depend on the step count.
 
 
-def test_demo_writes_everything_and_reports(demo_run):
-    cwd, out = demo_run
+def test_demo_writes_everything_and_reports(demo_ja_run):
+    cwd, out, steps = demo_ja_run
     model_dir = cwd / "runs" / "pretrain_demo_ja" / "sentencepiece" / "model"
     summary = json.loads((model_dir / "demo_ja_summary.json").read_text())
-    assert summary["steps"] == 20 and summary["vocab_size"] == 8000
+    assert summary["steps"] == steps and summary["vocab_size"] == 8000
     assert 0 <= summary["held_out_unk_rate"] < 0.02 and summary["held_out_pieces"] > 5000
     assert 0 < summary["held_out_mlm_accuracy"] <= 1
     metadata = json.loads((model_dir / "kbert.json").read_text())
@@ -43,10 +35,10 @@ def test_demo_writes_everything_and_reports(demo_run):
     assert "《" not in (text / "train" / "wagahaiwa_nekodearu.txt").read_text(encoding="utf-8")
 
 
-def test_exported_preprocessor_takes_raw_japanese_in_a_fresh_process(demo_run):
+def test_exported_preprocessor_takes_raw_japanese_in_a_fresh_process(demo_ja_run):
     import sentencepiece as spm
 
-    cwd, _ = demo_run
+    cwd, _, _ = demo_ja_run
     pre = cwd / "saved_models" / "kbert_demo_ja_sentencepiece_preprocessor" / "1"
     enc = cwd / "saved_models" / "kbert_demo_ja_sentencepiece_encoder" / "1"
     texts = ["吾輩は猫である。名前はまだ無い。", "梅雨は東アジアの気象現象である。"]

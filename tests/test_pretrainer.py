@@ -175,7 +175,8 @@ STRATEGY_SCRIPT = textwrap.dedent("""
 
 def _run_strategy(tmp_path, mode, out, env=None):
     script = tmp_path / "strategy.py"
-    script.write_text(STRATEGY_SCRIPT.format(tests=str(REPO / "tests")))
+    if not script.exists():  # written once: rewriting it could truncate it under a process just started
+        script.write_text(STRATEGY_SCRIPT.format(tests=str(REPO / "tests")))
     return subprocess.Popen([sys.executable, str(script), mode, str(out)], env={**os.environ, **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 

@@ -1,5 +1,7 @@
 """Every command in README.md's ```bash blocks runs as written (issue 19), in README order, in one
-scratch folder, so that README and the code cannot drift apart.
+scratch folder, so that README and the code cannot drift apart. The folder is conftest.readme_scratch:
+a test that checks what a README command makes (tests/test_pretrain_demo_ja.py: the Japanese main job)
+may run that command there first; it runs once, and its result is checked here too.
 
 Only two kinds of edits are made, each listed below with its reason: SKIP (a command that needs
 something this machine does not have: a server, a cloud, the user's own corpus) and SUBSTITUTIONS
@@ -9,10 +11,7 @@ entry, one that is too slow a SUBSTITUTIONS entry. Each entry must still match a
 (test_every_skip_and_substitution_is_used), so stale entries are noticed.
 """
 
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -107,21 +106,11 @@ def test_readme_has_commands_and_every_skip_and_substitution_is_used():
 
 
 @pytest.fixture(scope="module")
-def scratch(tmp_path_factory):
-    """The folder the commands run in, and their environment: this checkout's kbert on
-    PYTHONPATH and a ``kbert`` command on PATH (what the install's entry point does)."""
-    root = tmp_path_factory.mktemp("readme")
-    bin_dir = root / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "kbert").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m kbert "$@"\n')
-    (bin_dir / "kbert").chmod(0o755)
-    (bin_dir / "python").symlink_to(sys.executable)
-    work = root / "work"
-    work.mkdir()
-    (work / "kbert").symlink_to(REPO / "kbert")  # README's paths into the checkout (kbert/resources/...)
-    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-    env.update(ENV, PYTHONPATH=str(REPO), PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}")
-    return work, env, set()
+def scratch(readme_scratch):
+    """conftest.readme_scratch (the folder the commands run in, their environment: this checkout's
+    kbert on PYTHONPATH, ``kbert`` on PATH, ENV above; a command another test asked for first, the
+    Japanese main job, ran there once and is checked here from that run) and the commands run so far."""
+    return readme_scratch, set()
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=[c[:60] for c in COMMANDS])
@@ -129,12 +118,11 @@ def test_readme_command_runs_as_written(command, scratch):
     reason = skip_reason(command)
     if reason:
         pytest.skip(reason)
-    work, env, done = scratch
+    readme_scratch, done = scratch
     if same_command(prepared(command)) in done:
         pytest.skip("the same command ran above")
     done.add(same_command(prepared(command)))
-    result = subprocess.run(["bash", "-c", prepared(command)], cwd=work, env=env, capture_output=True,
-                            text=True, timeout=900)
+    result = readme_scratch.run(prepared(command))
     assert result.returncode == 0, f"{prepared(command)}\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
     noise = [n for n in NOISE if n in result.stderr]
     assert not noise, f"{command}: {noise}\n{result.stderr[-3000:]}"

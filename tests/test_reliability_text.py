@@ -61,12 +61,10 @@ def chinese():
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    from kbert.export.preprocessor import export_preprocessor
-
-    path = export_preprocessor(UNCASED_VOCAB, tmp_path_factory.mktemp("export") / "preprocessor",
-                               seq_length=SEQ_LENGTH)
-    return tf.saved_model.load(path)
+def exported(uncased_preprocessor_export):
+    """conftest's export of this vocabulary at SEQ_LENGTH (shared with test_text_preprocessor)."""
+    assert SEQ_LENGTH == 64  # the length conftest.uncased_preprocessor_export is exported with
+    return tf.saved_model.load(str(uncased_preprocessor_export))
 
 
 def check_packed(out, batch, segments, seq_length=SEQ_LENGTH, vocab_size=30522, cls=101, sep=102):

@@ -24,6 +24,7 @@ def _rss_bytes():
         return int(f.read().split()[1]) * 4096
 
 
+@pytest.mark.slow  # sixty seconds by design: the soak is the point
 def test_eight_threads_for_sixty_seconds_same_outputs_and_flat_memory(served):
     clf, _ = served
     rng = np.random.default_rng(0)

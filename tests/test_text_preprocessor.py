@@ -29,13 +29,10 @@ def texts():
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    """Exported once through the CLI entry point: ``python -m kbert.export preprocessor VOCAB OUT``."""
-    from kbert.export.__main__ import main
-
-    out = tmp_path_factory.mktemp("export") / "preprocessor"
-    assert main(["preprocessor", str(UNCASED_VOCAB), str(out), "--seq-length", "64"]) == 0
-    return out
+def exported(uncased_preprocessor_export):
+    """Exported once through the CLI entry point: ``python -m kbert.export preprocessor VOCAB OUT``
+    (conftest, shared with test_reliability_text)."""
+    return uncased_preprocessor_export
 
 
 def test_contract(preprocessor, texts):

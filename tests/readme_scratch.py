@@ -1,0 +1,47 @@
+"""The scratch folder README's ```bash commands run in (tests/test_readme_commands.py, in README
+order), shared through conftest.readme_scratch with the tests that check what a README command makes."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+from conftest import REPO
+
+
+class ReadmeScratch:
+    """The folder tests/test_readme_commands.py runs README's ```bash commands in (in README order),
+    their environment, and each command's result. A test that checks what a README command makes
+    (the Japanese main job's files and exports) asks for that command here: it runs once per session,
+    whichever test comes first, and the README test checks the same result."""
+
+    def __init__(self, root: pathlib.Path, env_overrides: dict):
+        bin_dir = root / "bin"
+        bin_dir.mkdir()
+        # a ``kbert`` command on PATH (what the install's entry point does) and ``python`` for README's
+        (bin_dir / "kbert").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m kbert "$@"\n')
+        (bin_dir / "kbert").chmod(0o755)
+        (bin_dir / "python").symlink_to(sys.executable)
+        self.work = root / "work"
+        self.work.mkdir()
+        (self.work / "kbert").symlink_to(REPO / "kbert")  # README's paths into the checkout (kbert/resources/...)
+        env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # as a user's shell has it
+        env.update(env_overrides, PYTHONPATH=str(REPO), PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}")
+        self.env = env
+        self.results: dict = {}
+
+    def run(self, command: str) -> subprocess.CompletedProcess:
+        """``bash -c command`` in the scratch folder; a command that already ran gives its first result."""
+        if command not in self.results:
+            self.results[command] = subprocess.run(["bash", "-c", command], cwd=self.work, env=self.env,
+                                                   capture_output=True, text=True, timeout=900)
+        return self.results[command]
+
+
+def readme_command(written: str) -> str:
+    """The README command ``written`` as tests/test_readme_commands.py runs it (its SUBSTITUTIONS
+    applied); README must show it."""
+    from test_readme_commands import COMMANDS, prepared
+
+    assert written in COMMANDS, f"README has no command {written!r}"
+    return prepared(written)
