@@ -44,6 +44,10 @@ def _local_origin() -> pathlib.Path | None:
 
 
 SHARED, SHARED_FOUND, _LOOKED_IN = _shared_data()
+if SHARED_FOUND:
+    # The commands the tests run (in-process CLIs and child processes) look for the data with
+    # kbert.data.shared, which knows neither this harness's clone rule nor a folder found here.
+    os.environ.setdefault("KBERT_SHARED_DATA", str(SHARED))
 MINILM_DIR = SHARED / "weights" / "all-MiniLM-L6-v2"
 UNCASED_VOCAB = SHARED / "vocab" / "bert-base-uncased" / "vocab.txt"
 CHINESE_VOCAB = SHARED / "vocab" / "chinese" / "vocab.txt"
