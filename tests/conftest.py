@@ -140,6 +140,32 @@ def tiny_model_dir(tmp_path_factory) -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
+def ja_model_dirs(tmp_path_factory) -> dict:
+    """{tokenizer type: model directory} for the two MeCab types: ``mecab-wordpiece`` is
+    ../shared/data/weights/ja-tiny-random-bert converted (kbert.convert hf); ``mecab-character`` a
+    random BERT-Tiny with the ja-char vocab and MLM + NSP heads (no such checkpoint ships)."""
+    import keras
+
+    from kbert import BertConfig, BertEncoder
+    from kbert.convert import hf
+    from kbert.layers.heads import build_head
+    from kbert.model_dir import save_model_dir
+    from kbert.text import TokenizerSpec, create_tokenizer
+
+    root = tmp_path_factory.mktemp("ja_models")
+    out = {kind: root / kind for kind in ("mecab-wordpiece", "mecab-character")}
+    hf.convert(SHARED / "weights" / "ja-tiny-random-bert", out["mecab-wordpiece"])
+    tokenizer = create_tokenizer(TokenizerSpec(type="mecab-character", lower_case=False,
+                                               vocab_file=str(SHARED / "vocab" / "ja-char" / "vocab.txt")))
+    keras.utils.set_random_seed(3)
+    encoder = BertEncoder(BertConfig.preset("tiny", vocab_size=tokenizer.vocab_size, max_position_embeddings=128))
+    save_model_dir(out["mecab-character"], encoder, tokenizer=tokenizer, heads={
+        "mlm": (build_head("mlm", encoder.config), {"type": "mlm"}),
+        "nsp": (build_head("nsp", encoder.config), {"type": "nsp"})})
+    return out
+
+
+@pytest.fixture(scope="session")
 def tiny_encoder_export(tmp_path_factory, tiny_model_dir) -> pathlib.Path:
     """``kbert.export.encoder.export_encoder(tiny_model_dir, ...)`` with its defaults (a directory without
     heads): test_export_endpoints serves it, test_explore_heads checks it has no head signatures."""

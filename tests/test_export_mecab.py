@@ -23,7 +23,7 @@ import tensorflow as tf
 pytest.importorskip("fugashi")
 pytest.importorskip("unidic_lite")
 
-from conftest import REFERENCE, REPO, SHARED, run_fresh_python  # noqa: E402
+from conftest import REFERENCE, REPO, run_fresh_python  # noqa: E402
 from kbert.export.words_inputs import join_words, words_name, words_request  # noqa: E402
 
 SEQ_LENGTH = 64
@@ -48,24 +48,6 @@ def reference_rows():
             per_source[row["source"]] = per_source.get(row["source"], 0) + 1
     assert len(per_source) >= 3
     return chosen
-
-
-def _character_model_dir(out):
-    import keras
-
-    from kbert import BertConfig, BertEncoder
-    from kbert.layers.heads import build_head
-    from kbert.model_dir import save_model_dir
-    from kbert.text import TokenizerSpec, create_tokenizer
-
-    tokenizer = create_tokenizer(TokenizerSpec(type="mecab-character", lower_case=False,
-                                               vocab_file=str(SHARED / "vocab" / "ja-char" / "vocab.txt")))
-    keras.utils.set_random_seed(3)
-    encoder = BertEncoder(BertConfig.preset("tiny", vocab_size=tokenizer.vocab_size, max_position_embeddings=128))
-    save_model_dir(out, encoder, tokenizer=tokenizer, heads={
-        "mlm": (build_head("mlm", encoder.config), {"type": "mlm"}),
-        "nsp": (build_head("nsp", encoder.config), {"type": "nsp"})})
-    return out
 
 
 def _random_head(model, seed):
@@ -179,12 +161,11 @@ def _flat(words):  # the old contract: one space-joined string per text
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory, reference_rows):
+def exported(tmp_path_factory, ja_model_dirs, reference_rows):
     """{type: (model_dir, {classifier, choice}: Keras model, {encoder, preprocessor, task, choice}: export dir)}
     and the fresh process's answers."""
     import keras
 
-    from kbert.convert import hf
     from kbert.export.encoder import export_encoder
     from kbert.export.preprocessor import export_preprocessor
     from kbert.export.task import export_task
@@ -194,11 +175,7 @@ def exported(tmp_path_factory, reference_rows):
     root = tmp_path_factory.mktemp("mecab_exports")
     models, requests = {}, {}
     for kind in TYPES:
-        model_dir = root / kind / "model"
-        if kind == "mecab-wordpiece":
-            hf.convert(SHARED / "weights" / "ja-tiny-random-bert", model_dir)
-        else:
-            _character_model_dir(model_dir)
+        model_dir = ja_model_dirs[kind]
         keras.utils.set_random_seed(4)
         keras_models = {"classifier": _random_head(
             TextClassifier.from_model_dir(model_dir, num_classes=3, seq_length=SEQ_LENGTH), 5)}

@@ -46,21 +46,6 @@ def _jsquad_rows():
                      ("何の会社？", "ｶﾀｶﾅの㈱は全角ＡＢＣ株式会社、New York にある。"), ("何？", "")]
 
 
-def _character_model_dir(out):
-    import keras
-
-    from kbert import BertConfig, BertEncoder
-    from kbert.model_dir import save_model_dir
-    from kbert.text import TokenizerSpec, create_tokenizer
-
-    tokenizer = create_tokenizer(TokenizerSpec(type="mecab-character", lower_case=False,
-                                               vocab_file=str(SHARED / "vocab" / "ja-char" / "vocab.txt")))
-    keras.utils.set_random_seed(3)
-    save_model_dir(out, BertEncoder(BertConfig.preset("tiny", vocab_size=tokenizer.vocab_size,
-                                                      max_position_embeddings=128)), tokenizer=tokenizer)
-    return out
-
-
 def _randomize(model, scale, seed):
     rng = np.random.default_rng(seed)
     for w in model.head.weights:
@@ -68,9 +53,8 @@ def _randomize(model, scale, seed):
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
+def served(tmp_path_factory, ja_model_dirs):
     """{"qa": {kind: (model, rows)}, "tagger": model} and the fresh process's answers."""
-    from kbert.convert import hf
     from kbert.export.task import export_task
     from kbert.export.words_answers import words_rows
     from kbert.tasks import SpanQuestionAnswerer, TokenTagger
@@ -79,11 +63,7 @@ def served(tmp_path_factory):
     rows = _jsquad_rows()
     models, requests = {"qa": {}}, {"qa": {}}
     for kind in KINDS:
-        model_dir = root / kind / "model"
-        if kind == "mecab-wordpiece":
-            hf.convert(SHARED / "weights" / "ja-tiny-random-bert", model_dir)
-        else:
-            _character_model_dir(model_dir)
+        model_dir = ja_model_dirs[kind]
         qa = SpanQuestionAnswerer.from_model_dir(model_dir, **QA_SETTINGS)
         _randomize(qa, 15.0, 3)
         qa.save_model_dir(root / kind / "qa")
