@@ -33,11 +33,10 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
+from kbert.text.mecab import WORD_SEPARATOR  # what pre_tokenize puts between words
 from kbert.text.pre_tokenize import needs_pre_tokenize
 
-# What pre_tokenize puts between words (kbert.text.mecab.WORD_SEPARATOR) and join_words puts back.
-WORD_SEPARATOR = " "
-PADDING = ""
+PADDING = ""  # what pads a row of words
 
 
 def takes_words(tokenizer) -> bool:
