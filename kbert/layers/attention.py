@@ -6,12 +6,16 @@ projection is one MatMul that TensorFlow fuses with its bias and the residual
 (``kbert.layers.projections``); the scores are ``matmul(q, k_t) * scale + mask_bias`` with the
 mask expanded by ``expand_dims``, the op order that oneDNN runs as one fused batch-matmul; softmax
 is computed in float32.
+
+``attention_impl`` chooses the attention itself: ``"plain"`` (this module's reference code),
+``"fused"`` or ``"auto"`` (``keras.ops.dot_product_attention``, flash attention on GPUs; see
+``kbert.layers.accel`` for what it does not do: dropout on the attention probabilities).
 """
 
 import keras
 from keras import ops
 
-from kbert.layers import tf_fast
+from kbert.layers import accel, tf_fast
 from kbert.layers.dropout import Dropout
 from kbert.layers.initializers import truncated_normal
 from kbert.layers.projections import dense, dense_dropout_add, matmul
@@ -23,11 +27,14 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     The projections keep Google's [in, out] kernel layout so checkpoints map one to one.
     ``padding_mask`` is [batch, seq] with 1 for real tokens; padded keys get no attention weight.
     ``dropout`` applies to the attention probabilities, ``output_dropout`` to the output projection
-    (before the ``residual`` add, when one is given).
+    (before the ``residual`` add, when one is given). ``attention_impl``: "plain", "fused" or
+    "auto" (``kbert.layers.accel``).
     """
 
-    def __init__(self, hidden_size, num_heads, dropout=0.1, initializer_range=0.02, output_dropout=0.0, **kwargs):
+    def __init__(self, hidden_size, num_heads, dropout=0.1, initializer_range=0.02, output_dropout=0.0,
+                 attention_impl="plain", **kwargs):
         super().__init__(**kwargs)
+        self.attention_impl = accel.check_attention_impl(attention_impl)
         if hidden_size % num_heads:
             raise ValueError(f"hidden_size ({hidden_size}) must be divisible by num_heads ({num_heads})")
         self.hidden_size = hidden_size
@@ -79,6 +86,27 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         q_rows, q_len = flat, seq
         if positions is not None:
             q_rows, q_len = gather_rows(flat, positions, seq), ops.shape(positions)[1]
+        if accel.use_fused(self.attention_impl, training=training, dropout_rate=self.dropout_rate,
+                           return_attention=return_attention):
+            # [batch, rows, heads, size], the layout the fused kernels take: no transposes.
+            context = accel.attention(
+                ops.reshape(dense(self.query, q_rows), (batch, q_len, heads, size)),
+                ops.reshape(dense(self.key, flat), (batch, seq, heads, size)),
+                ops.reshape(dense(self.value, flat), (batch, seq, heads, size)),
+                padding_mask, 1.0 / float(size) ** 0.5)
+            context, probabilities = ops.reshape(context, (-1, width)), None
+        else:
+            context, probabilities = self._plain_attention(q_rows, flat, batch, seq, q_len, padding_mask, training)
+        if residual:
+            out = dense_dropout_add(self.output_dense, context, q_rows, self.output_dropout, training)
+        else:
+            out = self.output_dropout(dense(self.output_dense, context), training=training)
+        out = ops.reshape(out, (batch, q_len, width))
+        return (out, probabilities) if return_attention else out
+
+    def _plain_attention(self, q_rows, flat, batch, seq, q_len, padding_mask, training):
+        """The reference: context [batch * Q, H] and the probabilities [batch, heads, Q, seq]."""
+        heads, size, width = self.num_heads, self.head_size, self.hidden_size
         q = ops.transpose(ops.reshape(dense(self.query, q_rows), (batch, q_len, heads, size)), (0, 2, 1, 3))
         k_t = ops.transpose(ops.reshape(dense(self.key, flat), (batch, seq, heads, size)), (0, 2, 3, 1))
         v = ops.transpose(ops.reshape(dense(self.value, flat), (batch, seq, heads, size)), (0, 2, 1, 3))
@@ -92,12 +120,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         probabilities = ops.softmax(ops.cast(scores, "float32"), axis=-1)
         weights = self.dropout(ops.cast(probabilities, v.dtype), training=training)
         context = ops.reshape(ops.transpose(matmul(weights, v), (0, 2, 1, 3)), (-1, width))
-        if residual:
-            out = dense_dropout_add(self.output_dense, context, q_rows, self.output_dropout, training)
-        else:
-            out = self.output_dropout(dense(self.output_dense, context), training=training)
-        out = ops.reshape(out, (batch, q_len, width))
-        return (out, probabilities) if return_attention else out
+        return context, probabilities
 
     def get_config(self):
         config = super().get_config()
@@ -107,6 +130,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             dropout=self.dropout_rate,
             initializer_range=self.initializer_range,
             output_dropout=self.output_dropout_rate,
+            attention_impl=self.attention_impl,
         )
         return config
 

@@ -27,6 +27,7 @@ class TransformerBlock(keras.layers.Layer):
         dropout=0.1,
         attention_dropout=0.1,
         initializer_range=0.02,
+        attention_impl="plain",
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -37,9 +38,11 @@ class TransformerBlock(keras.layers.Layer):
         self.dropout_rate = dropout
         self.attention_dropout = attention_dropout
         self.initializer_range = initializer_range
+        self.attention_impl = attention_impl
         init = truncated_normal(initializer_range)
         self.attention = MultiHeadSelfAttention(
-            hidden_size, num_heads, attention_dropout, initializer_range, output_dropout=dropout, name="attention"
+            hidden_size, num_heads, attention_dropout, initializer_range, output_dropout=dropout,
+            attention_impl=attention_impl, name="attention"
         )
         self.attention_layer_norm = make_layer_norm("attention_layer_norm")
         self.intermediate = keras.layers.Dense(
@@ -93,5 +96,6 @@ class TransformerBlock(keras.layers.Layer):
             dropout=self.dropout_rate,
             attention_dropout=self.attention_dropout,
             initializer_range=self.initializer_range,
+            attention_impl=self.attention_impl,
         )
         return config

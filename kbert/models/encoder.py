@@ -20,9 +20,14 @@ class BertEncoder(keras.Model):
     ``encoder(inputs, output_attentions=True)`` adds ``attention_probs``: a list of L float32
     [batch, heads, seq, seq], one per block, each row the softmax over the keys (padded keys 0).
     Without it the call is the functional graph itself, the same ops as ever.
+
+    ``attention_impl``: "plain" (the reference), "fused" or "auto", the attention every block runs
+    (``kbert.layers.accel``: fused attention on GPUs and TPUs, without dropout on the attention
+    probabilities). A run-time choice like ``dtype``: the weights and ``bert_config.json`` are the
+    same either way.
     """
 
-    def __init__(self, config: BertConfig | None = None, dtype=None, **kwargs):
+    def __init__(self, config: BertConfig | None = None, dtype=None, attention_impl="plain", **kwargs):
         config = config or BertConfig()
         if isinstance(config, dict):
             config = BertConfig.from_dict(config)
@@ -48,6 +53,7 @@ class BertEncoder(keras.Model):
                 dropout=config.hidden_dropout_prob,
                 attention_dropout=config.attention_probs_dropout_prob,
                 initializer_range=config.initializer_range,
+                attention_impl=attention_impl,
                 dtype=dtype,
                 name=f"transformer_layer_{i}",
             )
@@ -75,6 +81,7 @@ class BertEncoder(keras.Model):
         }
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.config = config
+        self.attention_impl = attention_impl
         self.embeddings = embeddings
         self.blocks = blocks
         self.pooler = pooler
@@ -124,8 +131,9 @@ class BertEncoder(keras.Model):
         return self.embeddings.word_embeddings.embeddings
 
     def get_config(self):
-        return {"config": self.config.to_dict(), "name": self.name}
+        return {"config": self.config.to_dict(), "name": self.name, "attention_impl": self.attention_impl}
 
     @classmethod
     def from_config(cls, config):
-        return cls(BertConfig.from_dict(config["config"]), name=config.get("name"))
+        return cls(BertConfig.from_dict(config["config"]), name=config.get("name"),
+                   attention_impl=config.get("attention_impl", "plain"))
