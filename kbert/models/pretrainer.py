@@ -78,6 +78,11 @@ class BertPretrainer(compat.LocalReplicaBuild, keras.Model):
 
     # -- loss and metrics ---------------------------------------------------------------------
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        loss, parts = self._loss_and_parts(y, y_pred)
+        self.loss_parts.update(**parts)
+        return loss
+
+    def _loss_and_parts(self, y, y_pred):
         replicas = self.replicas.num_replicas()
         weights = ops.cast(y["masked_lm_weights"], "float32")
         mlm_logits = ops.cast(y_pred["mlm_logits"], "float32")
@@ -102,15 +107,20 @@ class BertPretrainer(compat.LocalReplicaBuild, keras.Model):
             nsp_loss = ops.mean(nsp_ce)
             loss = loss + nsp_loss / replicas
             parts["nsp_loss"] = nsp_loss
-        self.loss_parts.update(**parts)
-        return loss
+        return loss, parts
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         weights = ops.cast(y["masked_lm_weights"], "float32")
-        self.mlm_loss_tracker.update_state(self.loss_parts["mlm_loss"])
-        self.mlm_accuracy.update_state(self.loss_parts["mlm_correct"], sample_weight=weights)
+        parts = self.loss_parts
+        if keras.backend.backend() == "jax":
+            # JAX's trainer calls compute_loss inside the gradient transformation: what it stored
+            # are tracers of that transformation, which must not escape it. y_pred is returned
+            # out of it, so the parts are found again here (a forward softmax over P positions).
+            parts = self._loss_and_parts(y, y_pred)[1]
+        self.mlm_loss_tracker.update_state(parts["mlm_loss"])
+        self.mlm_accuracy.update_state(parts["mlm_correct"], sample_weight=weights)
         if self.use_nsp:
-            self.nsp_loss_tracker.update_state(self.loss_parts["nsp_loss"])
+            self.nsp_loss_tracker.update_state(parts["nsp_loss"])
             self.nsp_accuracy.update_state(y["next_sentence_labels"], y_pred["nsp_logits"])
         return self.replicas.logs(self.get_metrics_result())
 
