@@ -1,4 +1,4 @@
-"""usage: kbert bench {encoder,train,tokenize,pipeline,serve,finetune,pretrain} [ARGS...]
+"""usage: kbert bench {encoder,train,tokenize,pipeline,serve,finetune,pretrain,accelerator} [ARGS...]
 (also python -m kbert.bench ...)
 
 Each benchmark lives in its own module of this package and exposes ``main(argv)``;
@@ -16,6 +16,7 @@ BENCHMARKS = {
     "serve": "latency of an exported SavedModel (one request at a time, or N clients + batching) vs ONNX Runtime",
     "finetune": "fine-tuning throughput and accuracy vs transformers",
     "pretrain": "kbert vs keras-hub BertMaskedLM: steps/s and held-out MLM accuracy",
+    "accelerator": "pre-training and SQuAD training steps on a GPU/TPU under JAX (no TensorFlow) vs transformers",
 }
 
 
