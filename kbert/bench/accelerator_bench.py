@@ -239,7 +239,8 @@ def run_transformers(spec: dict) -> dict:
         hidden_act=act, hidden_dropout_prob=cfg["hidden_dropout_prob"],
         attention_probs_dropout_prob=cfg["attention_probs_dropout_prob"],
         max_position_embeddings=cfg["max_position_embeddings"], type_vocab_size=cfg["type_vocab_size"],
-        initializer_range=cfg["initializer_range"], attn_implementation="sdpa")
+        initializer_range=cfg["initializer_range"])
+    config._attn_implementation = "sdpa"  # the same setting as from_pretrained(attn_implementation="sdpa")
     x, y = synthetic_batch(spec["task"], cfg["vocab_size"], spec["batch_size"], spec["seq_length"],
                            spec["predictions"])
     t = {k: torch.from_numpy(np.asarray(v).astype("int64" if v.dtype.kind == "i" else "float32")).to(device)
