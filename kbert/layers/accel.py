@@ -6,7 +6,8 @@ layer stays the reference: tests/test_layers_accel.py holds every path here equa
 
 * ``attention``: fused scaled dot-product attention, ``keras.ops.dot_product_attention``, which
   on NVIDIA GPUs under JAX reaches cuDNN's flash attention (bf16/fp16 inputs, compute capability
-  8.0 and up), on TPUs the Splash kernel, and elsewhere XLA's own attention. The padding mask is
+  8.0 and up), and elsewhere XLA's own attention (on TPUs too: Keras takes its Splash kernel only
+  for a mask known when tracing, and a padding mask is not). The padding mask is
   passed as a boolean key mask, so padded keys get no weight, as in the plain path.
 * ``ATTENTION_IMPLS`` / ``use_fused``: which attention a layer runs, an explicit option of the
   attention layer, the block and the encoder (``attention_impl``):
