@@ -240,7 +240,6 @@ def run_transformers(spec: dict) -> dict:
         attention_probs_dropout_prob=cfg["attention_probs_dropout_prob"],
         max_position_embeddings=cfg["max_position_embeddings"], type_vocab_size=cfg["type_vocab_size"],
         initializer_range=cfg["initializer_range"])
-    config._attn_implementation = "sdpa"  # the same setting as from_pretrained(attn_implementation="sdpa")
     x, y = synthetic_batch(spec["task"], cfg["vocab_size"], spec["batch_size"], spec["seq_length"],
                            spec["predictions"])
     t = {k: torch.from_numpy(np.asarray(v).astype("int64" if v.dtype.kind == "i" else "float32")).to(device)
@@ -248,7 +247,7 @@ def run_transformers(spec: dict) -> dict:
     bf16 = spec["precision"] == "mixed_bfloat16"
 
     if spec["task"] == "pretrain":
-        model = transformers.BertForPreTraining(config)
+        model = transformers.AutoModelForPreTraining.from_config(config, attn_implementation="sdpa")
 
         def loss_fn():
             out = model.bert(input_ids=t["input_word_ids"], attention_mask=t["input_mask"],
@@ -261,7 +260,7 @@ def run_transformers(spec: dict) -> dict:
             weights = t["masked_lm_weights"].flatten()
             return (ce * weights).sum() / (weights.sum() + 1e-5) + F.cross_entropy(nsp, t["next_sentence_labels"])
     else:
-        model = transformers.BertForQuestionAnswering(config)
+        model = transformers.AutoModelForQuestionAnswering.from_config(config, attn_implementation="sdpa")
 
         def loss_fn():
             out = model(input_ids=t["input_word_ids"], attention_mask=t["input_mask"],
@@ -306,7 +305,17 @@ def run_transformers(spec: dict) -> dict:
                 first_call_steps=1, device=torch.cuda.get_device_name(0) if cuda else "cpu",
                 platform=device.type, peak_memory_gb=torch.cuda.max_memory_allocated() / 1e9 if cuda else None,
                 versions=_versions("torch", "transformers", "numpy"), fused_adamw=cuda,
-                torch_compile=bool(spec.get("torch_compile", True)))
+                torch_compile=bool(spec.get("torch_compile", True)), model_class=type(model).__name__,
+                attention_class=_attention_class(model),
+                attn_implementation=getattr(model.config, "_attn_implementation", None))
+
+
+def _attention_class(model):
+    """The class of the first self-attention module (the layout of transformers' BERT varies by version)."""
+    for name, module in model.named_modules():
+        if name.endswith("attention.self"):
+            return type(module).__name__
+    return None
 
 
 def child(spec: dict) -> dict:
