@@ -59,7 +59,8 @@ def hub_snapshot(source: str) -> pathlib.Path:
     cache = constants.HF_HUB_CACHE
 
     def fetch(patterns) -> pathlib.Path:
-        return pathlib.Path(snapshot_download(repo_id, revision=revision, allow_patterns=patterns))
+        return pathlib.Path(snapshot_download(repo_id, revision=revision, allow_patterns=patterns,
+                                              local_files_only=offline))
 
     here = f" (there is no folder {source} here either)" if "/" in source else ""
     try:
