@@ -37,6 +37,7 @@ class CheckReport:
     max_sequence_diff: float
     max_pooled_diff: float
     tolerance: float
+    languages: str = ""  # what the sentences are, for the report
 
     @property
     def max_diff(self) -> float:
@@ -47,7 +48,8 @@ class CheckReport:
         return not self.id_mismatches and self.max_diff <= self.tolerance
 
     def lines(self) -> list:
-        out = [f"check: {self.sentences} sentences (en, ja, zh, ko, ru) against transformers: "
+        what = f" ({self.languages})" if self.languages else ""
+        out = [f"check: {self.sentences} sentences{what} against transformers: "
                f"ids {'equal' if not self.id_mismatches else f'differ on {len(self.id_mismatches)}'}, "
                f"largest difference {self.max_diff:.2e} (sequence {self.max_sequence_diff:.2e}, pooled "
                f"{self.max_pooled_diff:.2e}; tolerance {self.tolerance:.0e})"]
@@ -107,4 +109,5 @@ def check_conversion(source_dir, model_dir, sentences=None, tolerance: float = D
     real = packed["input_mask"].astype(bool)
     sequence = np.abs(np.asarray(outputs["sequence_output"]) - reference.last_hidden_state.numpy())[real].max()
     pooled = np.abs(np.asarray(outputs["pooled_output"]) - reference.pooler_output.numpy()).max()
-    return CheckReport(len(texts), mismatches, float(sequence), float(pooled), tolerance)
+    languages = ", ".join(SENTENCES) if sentences is None else ""
+    return CheckReport(len(texts), mismatches, float(sequence), float(pooled), tolerance, languages)
