@@ -212,3 +212,21 @@ def test_a_failed_overwrite_leaves_the_old_model(tmp_path, tiny_hf, folder, fine
 def test_the_output_may_not_be_the_input(tmp_path, folder, capsys):
     _refused(capsys, tmp_path, ["hf", str(folder), str(folder), "--overwrite"], "is (or holds, or is inside) the input")
     _refused(capsys, tmp_path, ["hf", str(folder), str(folder / "sub"), "--overwrite"], "the input folder")
+
+
+def test_a_google_checkpoint_folder_is_read_not_followed(tmp_path, tiny_hf, capsys):
+    from kbert.convert import google, hf
+
+    model = hf.convert(tiny_hf, tmp_path / "model")
+    google.to_google(model, tmp_path / "release" / "bert_model.ckpt")
+    release = tmp_path / "release"
+    shutil.move(release / "vocab.txt", tmp_path / "elsewhere.txt")
+    (release / "vocab.txt").symlink_to(tmp_path / "elsewhere.txt")
+    _refused(capsys, tmp_path, ["google", str(release), str(tmp_path / "out")],
+             f"{release / 'vocab.txt'} is a symbolic link to {tmp_path / 'elsewhere.txt'}, outside {release}")
+    (release / "vocab.txt").unlink()
+    shutil.move(tmp_path / "elsewhere.txt", release / "vocab.txt")
+    (release / "bert_config.json").unlink()
+    os.mkfifo(release / "bert_config.json")
+    _refused(capsys, tmp_path, ["google", str(release / "bert_model.ckpt"), str(tmp_path / "out")],
+             f"{release / 'bert_config.json'} is a FIFO (named pipe), not a regular file")

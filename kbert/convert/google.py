@@ -14,6 +14,7 @@ import zipfile
 
 from kbert.config import BertConfig
 from kbert.convert.common import check_output_dir, write_model_dir
+from kbert.convert.inputs import input_file
 from kbert.convert.names import ConversionError, encoder_variables, export_arrays, head_variables, is_model_weight
 from kbert.convert.tokenizer_source import DEFAULT_MECAB_DIC, spec_for_type
 
@@ -114,9 +115,15 @@ def _convert_prefix(ckpt_prefix, out_dir, config_file, vocab_file, do_lower_case
                     shown) -> pathlib.Path:
     ckpt_prefix = pathlib.Path(ckpt_prefix)
     folder = ckpt_prefix.parent
-    config_file = pathlib.Path(config_file or folder / "bert_config.json")
     spec = spec_for_type(tokenizer, cased=not do_lower_case, mecab_dic=mecab_dic)
-    vocab_file = pathlib.Path(vocab_file or folder / spec.vocab_file)
+    # The checkpoint's folder is read, not followed (kbert.convert.inputs); files named by the
+    # user (--config, --vocab) are theirs to choose.
+    for name in [ckpt_prefix.name + ".index", *(p.name for p in folder.glob(ckpt_prefix.name + ".data-*"))]:
+        input_file(folder, name)
+    config_file = pathlib.Path(config_file) if config_file else (
+        input_file(folder, "bert_config.json") or folder / "bert_config.json")
+    vocab_file = pathlib.Path(vocab_file) if vocab_file else (
+        input_file(folder, spec.vocab_file) or folder / spec.vocab_file)
     if not config_file.exists():
         raise ConversionError(f"no bert_config.json: looked for {config_file} (pass --config)")
     config = BertConfig.from_json_file(config_file)
