@@ -212,3 +212,95 @@ def test_a_release_zip_path_and_its_unpacked_folder_convert_alike(tmp_path, rele
         z.extractall(tmp_path / "uncased_L-12_H-768_A-12")
     assert convert_main(["google", str(tmp_path / "uncased_L-12_H-768_A-12"), str(tmp_path / "c2"), "--cased"]) == 1
     assert "uncased release" in capsys.readouterr().err
+
+
+# -- the online path, against a stand-in for the Hub on 127.0.0.1 ---------------------------------------
+class _Hub:
+    """What huggingface_hub asks of the Hub to download a snapshot: the revision's file list
+    (``/api/models/REPO/revision/REV``) and each file (``HEAD``/``GET /REPO/resolve/COMMIT/FILE``,
+    with the commit and ETag headers); an unknown repository answers 404 ``RepoNotFound``."""
+
+    def __init__(self, repos: dict):
+        self.repos, self.fetched = repos, []  # {repo_id: {file name: bytes}}; [(repo_id, file)]
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _answer(self, body: bytes, status=200, headers=None, send_body=True):
+                self.send_response(status)
+                for k, v in {"Content-Length": str(len(body)), **(headers or {})}.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                if send_body:
+                    self.wfile.write(body)
+
+            def _route(self, send_body):
+                path = self.path.split("?")[0]
+                for repo_id, files in outer.repos.items():
+                    api = f"/api/models/{repo_id}/revision/"
+                    if path.startswith(api):
+                        body = json.dumps({"id": repo_id, "sha": COMMIT,
+                                           "siblings": [{"rfilename": f} for f in sorted(files)]}).encode()
+                        return self._answer(body, headers={"Content-Type": "application/json"}, send_body=send_body)
+                    prefix = f"/{repo_id}/resolve/"
+                    if path.startswith(prefix):
+                        name = path[len(prefix):].split("/", 1)[1]
+                        if name not in files:
+                            return self._answer(b"", 404, {"X-Error-Code": "EntryNotFound", "X-Repo-Commit": COMMIT})
+                        data = files[name]
+                        if send_body:
+                            outer.fetched.append((repo_id, name))
+                        return self._answer(data, headers={"X-Repo-Commit": COMMIT,
+                                                           "ETag": f'"{hashlib.sha256(data).hexdigest()}"'},
+                                            send_body=send_body)
+                self._answer(b'{"error": "Repository not found"}', 404, {"X-Error-Code": "RepoNotFound"})
+
+            def do_GET(self):
+                self._route(True)
+
+            def do_HEAD(self):
+                self._route(False)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.endpoint = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.mark.slow
+def test_online_a_name_downloads_safetensors_only_and_a_bin_only_when_there_is_no_safetensors(tmp_path, tiny_hf):
+    both = {p.name: p.read_bytes() for p in tiny_hf.iterdir()}
+    pt = make_hf_folder(tmp_path / "pt", safetensors=False, seed=3)
+    both["pytorch_model.bin"] = (pt / "pytorch_model.bin").read_bytes()  # another model's: must not be read
+    both["README.md"] = b"not needed"
+    bin_only = {p.name: p.read_bytes() for p in pt.iterdir()}
+    hub = _Hub({"org/both": both, "org/bin-only": bin_only})
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf_home"), "HF_ENDPOINT": hub.endpoint,
+           "HF_HUB_DISABLE_TELEMETRY": "1", "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
+    for key in ("HF_HUB_OFFLINE", "HF_HUB_CACHE", "HF_TOKEN"):
+        env.pop(key, None)
+    script = ("import sys; from kbert.convert.__main__ import main; "
+              "sys.exit(10 * main(['hf', 'org/both', sys.argv[1]]) + main(['hf', 'org/bin-only', sys.argv[2]]) "
+              "+ 100 * (main(['hf', 'org/missing', sys.argv[3]]) != 1))")
+    try:
+        result = subprocess.run([sys.executable, "-c", script, str(tmp_path / "a"), str(tmp_path / "b"),
+                                 str(tmp_path / "c")], capture_output=True, text=True, timeout=600, env=env)
+    finally:
+        hub.close()
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "kbert convert: error: model 'org/missing' is not on the Hugging Face Hub" in result.stderr
+    fetched = set(hub.fetched)
+    assert ("org/both", "model.safetensors") in fetched and ("org/both", "pytorch_model.bin") not in fetched
+    assert ("org/both", "README.md") not in fetched
+    assert ("org/bin-only", "pytorch_model.bin") in fetched
+    _same_model(hf.convert(tiny_hf, tmp_path / "folder_a"), tmp_path / "a")
+    _same_model(hf.convert(pt, tmp_path / "folder_b"), tmp_path / "b")
+    # and the cache is huggingface_hub's: the same names convert offline now
+    snapshots = list((tmp_path / "hf_home" / "hub" / "models--org--both" / "snapshots").iterdir())
+    assert [s.name for s in snapshots] == [COMMIT] and (snapshots[0] / "model.safetensors").is_symlink()
