@@ -147,8 +147,8 @@ def test_json_fields_of_the_wrong_type_are_one_line(tmp_path, folder, capsys, fi
         path.write_text(json.dumps(content))
     else:
         _edit_json(path, **content)
-    _refused(capsys, tmp_path, ["hf", str(folder), str(tmp_path / "out")], str(folder / expected.split(":")[0].split(" ")[0]),
-             expected)
+    named = str(folder / expected.split(":")[0].split(" ")[0])
+    _refused(capsys, tmp_path, ["hf", str(folder), str(tmp_path / "out")], named, expected)
 
 
 @pytest.fixture

@@ -33,7 +33,8 @@ def main(argv=None):
     hf.add_argument("--check", action="store_true",
                     help="compare ids and encoder outputs with transformers on sentences in English, Japanese, "
                          "Chinese, Korean and Russian; a mismatch exits 1 (needs torch and transformers)")
-    g = sub.add_parser("google", help="Google TF1 checkpoint (release zip URL or path, folder, prefix) -> model directory")
+    g = sub.add_parser("google",
+                       help="Google TF1 checkpoint (release zip URL or path, folder, prefix) -> model directory")
     g.add_argument("ckpt_prefix", metavar="SOURCE", help="a release zip's URL or path, a release folder, or a "
                                                          "checkpoint prefix (bert_model.ckpt)")
     g.add_argument("out_dir")

@@ -49,7 +49,8 @@ def find_checkpoint(folder) -> pathlib.Path:
     configs = sorted(p for p in folder.rglob("bert_config.json") if "__MACOSX" not in p.parts)
     if len(configs) != 1:
         found = ", ".join(str(p) for p in configs) or "none"
-        raise ConversionError(f"{folder}: expected one bert_config.json (a google-research/bert release), found {found}")
+        raise ConversionError(f"{folder}: expected one bert_config.json (a google-research/bert release), "
+                              f"found {found}")
     home = configs[0].parent
     indexes = sorted(home.glob("*.index"))
     names = [p.name[: -len(".index")] for p in indexes]
@@ -107,7 +108,8 @@ def _case(do_lower_case, source, prefix) -> bool:
     if known is not None and known != do_lower_case:
         raise ConversionError(
             f"{source} is google-research/bert's {'uncased' if known else 'cased'} release, but the conversion "
-            f"was asked for a {'uncased' if do_lower_case else 'cased'} vocabulary ({'drop' if known else 'add'} --cased)")
+            f"was asked for a {'uncased' if do_lower_case else 'cased'} vocabulary "
+            f"({'drop' if known else 'add'} --cased)")
     return do_lower_case
 
 

@@ -80,8 +80,8 @@ def hub_snapshot(source: str) -> pathlib.Path:
                               f"{str(e).splitlines()[0]}") from None
     except LocalEntryNotFoundError:
         if offline:
-            raise ConversionError(f"model {source!r} is not in the Hugging Face cache {cache} (HF_HUB_OFFLINE=1){here}: "
-                                  "run once online, or pass a folder") from None
+            raise ConversionError(f"model {source!r} is not in the Hugging Face cache {cache} "
+                                  f"(HF_HUB_OFFLINE=1){here}: run once online, or pass a folder") from None
         raise ConversionError(f"model {source!r} could not be fetched from the Hugging Face Hub and is not in the "
                               f"cache {cache}{here}: check the connection (HF_ENDPOINT, proxies), or pass a "
                               "folder") from None

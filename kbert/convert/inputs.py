@@ -91,5 +91,6 @@ def typed(data: dict, field: str, types, where, default=None, label: str | None 
         for t in types)
     if not ok:
         expected = " or ".join(_EXPECTED.get(t, t.__name__) for t in types)
-        raise ConversionError(f"{where}: field {label or field!r} is {value!r} (a JSON {_json_type(value)}); expected {expected}")
+        raise ConversionError(f"{where}: field {label or field!r} is {value!r} (a JSON {_json_type(value)}); "
+                              f"expected {expected}")
     return value
