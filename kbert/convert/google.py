@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import pathlib
 import shutil
+import tempfile
+import zipfile
 
 from kbert.config import BertConfig
-from kbert.convert.common import write_model_dir
+from kbert.convert.common import check_output_dir, write_model_dir
+from kbert.convert.inputs import input_file
 from kbert.convert.names import ConversionError, encoder_variables, export_arrays, head_variables, is_model_weight
 from kbert.convert.tokenizer_source import DEFAULT_MECAB_DIC, spec_for_type
 
@@ -31,20 +34,103 @@ def read_checkpoint(prefix) -> dict:
     }
 
 
-def convert(ckpt_prefix, out_dir, config_file=None, vocab_file=None, do_lower_case=True,
-            tokenizer="wordpiece", mecab_dic=DEFAULT_MECAB_DIC) -> pathlib.Path:
-    """``tokenizer``: the tokenizer type the checkpoint was trained with (Google's checkpoints do not
-    say; ``do_lower_case`` only matters for ``wordpiece``)."""
+# google-research/bert's releases and their case (its tokenization.validate_case_matches_checkpoint).
+CASED_RELEASES = ("cased_L-12_H-768_A-12", "cased_L-24_H-1024_A-16", "multi_cased_L-12_H-768_A-12",
+                  "wwm_cased_L-24_H-1024_A-16")
+UNCASED_RELEASES = ("uncased_L-12_H-768_A-12", "uncased_L-24_H-1024_A-16", "multilingual_L-12_H-768_A-12",
+                    "chinese_L-12_H-768_A-12", "wwm_uncased_L-24_H-1024_A-16")
+CHECKPOINT_NAME = "bert_model.ckpt"
+
+
+def find_checkpoint(folder) -> pathlib.Path:
+    """The checkpoint prefix in a release folder (``uncased_L-12_H-768_A-12/bert_model.ckpt``, at any
+    depth): the folder holding ``bert_config.json`` and one ``*.index`` (``bert_model.ckpt`` preferred)."""
+    folder = pathlib.Path(folder)
+    configs = sorted(p for p in folder.rglob("bert_config.json") if "__MACOSX" not in p.parts)
+    if len(configs) != 1:
+        found = ", ".join(str(p) for p in configs) or "none"
+        raise ConversionError(f"{folder}: expected one bert_config.json (a google-research/bert release), "
+                              f"found {found}")
+    home = configs[0].parent
+    indexes = sorted(home.glob("*.index"))
+    names = [p.name[: -len(".index")] for p in indexes]
+    if CHECKPOINT_NAME in names:
+        return home / CHECKPOINT_NAME
+    if len(names) != 1:
+        raise ConversionError(f"{home}: expected one checkpoint (bert_model.ckpt.index), found "
+                              f"{', '.join(names) or 'none'}; pass its prefix instead")
+    return home / names[0]
+
+
+def release_case(path) -> bool | None:
+    """``do_lower_case`` of a google-research/bert release recognised by its folder name, else None."""
+    for part in reversed(pathlib.Path(path).parts):
+        stem = part[:-len(".zip")] if part.endswith(".zip") else part
+        if stem in CASED_RELEASES:
+            return False
+        if stem in UNCASED_RELEASES:
+            return True
+    return None
+
+
+def convert(ckpt_prefix, out_dir, config_file=None, vocab_file=None, do_lower_case=None,
+            tokenizer="wordpiece", mecab_dic=DEFAULT_MECAB_DIC, overwrite: bool = False) -> pathlib.Path:
+    """``ckpt_prefix``: a checkpoint prefix, a release folder or a release ``.zip``.
+    ``tokenizer``: the tokenizer type the checkpoint was trained with (Google's checkpoints do not
+    say). ``do_lower_case`` (WordPiece only): None takes it from a release's known name
+    (``cased_L-12_H-768_A-12``...), and is True for other names; a value that contradicts a
+    known release is refused."""
+    source = pathlib.Path(ckpt_prefix)
+    check_output_dir(out_dir, overwrite)
+    if source.is_file() and zipfile.is_zipfile(source):
+        with tempfile.TemporaryDirectory(prefix="kbert-google-") as tmp:
+            try:
+                with zipfile.ZipFile(source) as archive:
+                    archive.extractall(tmp)
+            except (zipfile.BadZipFile, OSError) as e:
+                raise ConversionError(f"{source} cannot be unpacked: {e}") from None
+            prefix = find_checkpoint(tmp)
+            # Names inside the zip are shown as the zip's: they are gone after the conversion.
+            return _convert_prefix(prefix, out_dir, config_file, vocab_file, _case(do_lower_case, source, prefix),
+                                   tokenizer, mecab_dic, overwrite, shown=f"{source}:{prefix.relative_to(tmp)}")
+    if source.is_dir():
+        prefix = find_checkpoint(source)
+    else:
+        prefix = source
+    return _convert_prefix(prefix, out_dir, config_file, vocab_file, _case(do_lower_case, source, prefix),
+                           tokenizer, mecab_dic, overwrite, shown=str(prefix))
+
+
+def _case(do_lower_case, source, prefix) -> bool:
+    known = release_case(source) if release_case(source) is not None else release_case(prefix.parent)
+    if do_lower_case is None:
+        return True if known is None else known
+    if known is not None and known != do_lower_case:
+        raise ConversionError(
+            f"{source} is google-research/bert's {'uncased' if known else 'cased'} release, but the conversion "
+            f"was asked for a {'uncased' if do_lower_case else 'cased'} vocabulary "
+            f"({'drop' if known else 'add'} --cased)")
+    return do_lower_case
+
+
+def _convert_prefix(ckpt_prefix, out_dir, config_file, vocab_file, do_lower_case, tokenizer, mecab_dic, overwrite,
+                    shown) -> pathlib.Path:
     ckpt_prefix = pathlib.Path(ckpt_prefix)
     folder = ckpt_prefix.parent
-    config_file = pathlib.Path(config_file or folder / "bert_config.json")
     spec = spec_for_type(tokenizer, cased=not do_lower_case, mecab_dic=mecab_dic)
-    vocab_file = pathlib.Path(vocab_file or folder / spec.vocab_file)
+    # The checkpoint's folder is read, not followed (kbert.convert.inputs); files named by the
+    # user (--config, --vocab) are theirs to choose.
+    for name in [ckpt_prefix.name + ".index", *(p.name for p in folder.glob(ckpt_prefix.name + ".data-*"))]:
+        input_file(folder, name)
+    config_file = pathlib.Path(config_file) if config_file else (
+        input_file(folder, "bert_config.json") or folder / "bert_config.json")
+    vocab_file = pathlib.Path(vocab_file) if vocab_file else (
+        input_file(folder, spec.vocab_file) or folder / spec.vocab_file)
     if not config_file.exists():
         raise ConversionError(f"no bert_config.json: looked for {config_file} (pass --config)")
     config = BertConfig.from_json_file(config_file)
     arrays = read_checkpoint(ckpt_prefix)
-    return write_model_dir(config, arrays, vocab_file, out_dir, spec, str(ckpt_prefix))
+    return write_model_dir(config, arrays, vocab_file, out_dir, spec, shown, overwrite=overwrite)
 
 
 def to_google(model_dir, out_prefix) -> pathlib.Path:

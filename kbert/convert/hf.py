@@ -9,14 +9,14 @@ BertForMaskedLM) or not (BertModel). MLM and NSP heads are converted when presen
 
 from __future__ import annotations
 
-import json
 import pathlib
 import re
 
 import numpy as np
 
 from kbert.config import BertConfig
-from kbert.convert.common import write_model_dir
+from kbert.convert.common import check_output_dir, write_model_dir
+from kbert.convert.inputs import input_file, read_json_object, typed
 from kbert.convert.names import ConversionError
 from kbert.convert.tokenizer_source import read_hf_tokenizer
 from kbert.layers.normalization import LAYER_NORM_EPSILON
@@ -48,19 +48,21 @@ _BUFFERS = ("embeddings.position_ids",)
 
 
 def config_from_hf(hf: dict, source: str) -> BertConfig:
-    if hf.get("model_type", "bert") != "bert":
-        raise ConversionError(f"{source}: model_type is {hf.get('model_type')!r}, expected 'bert'")
-    act = hf.get("hidden_act", "gelu")
+    model_type = typed(hf, "model_type", str, source, "bert")
+    if model_type != "bert":
+        raise ConversionError(f"{source}: model_type is {model_type!r}, expected 'bert'")
+    act = typed(hf, "hidden_act", str, source, "gelu")
     if act not in HF_ACTIVATIONS:
         raise ConversionError(f"{source}: hidden_act {act!r} is not supported ({', '.join(HF_ACTIVATIONS)})")
-    eps = hf.get("layer_norm_eps", LAYER_NORM_EPSILON)
+    eps = typed(hf, "layer_norm_eps", float, source, LAYER_NORM_EPSILON)
     if abs(eps - LAYER_NORM_EPSILON) > 1e-15:
         raise ConversionError(f"{source}: layer_norm_eps is {eps}; BERT (and kbert) use {LAYER_NORM_EPSILON}")
-    if hf.get("position_embedding_type", "absolute") != "absolute":
-        raise ConversionError(
-            f"{source}: position_embedding_type {hf['position_embedding_type']!r}; only 'absolute' is BERT"
-        )
+    position = typed(hf, "position_embedding_type", str, source, "absolute")
+    if position != "absolute":
+        raise ConversionError(f"{source}: position_embedding_type {position!r}; only 'absolute' is BERT")
     fields = {k: hf[k] for k in BertConfig.__dataclass_fields__ if k in hf}
+    for name in fields:  # each field's type is its default's (int, float or str)
+        typed(fields, name, type(BertConfig.__dataclass_fields__[name].default), source)
     fields["hidden_act"] = HF_ACTIVATIONS[act]
     return BertConfig.from_dict(fields, source=source)
 
@@ -141,16 +143,16 @@ def _check_tied(state, arrays, source):
 
 
 def load_state(hf_dir: pathlib.Path) -> tuple[dict, str]:
-    st = hf_dir / "model.safetensors"
-    if st.exists():
+    st = input_file(hf_dir, "model.safetensors")
+    if st is not None:
         from safetensors.numpy import load_file
 
         try:
             return load_file(str(st)), str(st)
         except Exception as e:  # noqa: BLE001 - SafetensorError and friends: a damaged or foreign file
             raise ConversionError(f"{st} is not a readable safetensors file: {e}") from None
-    pt = hf_dir / "pytorch_model.bin"
-    if pt.exists():
+    pt = input_file(hf_dir, "pytorch_model.bin")
+    if pt is not None:
         try:
             import torch
         except ImportError:
@@ -175,17 +177,25 @@ def load_state(hf_dir: pathlib.Path) -> tuple[dict, str]:
     raise ConversionError(f"{hf_dir} holds neither model.safetensors nor pytorch_model.bin")
 
 
-def convert(hf_dir, out_dir) -> pathlib.Path:
+def convert(hf_dir, out_dir, overwrite: bool = False) -> pathlib.Path:
+    """``out_dir`` is written whole or not at all; one that exists and is not empty is refused
+    unless ``overwrite`` (then its old content is replaced whole)."""
     hf_dir = pathlib.Path(hf_dir)
+    out_dir = pathlib.Path(out_dir)
+    root, out = hf_dir.resolve(), out_dir.resolve()
+    if out == root or out in root.parents or root in out.parents:
+        raise ConversionError(f"the output {out_dir} is (or holds, or is inside) the input folder {hf_dir}; "
+                              "name another directory")
+    check_output_dir(out_dir, overwrite)
     config_path = hf_dir / "config.json"
-    if not config_path.exists():
+    hf_config = read_json_object(hf_dir, "config.json")
+    if hf_config is None:
         raise ConversionError(f"{hf_dir} has no config.json")
-    try:
-        hf_config = json.loads(config_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise ConversionError(f"{config_path} is not valid JSON: {e}") from None
     config = config_from_hf(hf_config, str(config_path))
     state, source = load_state(hf_dir)
     arrays = hf_to_google(state, source)
     spec, vocab_file = read_hf_tokenizer(hf_dir)
-    return write_model_dir(config, arrays, vocab_file, out_dir, spec, source)
+    vocab_file = pathlib.Path(vocab_file)
+    if vocab_file.parent.resolve() == root:
+        vocab_file = input_file(hf_dir, vocab_file.name) or vocab_file  # not there: write_model_dir says so
+    return write_model_dir(config, arrays, vocab_file, out_dir, spec, source, overwrite=overwrite)

@@ -12,9 +12,9 @@ that silently tokenized differently from how it was trained would give wrong ans
 
 from __future__ import annotations
 
-import json
 import pathlib
 
+from kbert.convert.inputs import input_file, read_json_object, typed
 from kbert.convert.names import ConversionError
 from kbert.text.spec import TokenizerSpec
 
@@ -49,18 +49,11 @@ def read_hf_tokenizer(hf_dir) -> tuple[TokenizerSpec, pathlib.Path]:
     gets in a kbert model directory."""
     hf_dir = pathlib.Path(hf_dir)
     path = hf_dir / TOKENIZER_CONFIG
-    config = {}
-    if path.exists():
-        try:
-            config = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise ConversionError(f"{path} is not valid UTF-8 JSON: {e}") from None
-        if not isinstance(config, dict):
-            raise ConversionError(f"{path}: expected a JSON object, got {type(config).__name__}")
+    config = read_json_object(hf_dir, TOKENIZER_CONFIG) or {}
     where = str(path)
-    cls = config.get("tokenizer_class")
+    cls = typed(config, "tokenizer_class", (str, type(None)), where)
     vocab = hf_dir / "vocab.txt"
-    spm = next((hf_dir / n for n in SENTENCEPIECE_FILES if (hf_dir / n).exists()), None)
+    spm = next((hf_dir / n for n in SENTENCEPIECE_FILES if input_file(hf_dir, n)), None)
     lower_case = config.get("do_lower_case", True)
     if not isinstance(lower_case, bool):
         raise ConversionError(f"{where}: field 'do_lower_case' must be true or false, got {lower_case!r}")
@@ -84,22 +77,20 @@ def _japanese(config: dict, where: str) -> TokenizerSpec:
     for flag in ("do_word_tokenize", "do_subword_tokenize"):
         if config.get(flag, True) is not True:
             refuse(flag, config[flag], "kbert reproduces BertJapaneseTokenizer with both steps on")
-    word = config.get("word_tokenizer_type", "basic")
+    word = typed(config, "word_tokenizer_type", str, where, "basic")
     if word != "mecab":
         why = {"sudachi": "Sudachi is not supported (kbert's Japanese word splitter is MeCab)",
                "jumanpp": "Juman++ is not supported (kbert's Japanese word splitter is MeCab)",
                "basic": "BertJapaneseTokenizer's basic word splitter (no CJK splitting) is not reproduced"}
         refuse("word_tokenizer_type", word, why.get(word, "unknown word tokenizer; kbert supports 'mecab'"))
-    subword = config.get("subword_tokenizer_type", "wordpiece")
+    subword = typed(config, "subword_tokenizer_type", str, where, "wordpiece")
     if subword not in MECAB_TYPES:
         refuse("subword_tokenizer_type", subword, f"kbert supports {', '.join(map(repr, MECAB_TYPES))} after MeCab")
     if config.get("do_lower_case", False) is not False:
         refuse("do_lower_case", config["do_lower_case"], "kbert's MeCab tokenizers are cased, as the Tohoku BERTs")
     if config.get("never_split"):
         refuse("never_split", config["never_split"], "extra unsplit tokens are not reproduced")
-    kwargs = config.get("mecab_kwargs") or {}
-    if not isinstance(kwargs, dict):
-        refuse("mecab_kwargs", kwargs, "expected an object")
+    kwargs = typed(config, "mecab_kwargs", (dict, type(None)), where) or {}
     for key, value in kwargs.items():
         if key == "mecab_option" and value:
             refuse("mecab_kwargs.mecab_option", value, "MeCab options are not reproduced")
@@ -107,7 +98,7 @@ def _japanese(config: dict, where: str) -> TokenizerSpec:
             refuse("mecab_kwargs.normalize_text", value, "kbert always applies NFKC, as transformers by default")
         if key not in ("mecab_dic", "mecab_option", "normalize_text", "do_lower_case"):
             refuse(f"mecab_kwargs.{key}", value, "unknown MeCab option")
-    dic = kwargs.get("mecab_dic", HF_DEFAULT_MECAB_DIC)
+    dic = typed(kwargs, "mecab_dic", str, where, HF_DEFAULT_MECAB_DIC, label="mecab_kwargs.mecab_dic")
     from kbert.text.mecab import DICTIONARY_PACKAGES, MecabError, mecab_tagger
 
     if dic not in DICTIONARY_PACKAGES:
