@@ -38,6 +38,7 @@ import importlib
 import os
 import pathlib
 
+from kbert.model_metadata import FORMAT_VERSION, METADATA_FILE, ModelDirError, read_metadata, write_metadata
 from kbert.text.spec import DEFAULT_TYPE, TokenizerSpec, TokenizerSpecError
 
 _BUILTIN_MODULES = {
@@ -108,10 +109,25 @@ def is_tokenizer(obj) -> bool:
     return getattr(type(obj), "tokenizer_type", None) in _REGISTRY
 
 
+def read_tokenizer_spec(model_dir):
+    """The ``TokenizerSpec`` of a model directory (``kbert.json``'s ``"tokenizer"``, or the legacy
+    ``do_lower_case`` alone, which means WordPiece with ``vocab.txt``)."""
+    try:
+        return TokenizerSpec.from_metadata(read_metadata(model_dir), str(pathlib.Path(model_dir) / METADATA_FILE))
+    except TokenizerSpecError as e:
+        raise ModelDirError(str(e)) from None
+
+
+def record_tokenizer_spec(model_dir, spec) -> None:
+    """Writes ``spec`` (and ``do_lower_case``) into ``kbert.json``, keeping the rest (a directory with
+    only a vocabulary then names its tokenizer: ``--tokenizer-dir``/``--model-dir`` read it)."""
+    metadata = read_metadata(model_dir)
+    metadata.update(format=FORMAT_VERSION, tokenizer=spec.to_json(), do_lower_case=spec.lower_case)
+    write_metadata(model_dir, metadata)
+
+
 def load_tokenizer(model_dir, **kwargs):
     """The tokenizer of a model directory, from its ``kbert.json`` (legacy ``do_lower_case`` included)."""
-    from kbert.model_dir import METADATA_FILE, ModelDirError, read_tokenizer_spec
-
     spec = read_tokenizer_spec(model_dir)
     try:
         cls = tokenizer_class(spec.type)

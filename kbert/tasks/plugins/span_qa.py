@@ -1,7 +1,7 @@
 """Task type "span_qa": an answer span in a context for each question (SQuAD 1.1 / 2.0,
 kbert.tasks.span_qa.SpanQuestionAnswerer), with run_squad.py's windows and answer selection;
-served by one graph from raw strings (kbert.export.span_qa_graph); for mecab-* models from words,
-answering in word indices (kbert.export.words_answers).
+served by one graph from raw strings (kbert.tasks.span_qa_graph); for mecab-* models from words,
+answering in word indices (kbert.tasks.words_answers).
 
 Tasks: squad/v1.1 (alias squad) and squad/v2.0 (kbert.data.squad), evaluated with the official
 exact match / F1 (2.0 also the best threshold); predictions as run_squad.py writes them.
@@ -155,13 +155,13 @@ class SpanQA(TaskType):
     def signatures(self, module):
         import tensorflow as tf
 
-        from kbert.export.span_qa_graph import build_answer_fn
-        from kbert.export.task import IDS_SPEC, valid_utf8
-        from kbert.export.words_inputs import takes_words, words_name
+        from kbert.tasks.signatures import IDS_SPEC, valid_utf8
+        from kbert.tasks.span_qa_graph import build_answer_fn
+        from kbert.tasks.words_inputs import takes_words, words_name
 
         model = module.model
         if takes_words(model.tokenizer):  # mecab-*: words in, answers in word indices
-            from kbert.export.words_answers import build_words_answer_fn
+            from kbert.tasks.words_answers import build_words_answer_fn
 
             answer = build_words_answer_fn(model)
             names = [words_name("question"), words_name("context")]
