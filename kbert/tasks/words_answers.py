@@ -10,7 +10,7 @@ had, e.g. inside an English phrase, are not in the words).
 One implementation with the raw-text exports: the row's words joined by "" (its *word text*) is the
 text that kbert.tasks.span_qa_graph's windows and answer selection run on. Each piece gets its
 span in the word text from the words' lengths and the pieces' lengths (the tokenizer's own
-``_piece_lengths``: WordPiece's ``##`` is not text; a word of one piece — ``[UNK]``, a special token
+``piece_lengths``: WordPiece's ``##`` is not text; a word of one piece — ``[UNK]``, a special token
 such as JSQuAD's ``[SEP]`` — spans the whole word, as ``tokenize_with_offsets`` gives in Python).
 An offset in the word text then maps to (word index, character in that word) through the words'
 starts. A Python-path answer cut at the same pieces of the raw text is the same answer
@@ -53,10 +53,10 @@ def word_layout(words) -> dict:
 
 def _piece_length_tables(tokenizer):
     """Characters of the word text that each id covers as a word's first piece and as a later one
-    (the tokenizer's Python rule ``_piece_lengths``, evaluated once per id)."""
+    (the tokenizer's Python rule ``piece_lengths``, evaluated once per id)."""
     ids = range(tokenizer.vocab_size)
-    first = [tokenizer._piece_lengths([i])[0] for i in ids]
-    later = [max(tokenizer._piece_lengths([0, i])[1], 0) for i in ids]
+    first = [tokenizer.piece_lengths([i])[0] for i in ids]
+    later = [max(tokenizer.piece_lengths([0, i])[1], 0) for i in ids]
     return tf.constant(first, tf.int32), tf.constant(later, tf.int32)
 
 

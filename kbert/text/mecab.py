@@ -100,6 +100,10 @@ class _MecabTokenizer(TokenizerLayer):
 
     in_graph = False  # MeCab runs in Python: pre_tokenize first (see kbert.text.registry)
 
+    def f1_unit(self) -> str:
+        """Japanese is written without spaces: span-QA F1 counts characters (JSQuAD)."""
+        return "char"
+
     @classmethod
     def from_spec(cls, spec: TokenizerSpec, directory=None, **kwargs):
         if spec.lower_case:
@@ -183,10 +187,6 @@ class _MecabTokenizer(TokenizerLayer):
 
     # -- tokenization (graph part: pre-tokenized strings) ---------------------------------------
     # tokenize, tokenize_serial, tokenize_flat: kbert.text.tokenizer_layer, on pre_tokenize()'s strings
-    def tokenize_text(self, texts):
-        """Raw texts -> ``[batch, words, pieces]`` (``pre_tokenize`` then ``tokenize``)."""
-        return self.tokenize(tf.constant(self.pre_tokenize(texts), tf.string))
-
     def _tokenize_1d(self, strings):
         words = tf.strings.split(strings, sep=WORD_SEPARATOR)
         words = tf.ragged.boolean_mask(words, tf.strings.length(words) > 0)
@@ -241,7 +241,7 @@ class _MecabTokenizer(TokenizerLayer):
         if len(pieces) == 1:  # a one-piece word, an [UNK] word, a special token: the whole word
             return [(starts[0], ends[-1])]
         spans, pos = [], 0
-        for n in self._piece_lengths(pieces):
+        for n in self.piece_lengths(pieces):
             spans.append((starts[pos], ends[pos + n - 1]))
             pos += n
         return spans
@@ -292,8 +292,10 @@ class MecabWordpieceTokenizer(_MecabTokenizer):
         too_long = tf.strings.length(words, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
         return self._wordpiece.tokenize(tf.where(too_long, vocab_lib.UNK, words))
 
-    def _piece_lengths(self, pieces):
-        # The first piece is the word's start as it is; later ones are "##" continuations.
+    def piece_lengths(self, pieces):
+        """Characters of its word that each of a word's pieces (ids, in order) covers: the first
+        piece's length in the vocabulary, later ones' without their "##". A word of one piece (an
+        [UNK] word, a special token) spans the whole word whatever its piece's length."""
         return [self._piece_chars[p] - (len(SUFFIX_INDICATOR) if k else 0) for k, p in enumerate(pieces)]
 
 
@@ -327,7 +329,8 @@ class MecabCharacterTokenizer(_MecabTokenizer):
             tf.boolean_mask(special, is_special), tf.cast(is_special, tf.int64))
         return tf.concat([char_ids, special_ids], axis=1)
 
-    def _piece_lengths(self, pieces):
+    def piece_lengths(self, pieces):
+        """Characters of its word that each of a word's pieces covers: one each."""
         return [1] * len(pieces)
 
 

@@ -24,7 +24,9 @@ What a tokenizer class gives (``BertTokenizer`` is the reference implementation;
   * ``special_token_ids`` (``padding_id``, ``start_of_sequence_id``, ``end_of_segment_id``,
     ``mask_id``, ``unknown_id``), ``get_special_tokens_dict()`` (TF Hub), ``vocab_size``,
     ``get_vocabulary()``, ``id_to_token``, ``token_to_id``, ``lower_case``;
-  * optionally ``shards`` (slices a batch is tokenized in, in parallel; 1 when absent).
+  * optionally ``shards`` (slices a batch is tokenized in, in parallel; 1 when absent);
+  * ``f1_unit()``: "word" or "char", the unit span-QA F1 counts in for the language the
+    tokenizer is for (``TokenizerLayer``: from the vocabulary; the MeCab types: "char").
 
 Consumers take a tokenizer object (``load_tokenizer(model_dir)``, ``create_tokenizer(spec, dir)``):
 ``BertPreprocessor``, task models, ``FeatureExtractor``, the exports (files from ``asset_files``;
@@ -102,6 +104,13 @@ def as_tokenizer(tokenizer_or_vocab, lower_case=None, source: str = "tokenizer")
     if tokenizer_or_vocab is None:
         raise ValueError(f"{source}: needs a tokenizer (kbert.text.load_tokenizer(model_dir)) or a vocabulary")
     return tokenizer_class(DEFAULT_TYPE)(tokenizer_or_vocab, lower_case=True if lower_case is None else lower_case)
+
+
+def f1_unit(tokenizer) -> str:
+    """"word" or "char": the unit span-QA F1 counts in for ``tokenizer`` (its ``f1_unit()``; "word"
+    for a registered type that has none)."""
+    unit = getattr(tokenizer, "f1_unit", None)
+    return unit() if unit is not None else "word"
 
 
 def is_tokenizer(obj) -> bool:

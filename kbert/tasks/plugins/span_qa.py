@@ -58,7 +58,7 @@ def select_articles(examples, spec, path):
 class SquadRecipe(Recipe):
     main_metric = "f1"
     metric_names = ("exact_match", "f1")
-    f1_unit = None  # "word" or "char"; None: from the model's tokenizer (kbert.tasks.f1_unit)
+    f1_unit = None  # "word" or "char"; None: from the model's tokenizer (kbert.text.registry.f1_unit)
 
     def paths(self) -> tuple:
         """(training file, evaluation file)."""
@@ -111,10 +111,10 @@ class SquadRecipe(Recipe):
             self._dev_windows = model.windows(questions, contexts)
         predictions = model.predict_windows(contexts, self._dev_windows, batch_size=self.options.eval_batch_size)
         by_id = {e["id"]: p for e, p in zip(self.dev, predictions)}
-        from kbert.tasks.f1_unit import f1_unit_for_tokenizer  # characters for Japanese/Chinese models
+        from kbert.text.registry import f1_unit as tokenizer_f1_unit  # characters for Japanese/Chinese
 
         result = squad_metrics({k: p.text for k, p in by_id.items()}, self.dev, self.version_2,
-                               f1_unit=self.f1_unit or f1_unit_for_tokenizer(model.preprocessor.tokenizer))
+                               f1_unit=self.f1_unit or tokenizer_f1_unit(model.preprocessor.tokenizer))
         metrics = {"exact_match": result["exact_match"], "f1": result["f1"]}
         if self.version_2:
             metrics.update({k: v for k, v in result.items() if k.startswith(("has_ans", "no_ans"))})
