@@ -105,6 +105,23 @@ class _MecabTokenizer(TokenizerLayer):
         return "char"
 
     @classmethod
+    def check_vocab_request(cls, out, options) -> None:
+        from kbert.text.vocab_learning_ja import check_cased
+
+        check_cased(cls.tokenizer_type, options)
+
+    @classmethod
+    def learn_vocab(cls, files, out, options, log=None):
+        """A ``vocab.txt`` over MeCab words (kbert.text.vocab_learning_ja; the ``[ja]`` extra), never lower-cased."""
+        from kbert.text.vocab_learning import write_vocab
+
+        tokens = cls._learn_tokens(files, options, log)
+        write_vocab(tokens, out)
+        spec = TokenizerSpec(type=cls.tokenizer_type, lower_case=False, vocab_file=os.path.basename(out),
+                             options={"mecab_dic": "unidic_lite"})
+        return spec, len(tokens)
+
+    @classmethod
     def from_spec(cls, spec: TokenizerSpec, directory=None, **kwargs):
         if spec.lower_case:
             raise TokenizerSpecError(
@@ -292,6 +309,13 @@ class MecabWordpieceTokenizer(_MecabTokenizer):
         too_long = tf.strings.length(words, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
         return self._wordpiece.tokenize(tf.where(too_long, vocab_lib.UNK, words))
 
+    @classmethod
+    def _learn_tokens(cls, files, options, log):
+        from kbert.text.vocab_learning_ja import learn_mecab_wordpiece
+
+        return learn_mecab_wordpiece(files, options.vocab_size, options.max_unique_chars, options.min_count or 2,
+                                     options.num_unused, log=log)
+
     def piece_lengths(self, pieces):
         """Characters of its word that each of a word's pieces (ids, in order) covers: the first
         piece's length in the vocabulary, later ones' without their "##". A word of one piece (an
@@ -328,6 +352,12 @@ class MecabCharacterTokenizer(_MecabTokenizer):
         special_ids = tf.RaggedTensor.from_row_lengths(
             tf.boolean_mask(special, is_special), tf.cast(is_special, tf.int64))
         return tf.concat([char_ids, special_ids], axis=1)
+
+    @classmethod
+    def _learn_tokens(cls, files, options, log):
+        from kbert.text.vocab_learning_ja import learn_mecab_characters
+
+        return learn_mecab_characters(files, options.vocab_size, options.num_unused, log=log)
 
     def piece_lengths(self, pieces):
         """Characters of its word that each of a word's pieces covers: one each."""

@@ -67,6 +67,28 @@ class SentencePieceTokenizer(TokenizerLayer):
         return cls(os.fspath(asset_path(spec, directory)), lower_case=spec.lower_case,
                    vocab_file_name=os.path.basename(spec.vocab_file), **kwargs)
 
+    vocab_file_name = DEFAULT_MODEL_FILE
+
+    @classmethod
+    def check_vocab_request(cls, out, options) -> None:
+        from kbert.text.vocab_learning_ja import check_cased
+
+        check_cased(cls.tokenizer_type, options)
+        if not os.fspath(out).endswith(".model"):
+            raise ValueError(f"--out {out}: a SentencePiece model file must end in .model")
+        if options.num_unused:
+            raise ValueError("--unused: not supported for sentencepiece")
+
+    @classmethod
+    def learn_vocab(cls, files, out, options, log=None):
+        """A unigram SentencePiece model with BERT's special tokens (kbert.text.vocab_learning_ja;
+        the ``[ja]`` extra) written to ``out`` (``.model``)."""
+        from kbert.text.vocab_learning_ja import learn_sentencepiece
+
+        learn_sentencepiece(files, options.vocab_size, out, log=log)
+        spec = TokenizerSpec(type=cls.tokenizer_type, lower_case=False, vocab_file=os.path.basename(out))
+        return spec, cls(os.fspath(out)).vocab_size
+
     def f1_unit(self) -> str:
         """"char" when the model's pieces (without the word mark) are mostly CJK text, as in a
         Japanese or Chinese model; "word" for a model of a language written with spaces."""

@@ -55,6 +55,27 @@ def group_words(values, word_starts, words_per_row):
 
 class TokenizerLayer(TokenVocabulary, keras.layers.Layer):
     in_graph = True  # takes raw text inside the graph (see kbert.text.registry); MeCab: False
+    vocab_file_name = "vocab.txt"  # the usual name of the type's file in a model directory
+
+    # -- learning a vocabulary of this type (python -m kbert.vocab); here WordPiece's ----------------
+    @classmethod
+    def check_vocab_request(cls, out, options) -> None:
+        """Raises ValueError for a vocabulary this type cannot learn as ``options`` ask (before any work)."""
+
+    @classmethod
+    def learn_vocab(cls, files, out, options, log=None):
+        """Learns a vocabulary of this type from text ``files`` (``VocabOptions``) and writes it to
+        ``out``; returns the ``TokenizerSpec`` that reads it and its size. Here a WordPiece
+        ``vocab.txt`` (kbert.text.vocab_learning), lower-cased unless the text is Japanese."""
+        from kbert.text.spec import TokenizerSpec
+        from kbert.text.vocab_learning import learn_vocab, write_vocab
+        from kbert.text.vocab_learning_ja import choose_lower_case
+
+        lower_case = choose_lower_case(files, options.lower_case, log=log)
+        tokens = learn_vocab(files, options.vocab_size, lower_case=lower_case, num_unused=options.num_unused,
+                             max_unique_chars=options.max_unique_chars, min_count=options.min_count or 10, log=log)
+        write_vocab(tokens, out)
+        return TokenizerSpec(type=cls.tokenizer_type, lower_case=lower_case, vocab_file=os.path.basename(out)), len(tokens)
 
     def __init__(self, **kwargs):
         kwargs.setdefault("dtype", "int32")

@@ -12,6 +12,7 @@ whose whitespace is ASCII only: a vocabulary learned that way would not fit our 
 from __future__ import annotations
 
 import collections
+import dataclasses
 import glob
 import os
 import sys
@@ -41,6 +42,17 @@ _DELIMITERS = f"{_WHITESPACE}|{_KEEP}"
 # characters; 1,000 would turn a third of its kanji into [UNK].
 CHARACTER_COVERAGE = 0.9995
 MIN_ALPHABET = 1000
+
+
+@dataclasses.dataclass(frozen=True)
+class VocabOptions:
+    """A vocabulary to learn, for a tokenizer type's ``learn_vocab`` (``python -m kbert.vocab``)."""
+
+    vocab_size: int
+    lower_case: bool | None = None  # None: the type decides (WordPiece: yes, unless the text has kana)
+    num_unused: int = 0  # [unusedN] slots after the special tokens
+    max_unique_chars: int | None = None  # None: default_alphabet_size
+    min_count: int | None = None  # None: the type's default
 
 
 class CorpusError(ValueError):

@@ -159,22 +159,18 @@ def voicing_warning(voiced) -> str:
             "Japanese text loses distinctions. Use --cased (or a Japanese tokenizer type: "
             "mecab-wordpiece, mecab-character, sentencepiece).")
 
-# -- python -m kbert.vocab for these types (kbert/vocab.py parses the flags) ---------------------
-def choose_lower_case(args, log=None) -> bool:
-    """WordPiece's lower-casing: --cased off, --uncased on, otherwise on unless the text has kana.
+# -- each type's learn_vocab (kbert.text.mecab, kbert.text.sentencepiece, kbert.text.tokenizer_layer) -----
+def choose_lower_case(files, lower_case: bool | None, log=None) -> bool:
+    """WordPiece's lower-casing: ``lower_case`` when given, otherwise on unless the text has kana.
 
     Lower-casing strips accents, and NFD accent stripping removes the voicing marks of kana
     (が -> か, ぱ -> は): Japanese text is therefore kept cased by default, and a forced
     lower-casing of text with voiced kana is warned about.
     """
-    from kbert.text.vocab_learning import resolve_corpus
-
-    if args.cased and getattr(args, "uncased", False):
-        raise ValueError("--cased and --uncased contradict each other")
-    if args.cased:
+    if lower_case is False:
         return False
-    kana, voiced = scan_kana(resolve_corpus(args.input))
-    if getattr(args, "uncased", False):
+    kana, voiced = scan_kana(files)
+    if lower_case:
         if voiced and log:
             _log(log, voicing_warning(voiced))
         return True
@@ -186,50 +182,7 @@ def choose_lower_case(args, log=None) -> bool:
     return True
 
 
-def record_spec(directory, tokenizer_type, lower_case, out, **options) -> None:
-    """Sets ``kbert.json``'s ``"tokenizer"`` in ``directory`` (other fields of an existing file kept)."""
-    from kbert.text.registry import record_tokenizer_spec
-    from kbert.text.spec import TokenizerSpec
-
-    record_tokenizer_spec(directory, TokenizerSpec(type=tokenizer_type, lower_case=bool(lower_case),
-                                                   vocab_file=os.path.basename(out), options=options))
-
-
-def vocab_main(args, parser) -> int:
-    """``python -m kbert.vocab --tokenizer mecab-wordpiece|mecab-character|sentencepiece``."""
-    import sys
-
-    from kbert.text.vocab_learning import resolve_corpus, write_vocab
-
-    kind = args.tokenizer
-    if args.uncased:
-        parser.error(f"--uncased: tokenizer type {kind} never lower-cases")
-    if kind == "sentencepiece" and not args.out.endswith(".model"):
-        parser.error(f"--out {args.out}: a SentencePiece model file must end in .model")
-    if kind == "sentencepiece" and args.unused:
-        parser.error("--unused: not supported for sentencepiece")
-    start = time.monotonic()
-    try:
-        files = resolve_corpus(args.input)
-        if kind == "mecab-wordpiece":
-            tokens = learn_mecab_wordpiece(files, args.size, args.max_unique_chars, args.min_count or 2,
-                                           args.unused, log=sys.stderr)
-        elif kind == "mecab-character":
-            tokens = learn_mecab_characters(files, args.size, args.unused, log=sys.stderr)
-        else:
-            learn_sentencepiece(files, args.size, args.out, log=sys.stderr)
-            tokens = None
-    except (CorpusError, ValueError, ImportError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    if tokens is not None:
-        write_vocab(tokens, args.out)
-        size = len(tokens)
-    else:
-        from kbert.text.sentencepiece import SentencePieceTokenizer
-
-        size = SentencePieceTokenizer(args.out).vocab_size
-    options = {"mecab_dic": "unidic_lite"} if kind.startswith("mecab-") else {}
-    record_spec(os.path.dirname(os.path.abspath(args.out)), kind, False, args.out, **options)
-    print(f"wrote {size} tokens ({kind}) to {args.out} in {time.monotonic() - start:.0f} s")
-    return 0
+def check_cased(tokenizer_type: str, options) -> None:
+    """The Japanese types never lower-case (lower-casing strips the voicing marks of kana)."""
+    if options.lower_case:
+        raise ValueError(f"--uncased: tokenizer type {tokenizer_type} never lower-cases")
