@@ -16,122 +16,14 @@ with only ``do_lower_case`` reads as WordPiece).
 
 from __future__ import annotations
 
-import json
-import os
 import pathlib
-import secrets
 import shutil
 
 from kbert.config import BertConfig
-
-CONFIG_FILE = "bert_config.json"
-VOCAB_FILE = "vocab.txt"
-ENCODER_WEIGHTS = "encoder.weights.h5"
-METADATA_FILE = "kbert.json"
-FORMAT_VERSION = 1
-
-
-class ModelDirError(ValueError):
-    """A model directory that is missing files or does not match its config."""
-
-
-def read_metadata(model_dir) -> dict:
-    path = pathlib.Path(model_dir) / METADATA_FILE
-    if not path.exists():
-        return {"format": FORMAT_VERSION, "do_lower_case": True, "heads": {}}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as e:
-        raise ModelDirError(f"{path} is not UTF-8 (byte {e.start})") from None
-    except json.JSONDecodeError as e:
-        raise ModelDirError(f"{path} is not valid JSON: {e}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("heads", {}), dict):
-        raise ModelDirError(f"{path}: expected an object with a 'heads' object")
-    for name, info in data.get("heads", {}).items():
-        if not isinstance(info, dict):
-            raise ModelDirError(f"{path}: head {name!r} must be an object, got {info!r}")
-        if not isinstance(info.get("weights"), str):
-            raise ModelDirError(f"{path}: head {name!r} has no 'weights' file name (got {info.get('weights')!r})")
-    data.setdefault("heads", {})
-    data.setdefault("do_lower_case", True)
-    return data
-
-
-def read_tokenizer_spec(model_dir):
-    """The ``TokenizerSpec`` of a model directory (``kbert.json``'s ``"tokenizer"``, or the legacy
-    ``do_lower_case`` alone, which means WordPiece with ``vocab.txt``)."""
-    from kbert.text.spec import TokenizerSpec, TokenizerSpecError
-
-    try:
-        return TokenizerSpec.from_metadata(read_metadata(model_dir), str(pathlib.Path(model_dir) / METADATA_FILE))
-    except TokenizerSpecError as e:
-        raise ModelDirError(str(e)) from None
-
-
-def record_tokenizer_spec(model_dir, spec) -> None:
-    """Writes ``spec`` (and ``do_lower_case``) into ``kbert.json``, keeping the rest (a directory with
-    only a vocabulary then names its tokenizer: ``--tokenizer-dir``/``--model-dir`` read it)."""
-    metadata = read_metadata(model_dir)
-    metadata.update(format=FORMAT_VERSION, tokenizer=spec.to_json(), do_lower_case=spec.lower_case)
-    write_metadata(model_dir, metadata)
-
-
-def write_metadata(model_dir, metadata: dict) -> None:
-    text = json.dumps(metadata, indent=2, sort_keys=True) + "\n"
-    atomic_write(pathlib.Path(model_dir) / METADATA_FILE, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-
-
-def atomic_write(path, write) -> None:
-    """Calls ``write(tmp)`` to write a temporary file next to ``path``, fsyncs it, then renames it
-    over ``path``: a crash, a full disk or an exception mid-write leaves the previous file intact
-    and no temporary file behind (a process killed outright may leave a ``.tmp-*`` file).
-
-    The temporary name ends with ``path``'s own name, so format checks on the suffix (Keras wants
-    ``.weights.h5``) pass; it is created by ``write`` itself, so it gets the usual permissions.
-    """
-    path = pathlib.Path(path)
-    tmp = path.with_name(f".tmp-{secrets.token_hex(4)}-{path.name}")
-    try:
-        write(tmp)
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)  # the data is on disk before the rename makes it the file
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    try:  # and the rename itself (POSIX: fsync the directory; not possible on Windows)
-        fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def resolve_file(model_dir, name: str) -> pathlib.Path:
-    """A file named inside a model directory; names that escape it are refused."""
-    root = pathlib.Path(model_dir).resolve()
-    if not isinstance(name, str) or "\x00" in name or name.strip() in ("", ".", "./"):
-        raise ModelDirError(f"{name!r} in {root / METADATA_FILE} is not a file name")
-    path = (root / name).resolve()
-    if root not in path.parents:
-        raise ModelDirError(f"{name!r} in {root / METADATA_FILE} points outside the model directory"
-                            + (" (or at the directory itself)" if path == root else ""))
-    return path
-
-
-def count_vocab(vocab_file) -> int:
-    try:
-        with open(vocab_file, encoding="utf-8") as f:
-            return sum(1 for _ in f)
-    except UnicodeDecodeError as e:
-        raise ModelDirError(f"{vocab_file} is not UTF-8 (byte {e.start} of a line)") from None
+from kbert.model_metadata import (  # noqa: F401 - the metadata names, also importable from here
+    CONFIG_FILE, ENCODER_WEIGHTS, FORMAT_VERSION, METADATA_FILE, VOCAB_FILE, ModelDirError, atomic_write,
+    count_vocab, load_config, read_metadata, resolve_file, write_metadata)
+from kbert.text.registry import read_tokenizer_spec, record_tokenizer_spec  # noqa: F401
 
 
 def check_files(model_dir) -> None:
@@ -142,19 +34,6 @@ def check_files(model_dir) -> None:
     missing = [n for n in (CONFIG_FILE, vocab_file, ENCODER_WEIGHTS) if not (model_dir / n).exists()]
     if missing:
         raise ModelDirError(f"model directory {model_dir} is missing: {', '.join(missing)}")
-
-
-def load_config(model_dir) -> BertConfig:
-    model_dir = pathlib.Path(model_dir)
-    config = BertConfig.from_json_file(model_dir / CONFIG_FILE)
-    vocab_file = model_dir / VOCAB_FILE
-    if vocab_file.exists():
-        n = count_vocab(vocab_file)
-        if n != config.vocab_size:
-            raise ModelDirError(
-                f"{vocab_file} has {n} tokens but {model_dir / CONFIG_FILE} says vocab_size={config.vocab_size}"
-            )
-    return config
 
 
 def load_encoder(model_dir, dtype=None, **overrides):

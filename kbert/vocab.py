@@ -4,9 +4,10 @@ Learns a WordPiece vocabulary from raw UTF-8 text files (one or more --input glo
 allowed) with the same normalisation and word splitting as kbert's tokenizer. The vocabulary
 starts with [PAD] [UNK] [CLS] [SEP] [MASK] and --unused [unusedN] slots. Progress goes to stderr.
 
---tokenizer picks the type (kbert.text.vocab_learning_ja; the [ja] extra): mecab-wordpiece (NFKC,
-MeCab words, WordPiece within words), mecab-character (one token per character), sentencepiece
-(the sentencepiece trainer; --out names the .model file). Japanese text is not lower-cased by
+--tokenizer picks the type (kbert.text.registry: each type learns its own, ``learn_vocab``; the
+Japanese ones need the [ja] extra): mecab-wordpiece (NFKC, MeCab words, WordPiece within words),
+mecab-character (one token per character), sentencepiece (the sentencepiece trainer; --out names
+the .model file). Japanese text is not lower-cased by
 default (lower-casing strips the voicing marks of kana: が -> か). The output's directory records
 the tokenizer spec (kbert.json "tokenizer").
 """
@@ -21,6 +22,7 @@ import time
 
 def main(argv=None) -> int:
     from kbert.cli_support import add_verbose_flag, prog
+    from kbert.text.registry import tokenizer_types
 
     parser = argparse.ArgumentParser(prog=prog("vocab"), description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -29,8 +31,8 @@ def main(argv=None) -> int:
                         help="text files to learn from (repeatable; quote the glob)")
     parser.add_argument("--size", type=int, required=True, help="maximum vocabulary size")
     parser.add_argument("--out", required=True, help="vocab.txt to write")
-    parser.add_argument("--tokenizer", choices=("wordpiece", "mecab-wordpiece", "mecab-character", "sentencepiece"),
-                        default="wordpiece", help="tokenizer type (default wordpiece)")
+    parser.add_argument("--tokenizer", choices=tokenizer_types(), default="wordpiece",
+                        help="tokenizer type (default wordpiece)")
     parser.add_argument("--cased", action="store_true", help="keep case and accents (cased model)")
     parser.add_argument("--uncased", action="store_true", help="lower-case even Japanese text")
     parser.add_argument("--unused", type=int, default=0, help="number of [unusedN] slots (default 0)")
@@ -49,28 +51,35 @@ def main(argv=None) -> int:
     out_dir = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(out_dir):
         parser.error(f"--out {args.out}: directory {out_dir} does not exist")
+    if args.cased and args.uncased:
+        parser.error("--cased and --uncased contradict each other")
 
-    from kbert.text import vocab_learning_ja as ja
-    from kbert.text.vocab_learning import CorpusError, learn_vocab, write_vocab
+    from kbert.text.registry import record_tokenizer_spec, tokenizer_class
+    from kbert.text.vocab_learning import CorpusError, VocabOptions, resolve_corpus
 
-    if args.tokenizer != "wordpiece":
-        return ja.vocab_main(args, parser)
-    start = time.monotonic()
+    options = VocabOptions(args.size, lower_case=False if args.cased else (True if args.uncased else None),
+                           num_unused=args.unused, max_unique_chars=args.max_unique_chars, min_count=args.min_count)
     try:
-        lower_case = ja.choose_lower_case(args, log=sys.stderr)
-        tokens = learn_vocab(args.input, args.size, lower_case=lower_case, num_unused=args.unused,
-                             max_unique_chars=args.max_unique_chars, min_count=args.min_count or 10,
-                             log=sys.stderr)
-    except (CorpusError, ValueError) as e:
+        tokenizer_type = tokenizer_class(args.tokenizer)
+    except ImportError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    write_vocab(tokens, args.out)
-    ja.record_spec(out_dir, "wordpiece", lower_case, args.out)
+    try:
+        tokenizer_type.check_vocab_request(args.out, options)
+    except ValueError as e:
+        parser.error(str(e))
+    start = time.monotonic()
+    try:
+        spec, size = tokenizer_type.learn_vocab(resolve_corpus(args.input), args.out, options, log=sys.stderr)
+    except (CorpusError, ValueError, ImportError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    record_tokenizer_spec(out_dir, spec)
     note = ""
-    if len(tokens) < 0.95 * args.size:
-        note = (f" (fewer than --size {args.size}: the corpus has no more pieces that occur at least "
-                f"--min-count {args.min_count or 10} times)")
-    print(f"wrote {len(tokens)} tokens to {args.out} in {time.monotonic() - start:.0f} s{note}")
+    if size < 0.95 * args.size:
+        note = (f" (fewer than --size {args.size}: the corpus gives no more at these settings; pieces seen fewer "
+                "than --min-count times are not learned)")
+    print(f"wrote {size} tokens ({spec.type}) to {args.out} in {time.monotonic() - start:.0f} s{note}")
     return 0
 
 

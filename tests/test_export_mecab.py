@@ -1,4 +1,4 @@
-"""Exports of mecab-wordpiece and mecab-character models: words in, string [batch, words] (kbert.export.words_inputs).
+"""Exports of mecab-wordpiece and mecab-character models: words in, string [batch, words] (kbert.tasks.words_inputs).
 
 For each type, a model directory (the converted ja-tiny-random-bert for mecab-wordpiece; a random
 BERT-Tiny on ja-char for mecab-character, both with MLM and NSP heads) is exported as encoder,
@@ -24,7 +24,7 @@ pytest.importorskip("fugashi")
 pytest.importorskip("unidic_lite")
 
 from conftest import REFERENCE, REPO, run_fresh_python  # noqa: E402
-from kbert.export.words_inputs import join_words, words_name, words_request  # noqa: E402
+from kbert.tasks.words_inputs import join_words, words_name, words_request  # noqa: E402
 
 SEQ_LENGTH = 64
 TYPES = {"mecab-wordpiece": "mecab_wordpiece_ids", "mecab-character": "char_ids"}

@@ -331,7 +331,7 @@ def test_data_dir_files_and_bad_rows_through_the_command_line(tmp_path, mecab_di
     _write(folder / "dev.json", [{**PAIR, "label": "neutral"}, {"sentence_pair_id": "9", "sentence1": "x", "label": "neutral"}])
     with pytest.raises(DataError, match=re.escape(str(folder / "dev.json")) + r", line 2: field 'sentence2': missing"):
         main(args)
-    from kbert.data.tasks import resolve_task
+    from kbert.tasks.task_files import resolve_task
 
     with pytest.raises(ValueError, match="'jglue/jsts' has no TFRecord pipeline"):
         resolve_task("jglue/jsts", JGLUE / "jsts")

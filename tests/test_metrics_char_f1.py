@@ -6,8 +6,7 @@ import random
 
 import pytest
 
-from conftest import CHINESE_VOCAB, SHARED, UNCASED_VOCAB
-from kbert.tasks.f1_unit import f1_unit_for_tokenizer
+from conftest import CHINESE_VOCAB, REPO, SHARED, UNCASED_VOCAB
 from kbert.tasks.metrics import squad_char_f1, squad_metrics
 
 
@@ -78,11 +77,25 @@ def test_char_f1_examples_and_normalization():
 
 def test_unit_is_chosen_from_the_tokenizer():
     from kbert.text import BertTokenizer
+    from kbert.text.mecab import MecabCharacterTokenizer, MecabWordpieceTokenizer
+    from kbert.text.registry import f1_unit
     from kbert.text.sentencepiece import SentencePieceTokenizer
 
-    assert f1_unit_for_tokenizer(BertTokenizer(str(UNCASED_VOCAB))) == "word"
-    assert f1_unit_for_tokenizer(BertTokenizer(str(CHINESE_VOCAB))) == "char"
-    assert f1_unit_for_tokenizer(
-        SentencePieceTokenizer(str(SHARED / "vocab" / "ja-sentencepiece" / "spm.model"))) == "char"
-    for kind in ("mecab-wordpiece", "mecab-character", "sentencepiece"):
-        assert f1_unit_for_tokenizer(kind) == "char"
+    assert f1_unit(BertTokenizer(str(UNCASED_VOCAB))) == "word"
+    assert f1_unit(BertTokenizer(str(CHINESE_VOCAB))) == "char"
+    assert f1_unit(SentencePieceTokenizer(str(SHARED / "vocab" / "ja-sentencepiece" / "spm.model"))) == "char"
+    assert f1_unit(MecabWordpieceTokenizer(str(SHARED / "vocab" / "ja-mecab-wordpiece" / "vocab.txt"))) == "char"
+    assert f1_unit(MecabCharacterTokenizer(str(SHARED / "vocab" / "ja-char" / "vocab.txt"))) == "char"
+    assert f1_unit(object()) == "word"  # a registered type without f1_unit()
+
+
+def test_a_sentencepiece_model_of_english_counts_words(tmp_path):
+    """The unit is the language's, not the tokenizer type's: SentencePiece is not only Japanese."""
+    from kbert.text.registry import f1_unit
+    from kbert.text.sentencepiece import SentencePieceTokenizer
+    from kbert.text.vocab_learning_ja import learn_sentencepiece
+
+    novel = (REPO / "kbert" / "resources" / "corpus" / "northangerabbey.txt").read_text(encoding="utf-8")
+    (tmp_path / "english.txt").write_text(novel[:200_000], encoding="utf-8")
+    english = learn_sentencepiece([str(tmp_path / "english.txt")], 800, tmp_path / "spm.model")
+    assert f1_unit(SentencePieceTokenizer(english)) == "word"

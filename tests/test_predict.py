@@ -227,12 +227,12 @@ def test_bad_row_is_named_and_nothing_is_written(dirs, loaded, predict, tmp_path
     # A failure while the new file is being put in place (here: the rename) keeps the old file too.
     good = tmp_path / "good.jsonl"
     good.write_text('{"text": "fine"}\n')
-    import kbert.model_dir
+    import kbert.model_metadata  # where atomic_write renames
 
     def fail(*args):
         raise OSError("disk full")
 
-    monkeypatch.setattr(kbert.model_dir.os, "replace", fail)
+    monkeypatch.setattr(kbert.model_metadata.os, "replace", fail)
     with pytest.raises(OSError, match="disk full"):
         predict("multi", good, out)
     assert out.read_text() == "the previous predictions\n"

@@ -6,13 +6,14 @@ Unlike tests/test_text_robustness.py (the tokenizer against google-research/bert
 assigned characters only), nothing is excluded here: unassigned and private-use code points,
 noncharacters, invalid UTF-8 (lone surrogates encoded with surrogatepass, overlong forms,
 truncated sequences, random bytes), very long words and long texts, and text pairs.
-Every generated string is counted (GENERATED); ``test_zz_generated_cases`` checks the lower bound
-these settings guarantee and prints the count.
+Every generated string is counted: each generating test checks that it saw at least its share of
+the lower bound these settings guarantee (``generates``), whatever order the tests run in.
 """
 
 from __future__ import annotations
 
 import collections
+import functools
 
 import numpy as np
 import pytest
@@ -32,6 +33,27 @@ PLAN = {"unicode": (100, 32), "pairs": (40, 64), "bytes": (100, 32), "chinese": 
         "pack": (20, 32)}
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                                       HealthCheck.data_too_large])
+
+
+def generates(plan):
+    """Outermost decorator of a generating test, which counts its strings in GENERATED[plan]: once
+    hypothesis ran all its examples, at least PLAN[plan]'s examples x strings must have been
+    generated in this call, or the settings do not test what they promise."""
+
+    def wrap(test):
+        @functools.wraps(test)
+        def run(*args, **kwargs):
+            before = GENERATED[plan]
+            test(*args, **kwargs)
+            examples, per_example = PLAN[plan]
+            seen = GENERATED[plan] - before
+            print(f"\ngenerated text inputs ({plan}): {seen}")
+            assert seen >= examples * per_example, f"{plan}: {seen} strings, fewer than {examples} x {per_example}"
+
+        return run
+
+    return wrap
+
 
 NASTY = ["\x00", "\ufffd", "\ufeff", "\u200b", "\u0301" * 50, "\U000e0001", "\uffff", "\U0010ffff", "\ue000",
          "\u0378", "\ud7ff", "\U0001f3fd\u200d", "İ", "ß", "ﬃ", "Σ", "\u3000", "\u2028", "\x85", "##", "[CLS]",
@@ -93,10 +115,11 @@ def _ragged_ok(tokens, n, vocab_size=30522):
     assert ((0 <= flat) & (flat < vocab_size)).all()
 
 
+@generates("unicode")
 @settings(max_examples=PLAN["unicode"][0], **SETTINGS)
 @given(texts=st.lists(TEXT, **BATCH))
 def test_any_unicode_through_the_preprocessor(preprocessor, texts):
-    GENERATED["unicode strings"] += len(texts)
+    GENERATED["unicode"] += len(texts)
     out = preprocessor(tf.constant(texts))
     check_packed(out, len(texts), 1)
     tokens = preprocessor.tokenize(tf.constant(texts))
@@ -109,19 +132,21 @@ def test_any_unicode_through_the_preprocessor(preprocessor, texts):
     np.testing.assert_array_equal(flat.to_tensor(shape=[len(texts), SEQ_LENGTH - 2]).numpy(), body)
 
 
+@generates("pairs")
 @settings(max_examples=PLAN["pairs"][0], **SETTINGS)
 @given(pairs=st.lists(st.tuples(TEXT, TEXT), **BATCH))
 def test_any_unicode_pairs_through_the_preprocessor(preprocessor, pairs):
-    GENERATED["unicode strings (in pairs)"] += 2 * len(pairs)
+    GENERATED["pairs"] += 2 * len(pairs)
     a, b = (tf.constant([p[i] for p in pairs]) for i in (0, 1))
     out = preprocessor([a, b])
     check_packed(out, len(pairs), 2)
 
 
+@generates("bytes")
 @settings(max_examples=PLAN["bytes"][0], **SETTINGS)
 @given(data=st.lists(BYTES, **BATCH))
 def test_any_bytes_through_the_preprocessor(preprocessor, data):
-    GENERATED["byte strings (invalid UTF-8 included)"] += len(data)
+    GENERATED["bytes"] += len(data)
     out = preprocessor(tf.constant(data))
     check_packed(out, len(data), 1)
     _ragged_ok(preprocessor.tokenize(tf.constant(data)), len(data))
@@ -130,30 +155,33 @@ def test_any_bytes_through_the_preprocessor(preprocessor, data):
     np.testing.assert_array_equal(preprocessor(tf.constant(clean))["input_word_ids"], out["input_word_ids"])
 
 
+@generates("chinese")
 @settings(max_examples=PLAN["chinese"][0], **SETTINGS)
 @given(data=st.lists(st.one_of(BYTES, TEXT.map(lambda t: t.encode("utf-8"))), **BATCH))
 def test_any_input_through_a_chinese_vocabulary(chinese, data):
-    GENERATED["strings through the Chinese vocabulary"] += len(data)
+    GENERATED["chinese"] += len(data)
     check_packed(chinese(tf.constant(data)), len(data), 1, vocab_size=21128)
 
 
+@generates("pack")
 @settings(max_examples=PLAN["pack"][0], **SETTINGS)
 @given(segments=st.lists(st.lists(TEXT, min_size=32, max_size=32), min_size=1, max_size=3),
        seq_length=st.sampled_from([4, 33]))
 def test_bert_pack_inputs_any_segments_any_length(preprocessor, segments, seq_length):
-    GENERATED["strings packed as 1-3 segments"] += sum(len(s) for s in segments)
+    GENERATED["pack"] += sum(len(s) for s in segments)
     tokens = [preprocessor.tokenize(tf.constant(s)) for s in segments]
     out = preprocessor.bert_pack_inputs(tokens, seq_length=seq_length)
     check_packed(out, 32, len(segments), seq_length=seq_length)
 
 
+@generates("exported")
 @settings(max_examples=PLAN["exported"][0], **SETTINGS)
 @given(data=st.lists(st.one_of(BYTES, TEXT.map(lambda t: t.encode("utf-8"))), **BATCH),
        seq_length=st.sampled_from([3, 16, 64]))
 def test_the_exported_preprocessor_savedmodel_on_any_input(exported, preprocessor, data, seq_length):
     """Every signature of the SavedModel: root call, serving_default, tokenize, tokenize_with_offsets,
     bert_pack_inputs; the same ids as the eager layer."""
-    GENERATED["strings through the exported SavedModel"] += len(data)
+    GENERATED["exported"] += len(data)
     strings = tf.constant(data)
     out = exported(strings)
     check_packed(out, len(data), 1)
@@ -180,12 +208,7 @@ def test_inputs_that_are_not_strings_are_clear_errors_in_the_savedmodel(exported
             exported(bad)
 
 
-def test_zz_generated_cases():
-    """At least 10,000 generated strings per run (settings), whatever hypothesis draws; with
+def test_the_plan_generates_at_least_ten_thousand_strings():
+    """The settings' lower bound (each generating test checks its own share, ``generates``), with
     tests/test_text_robustness.py (up to 1,200 examples of up to 24 strings) on top."""
-    guaranteed = sum(n * k for n, k in PLAN.values())
-    assert guaranteed >= 10_000
-    total = sum(GENERATED.values())
-    print(f"\ngenerated text inputs (text): {dict(GENERATED)} total {total} (guaranteed >= {guaranteed})")
-    if GENERATED:  # the whole module ran
-        assert total >= guaranteed or len(GENERATED) < len(PLAN)
+    assert sum(n * k for n, k in PLAN.values()) >= 10_000

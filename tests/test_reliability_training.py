@@ -1,6 +1,6 @@
 """Issue 8, training faults: checkpoints survive kills, bad writes, full disks and divergence.
 
-Faults injected (counted in FAULTS, printed by the last test):
+Faults injected (counted in FAULTS, printed by report_faults):
 - a process killed (SIGXFSZ, by a file-size limit) half way through writing a checkpoint's data;
 - a real failed write (EFBIG from the same limit, signal ignored) and a disk full (ENOSPC,
   injected into the writer after it wrote half a file);
@@ -325,6 +325,9 @@ def test_model_directory_weights_write_failing_half_way_keeps_the_old_file(tmp_p
     md.load_encoder(tmp_path / "m")
 
 
-def test_zz_report_faults():
+@pytest.fixture(scope="module", autouse=True)
+def report_faults():
+    """Prints the faults this module's tests injected, after the last of them, whichever ran
+    (pytest -s shows it). Each test asserts its own outcome; this only reports."""
+    yield
     print("\nfaults injected (training):", dict(FAULTS), "total", sum(FAULTS.values()))
-    assert sum(FAULTS.values()) > 0

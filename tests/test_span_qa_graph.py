@@ -1,4 +1,4 @@
-"""kbert.export.span_qa_graph: SQuAD answers from raw strings in one graph, checked against the
+"""kbert.tasks.span_qa_graph: SQuAD answers from raw strings in one graph, checked against the
 Python path (SpanQuestionAnswerer.windows / postprocess_example / answer) piece by piece and end
 to end, then saved and reloaded in a process that imports only tensorflow and tensorflow_text."""
 
@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import run_fresh_python
-from kbert.export.span_qa_graph import _answers, _settings, _windows, build_answer_fn, export_answer_model
+from kbert.tasks.span_qa_graph import _answers, _settings, _windows, build_answer_fn, export_answer_model
 from kbert.tasks import SpanQuestionAnswerer
 from kbert.tasks.squad_postprocess import postprocess_example
 

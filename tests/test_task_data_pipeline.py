@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO, SHARED
-from kbert.data.tasks import read_task, resolve_task
+from kbert.tasks.task_files import read_task, resolve_task
 from pipelines import task_data
 
 

@@ -85,7 +85,7 @@ class GoodCount(TaskType):
         return GoodCounter
 
     def signatures(self, module):
-        from kbert.export.task import IDS_SPEC
+        from kbert.tasks.signatures import IDS_SPEC
 
         model = module.model
 

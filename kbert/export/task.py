@@ -6,8 +6,8 @@ directory (kbert.tasks). Signatures:
   serving_default  strings -> answers (each task type's own: its TaskType.signatures and
                    signature_docs, kbert/tasks/plugins/); for a tokenizer with a Python step
                    (mecab-*) the inputs are words, string [batch, words] padded with "",
-                   renamed (text -> words, ...; kbert.export.words_inputs); span QA and
-                   tagging then answer in word indices (kbert.export.words_answers)
+                   renamed (text -> words, ...; kbert.tasks.words_inputs); span QA and
+                   tagging then answer in word indices (kbert.tasks.words_answers)
   serving_ids      input_word_ids, input_mask, input_type_ids (int32 [batch, seq]) -> the same
                    answers where they do not need the text (for clients that tokenize themselves)
 
@@ -25,20 +25,8 @@ import tensorflow as tf
 from kbert import compat
 from kbert.export.serving import write_warmup_requests
 from kbert.export.tokenizer_assets import attach_tokenizer_assets
-from kbert.export.words_inputs import takes_words, words_request, words_signature
 from kbert.tasks.registry import task_type_for_model
-
-IDS_SPEC = {
-    name: tf.TensorSpec([None, None], tf.int32, name=name)
-    for name in ("input_word_ids", "input_mask", "input_type_ids")
-}
-TEXT = tf.TensorSpec([None], tf.string)
-
-
-def valid_utf8(text):
-    """Invalid UTF-8 bytes -> U+FFFD, so that character offsets (and the substrings cut with them)
-    are defined for any input; valid text is unchanged. Offsets then refer to this text."""
-    return tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
+from kbert.tasks.words_inputs import takes_words, words_request, words_signature
 
 
 class _TaskModule(compat.AutoTrackable):
@@ -53,11 +41,6 @@ class _TaskModule(compat.AutoTrackable):
         attach_tokenizer_assets(self, model.tokenizer, "task export")
 
 
-def signature_doc(model_type: str) -> str:
-    """What a task model type's serving_default takes and returns (its task type's docs)."""
-    return task_type_for_model(model_type).signature_docs.get(model_type, "")
-
-
 def _add_keras_endpoints(module, serve):
     """``serve`` and ``serving_default`` attributes for keras.layers.TFSMLayer (kbert.export.endpoints):
     the dict of serving_default's inputs, or for one-text tasks also the bare [batch] strings."""
@@ -69,7 +52,7 @@ def _add_keras_endpoints(module, serve):
 
 def _takes_words_itself(serve) -> bool:
     """Whether a task type's serving_default already takes words (span QA and tagging of a
-    ``mecab-*`` model answer in word indices, kbert.export.words_answers): no ``words_signature``
+    ``mecab-*`` model answer in word indices, kbert.tasks.words_answers): no ``words_signature``
     around it, and its warm-up requests are words already."""
     return all(name.endswith("words") or name.startswith("words_") for name in serve.input_signature[0])
 

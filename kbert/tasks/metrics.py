@@ -153,8 +153,7 @@ def squad_metrics(predictions: dict, labels, version_2_with_negative: bool | Non
         dropped, an unanswerable question's gold is "", and an empty prediction scores F1 1 only
         against an empty gold). None: True if any question has no gold answer.
       f1_unit: "word" (SQuAD: whitespace tokens) or "char" (JSQuAD, CMRC 2018: characters, see
-        ``squad_char_f1``); ``kbert.tasks.f1_unit.f1_unit_for_tokenizer`` picks it from a model's
-        tokenizer.
+        ``squad_char_f1``); ``kbert.text.registry.f1_unit`` picks it from a model's tokenizer.
 
     Returns:
       {"exact_match", "f1", "total", "missing"} plus, for v2, "has_ans_exact_match",

@@ -7,7 +7,7 @@ options (a dataclass, one command-line group), how it reads data, trains and eva
 
 A **named task** ("glue/sst2", "squad/v2.0", "conll2003", "csv", ...) is a task type plus fixed
 settings (``preset``: which GLUE task, which SQuAD version, ...). ``kbert.finetune --task NAME``,
-``kbert.data.tasks.resolve_task(NAME)`` (the TFRecord pipeline), ``load_task_model`` and
+``kbert.tasks.task_files.resolve_task(NAME)`` (the TFRecord pipeline), ``load_task_model`` and
 ``kbert.export task`` all look tasks up here; none of them knows a task by name.
 
 A new task is one new module that calls ``register_task_type`` and ``register_task`` (see

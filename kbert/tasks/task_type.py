@@ -33,7 +33,7 @@ from kbert.tasks.options import FinetuneOptions, NoOptions
 
 @dataclasses.dataclass(frozen=True)
 class DataSource:
-    """How the TFRecord pipeline reads a task split (see kbert.data.tasks.resolve_task).
+    """How the TFRecord pipeline reads a task split (see kbert.tasks.task_files.resolve_task).
 
     Attributes:
       kind: the TFRecord layout (kbert.data.tfrecord.KINDS).

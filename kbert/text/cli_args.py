@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from kbert.text.registry import create_tokenizer, tokenizer_types
+from kbert.text.registry import create_tokenizer, read_tokenizer_spec, tokenizer_types
 from kbert.text.spec import TokenizerSpec
 
 
@@ -41,8 +41,6 @@ def tokenizer_spec_from_args(args, dir_attr: str | None = "model_dir"):
     if not directory:
         flag = f" or --{dir_attr.replace('_', '-')}" if dir_attr else ""
         raise SystemExit(f"error: --vocab{flag} is required (the tokenizer)")
-    from kbert.model_dir import read_tokenizer_spec
-
     spec = read_tokenizer_spec(directory)
     changes = {"type": args.tokenizer} if args.tokenizer else {}
     if args.cased:

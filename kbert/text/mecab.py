@@ -100,6 +100,27 @@ class _MecabTokenizer(TokenizerLayer):
 
     in_graph = False  # MeCab runs in Python: pre_tokenize first (see kbert.text.registry)
 
+    def f1_unit(self) -> str:
+        """Japanese is written without spaces: span-QA F1 counts characters (JSQuAD)."""
+        return "char"
+
+    @classmethod
+    def check_vocab_request(cls, out, options) -> None:
+        from kbert.text.vocab_learning_ja import check_cased
+
+        check_cased(cls.tokenizer_type, options)
+
+    @classmethod
+    def learn_vocab(cls, files, out, options, log=None):
+        """A ``vocab.txt`` over MeCab words (kbert.text.vocab_learning_ja; the ``[ja]`` extra), never lower-cased."""
+        from kbert.text.vocab_learning import write_vocab
+
+        tokens = cls._learn_tokens(files, options, log)
+        write_vocab(tokens, out)
+        spec = TokenizerSpec(type=cls.tokenizer_type, lower_case=False, vocab_file=os.path.basename(out),
+                             options={"mecab_dic": "unidic_lite"})
+        return spec, len(tokens)
+
     @classmethod
     def from_spec(cls, spec: TokenizerSpec, directory=None, **kwargs):
         if spec.lower_case:
@@ -183,10 +204,6 @@ class _MecabTokenizer(TokenizerLayer):
 
     # -- tokenization (graph part: pre-tokenized strings) ---------------------------------------
     # tokenize, tokenize_serial, tokenize_flat: kbert.text.tokenizer_layer, on pre_tokenize()'s strings
-    def tokenize_text(self, texts):
-        """Raw texts -> ``[batch, words, pieces]`` (``pre_tokenize`` then ``tokenize``)."""
-        return self.tokenize(tf.constant(self.pre_tokenize(texts), tf.string))
-
     def _tokenize_1d(self, strings):
         words = tf.strings.split(strings, sep=WORD_SEPARATOR)
         words = tf.ragged.boolean_mask(words, tf.strings.length(words) > 0)
@@ -241,7 +258,7 @@ class _MecabTokenizer(TokenizerLayer):
         if len(pieces) == 1:  # a one-piece word, an [UNK] word, a special token: the whole word
             return [(starts[0], ends[-1])]
         spans, pos = [], 0
-        for n in self._piece_lengths(pieces):
+        for n in self.piece_lengths(pieces):
             spans.append((starts[pos], ends[pos + n - 1]))
             pos += n
         return spans
@@ -292,8 +309,17 @@ class MecabWordpieceTokenizer(_MecabTokenizer):
         too_long = tf.strings.length(words, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
         return self._wordpiece.tokenize(tf.where(too_long, vocab_lib.UNK, words))
 
-    def _piece_lengths(self, pieces):
-        # The first piece is the word's start as it is; later ones are "##" continuations.
+    @classmethod
+    def _learn_tokens(cls, files, options, log):
+        from kbert.text.vocab_learning_ja import learn_mecab_wordpiece
+
+        return learn_mecab_wordpiece(files, options.vocab_size, options.max_unique_chars, options.min_count or 2,
+                                     options.num_unused, log=log)
+
+    def piece_lengths(self, pieces):
+        """Characters of its word that each of a word's pieces (ids, in order) covers: the first
+        piece's length in the vocabulary, later ones' without their "##". A word of one piece (an
+        [UNK] word, a special token) spans the whole word whatever its piece's length."""
         return [self._piece_chars[p] - (len(SUFFIX_INDICATOR) if k else 0) for k, p in enumerate(pieces)]
 
 
@@ -327,7 +353,14 @@ class MecabCharacterTokenizer(_MecabTokenizer):
             tf.boolean_mask(special, is_special), tf.cast(is_special, tf.int64))
         return tf.concat([char_ids, special_ids], axis=1)
 
-    def _piece_lengths(self, pieces):
+    @classmethod
+    def _learn_tokens(cls, files, options, log):
+        from kbert.text.vocab_learning_ja import learn_mecab_characters
+
+        return learn_mecab_characters(files, options.vocab_size, options.num_unused, log=log)
+
+    def piece_lengths(self, pieces):
+        """Characters of its word that each of a word's pieces covers: one each."""
         return [1] * len(pieces)
 
 

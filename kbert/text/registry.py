@@ -24,7 +24,9 @@ What a tokenizer class gives (``BertTokenizer`` is the reference implementation;
   * ``special_token_ids`` (``padding_id``, ``start_of_sequence_id``, ``end_of_segment_id``,
     ``mask_id``, ``unknown_id``), ``get_special_tokens_dict()`` (TF Hub), ``vocab_size``,
     ``get_vocabulary()``, ``id_to_token``, ``token_to_id``, ``lower_case``;
-  * optionally ``shards`` (slices a batch is tokenized in, in parallel; 1 when absent).
+  * optionally ``shards`` (slices a batch is tokenized in, in parallel; 1 when absent);
+  * ``f1_unit()``: "word" or "char", the unit span-QA F1 counts in for the language the
+    tokenizer is for (``TokenizerLayer``: from the vocabulary; the MeCab types: "char").
 
 Consumers take a tokenizer object (``load_tokenizer(model_dir)``, ``create_tokenizer(spec, dir)``):
 ``BertPreprocessor``, task models, ``FeatureExtractor``, the exports (files from ``asset_files``;
@@ -38,6 +40,7 @@ import importlib
 import os
 import pathlib
 
+from kbert.model_metadata import FORMAT_VERSION, METADATA_FILE, ModelDirError, read_metadata, write_metadata
 from kbert.text.spec import DEFAULT_TYPE, TokenizerSpec, TokenizerSpecError
 
 _BUILTIN_MODULES = {
@@ -103,15 +106,37 @@ def as_tokenizer(tokenizer_or_vocab, lower_case=None, source: str = "tokenizer")
     return tokenizer_class(DEFAULT_TYPE)(tokenizer_or_vocab, lower_case=True if lower_case is None else lower_case)
 
 
+def f1_unit(tokenizer) -> str:
+    """"word" or "char": the unit span-QA F1 counts in for ``tokenizer`` (its ``f1_unit()``; "word"
+    for a registered type that has none)."""
+    unit = getattr(tokenizer, "f1_unit", None)
+    return unit() if unit is not None else "word"
+
+
 def is_tokenizer(obj) -> bool:
     """True for an object of the tokenizer interface (a registered type's instance)."""
     return getattr(type(obj), "tokenizer_type", None) in _REGISTRY
 
 
+def read_tokenizer_spec(model_dir):
+    """The ``TokenizerSpec`` of a model directory (``kbert.json``'s ``"tokenizer"``, or the legacy
+    ``do_lower_case`` alone, which means WordPiece with ``vocab.txt``)."""
+    try:
+        return TokenizerSpec.from_metadata(read_metadata(model_dir), str(pathlib.Path(model_dir) / METADATA_FILE))
+    except TokenizerSpecError as e:
+        raise ModelDirError(str(e)) from None
+
+
+def record_tokenizer_spec(model_dir, spec) -> None:
+    """Writes ``spec`` (and ``do_lower_case``) into ``kbert.json``, keeping the rest (a directory with
+    only a vocabulary then names its tokenizer: ``--tokenizer-dir``/``--model-dir`` read it)."""
+    metadata = read_metadata(model_dir)
+    metadata.update(format=FORMAT_VERSION, tokenizer=spec.to_json(), do_lower_case=spec.lower_case)
+    write_metadata(model_dir, metadata)
+
+
 def load_tokenizer(model_dir, **kwargs):
     """The tokenizer of a model directory, from its ``kbert.json`` (legacy ``do_lower_case`` included)."""
-    from kbert.model_dir import METADATA_FILE, ModelDirError, read_tokenizer_spec
-
     spec = read_tokenizer_spec(model_dir)
     try:
         cls = tokenizer_class(spec.type)

@@ -41,7 +41,7 @@ from kbert.text.inputs import Untracked, default_shards, entry_graphs
 from kbert.text.registry import asset_path, register_tokenizer
 from kbert.text.spec import TokenizerSpec, TokenizerSpecError
 from kbert.text.vocab import SPECIAL_TOKEN_NAMES, VocabError
-from kbert.text.tokenizer_layer import OFFSET_UNITS, TokenizerLayer, group_words
+from kbert.text.tokenizer_layer import CJK_VOCAB_SHARE, OFFSET_UNITS, TokenizerLayer, cjk_share, group_words
 
 WORD_MARK = "\u2581"
 DEFAULT_MODEL_FILE = "spm.model"
@@ -66,6 +66,34 @@ class SentencePieceTokenizer(TokenizerLayer):
     def from_spec(cls, spec: TokenizerSpec, directory=None, **kwargs):
         return cls(os.fspath(asset_path(spec, directory)), lower_case=spec.lower_case,
                    vocab_file_name=os.path.basename(spec.vocab_file), **kwargs)
+
+    vocab_file_name = DEFAULT_MODEL_FILE
+
+    @classmethod
+    def check_vocab_request(cls, out, options) -> None:
+        from kbert.text.vocab_learning_ja import check_cased
+
+        check_cased(cls.tokenizer_type, options)
+        if not os.fspath(out).endswith(".model"):
+            raise ValueError(f"--out {out}: a SentencePiece model file must end in .model")
+        if options.num_unused:
+            raise ValueError("--unused: not supported for sentencepiece")
+
+    @classmethod
+    def learn_vocab(cls, files, out, options, log=None):
+        """A unigram SentencePiece model with BERT's special tokens (kbert.text.vocab_learning_ja;
+        the ``[ja]`` extra) written to ``out`` (``.model``)."""
+        from kbert.text.vocab_learning_ja import learn_sentencepiece
+
+        learn_sentencepiece(files, options.vocab_size, out, log=log)
+        spec = TokenizerSpec(type=cls.tokenizer_type, lower_case=False, vocab_file=os.path.basename(out))
+        return spec, cls(os.fspath(out)).vocab_size
+
+    def f1_unit(self) -> str:
+        """"char" when the model's pieces (without the word mark) are mostly CJK text, as in a
+        Japanese or Chinese model; "word" for a model of a language written with spaces."""
+        pieces = [p[len(WORD_MARK):] if p.startswith(WORD_MARK) else p for p in self.get_vocabulary()]
+        return "char" if cjk_share(pieces, whole_pieces=True) > CJK_VOCAB_SHARE else "word"
 
     def __init__(self, model=None, lower_case=False, model_proto_base64=None, vocab_file_name=None, **kwargs):
         super().__init__(**kwargs)

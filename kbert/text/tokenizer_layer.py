@@ -10,6 +10,7 @@ takes something else (MeCab: pre-tokenized strings) overrides the ones that diff
 from __future__ import annotations
 
 import os
+import re
 
 import keras
 import tensorflow as tf
@@ -20,6 +21,22 @@ from kbert.text.inputs import as_string_tensor, map_flat
 from kbert.text.vocab_methods import TokenVocabulary
 
 OFFSET_UNITS = ("BYTE", "UTF8_CHAR")
+F1_UNITS = ("word", "char")
+# Share of a vocabulary's word-initial, non-special entries that are CJK, above which the vocabulary
+# is taken as Chinese/Japanese (Google's Chinese BERT: 65% single CJK characters; the English
+# vocabularies: under 2%).
+CJK_VOCAB_SHARE = 0.3
+_CJK = "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]"
+_CJK_CHAR = re.compile(f"^{_CJK}$")
+_CJK_PIECE = re.compile(f"^{_CJK}+$")
+
+
+def cjk_share(tokens, whole_pieces: bool = False) -> float:
+    """Share of ``tokens`` (word-initial, non-special: ``##x`` and ``[...]`` left out) that are one
+    CJK character, or with ``whole_pieces`` made of CJK characters only."""
+    pattern = _CJK_PIECE if whole_pieces else _CJK_CHAR
+    words = [t for t in tokens if t and not t.startswith("##") and not (t.startswith("[") and t.endswith("]"))]
+    return sum(bool(pattern.match(t)) for t in words) / max(len(words), 1)
 
 
 def check_offset_unit(unit: str) -> None:
@@ -38,6 +55,27 @@ def group_words(values, word_starts, words_per_row):
 
 class TokenizerLayer(TokenVocabulary, keras.layers.Layer):
     in_graph = True  # takes raw text inside the graph (see kbert.text.registry); MeCab: False
+    vocab_file_name = "vocab.txt"  # the usual name of the type's file in a model directory
+
+    # -- learning a vocabulary of this type (python -m kbert.vocab); here WordPiece's ----------------
+    @classmethod
+    def check_vocab_request(cls, out, options) -> None:
+        """Raises ValueError for a vocabulary this type cannot learn as ``options`` ask (before any work)."""
+
+    @classmethod
+    def learn_vocab(cls, files, out, options, log=None):
+        """Learns a vocabulary of this type from text ``files`` (``VocabOptions``) and writes it to
+        ``out``; returns the ``TokenizerSpec`` that reads it and its size. Here a WordPiece
+        ``vocab.txt`` (kbert.text.vocab_learning), lower-cased unless the text is Japanese."""
+        from kbert.text.spec import TokenizerSpec
+        from kbert.text.vocab_learning import learn_vocab, write_vocab
+        from kbert.text.vocab_learning_ja import choose_lower_case
+
+        lower_case = choose_lower_case(files, options.lower_case, log=log)
+        tokens = learn_vocab(files, options.vocab_size, lower_case=lower_case, num_unused=options.num_unused,
+                             max_unique_chars=options.max_unique_chars, min_count=options.min_count or 10, log=log)
+        write_vocab(tokens, out)
+        return TokenizerSpec(type=cls.tokenizer_type, lower_case=lower_case, vocab_file=os.path.basename(out)), len(tokens)
 
     def __init__(self, **kwargs):
         kwargs.setdefault("dtype", "int32")
@@ -56,6 +94,14 @@ class TokenizerLayer(TokenVocabulary, keras.layers.Layer):
     def asset_files(self) -> dict:
         """``{"vocab.txt": path}``; a tokenizer built from a token list has no file yet (``{}``)."""
         return {self.spec.vocab_file: self._vocab_path} if self._vocab_path else {}
+
+    def f1_unit(self) -> str:
+        """The unit span-QA F1 counts in for the language this tokenizer is for
+        (kbert.tasks.metrics.squad_metrics): "char" for languages written without spaces, where
+        SQuAD's whitespace-word F1 equals exact match (JSQuAD, CMRC 2018 count characters), "word"
+        otherwise. Here the vocabulary decides: mostly single CJK characters (WordPiece's Chinese
+        and Japanese vocabularies) is "char"; a type for one language says so itself."""
+        return "char" if cjk_share(self.get_vocabulary()) > CJK_VOCAB_SHARE else "word"
 
     def pre_tokenize(self, texts):
         """The Python step before the graph: none for in-graph types (the texts as they are)."""

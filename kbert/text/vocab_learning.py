@@ -11,6 +11,8 @@ whose whitespace is ASCII only: a vocabulary learned that way would not fit our 
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import glob
 import os
 import sys
@@ -33,6 +35,24 @@ _CJK = (r"[\x{4E00}-\x{9FFF}\x{3400}-\x{4DBF}\x{20000}-\x{2A6DF}\x{2A700}-\x{2B7
         r"\x{2B740}-\x{2B81F}\x{2B820}-\x{2CEAF}\x{F900}-\x{FAFF}\x{2F800}-\x{2FA1F}]")
 _KEEP = f"{_PUNCTUATION}|{_CJK}"
 _DELIMITERS = f"{_WHITESPACE}|{_KEEP}"
+# The alphabet of a WordPiece vocabulary (default_alphabet_size): the characters that cover 99.95%
+# of the corpus' character occurrences (SentencePiece's default coverage for Japanese and Chinese),
+# at least 1,000 (enough for English and other alphabetic scripts) and at most a quarter of the
+# vocabulary (each character is kept alone and as ``##c``). A Japanese novel needs about 3,000
+# characters; 1,000 would turn a third of its kanji into [UNK].
+CHARACTER_COVERAGE = 0.9995
+MIN_ALPHABET = 1000
+
+
+@dataclasses.dataclass(frozen=True)
+class VocabOptions:
+    """A vocabulary to learn, for a tokenizer type's ``learn_vocab`` (``python -m kbert.vocab``)."""
+
+    vocab_size: int
+    lower_case: bool | None = None  # None: the type decides (WordPiece: yes, unless the text has kana)
+    num_unused: int = 0  # [unusedN] slots after the special tokens
+    max_unique_chars: int | None = None  # None: default_alphabet_size
+    min_count: int | None = None  # None: the type's default
 
 
 class CorpusError(ValueError):
@@ -89,13 +109,33 @@ def reserved_tokens(num_unused=0) -> list[str]:
     return list(RESERVED_TOKENS) + [f"[unused{i}]" for i in range(num_unused)]
 
 
+def character_counts(word_counts) -> collections.Counter:
+    chars: collections.Counter = collections.Counter()
+    for word, count in word_counts.items():
+        for c in word:
+            chars[c] += count
+    return chars
+
+
+def default_alphabet_size(char_counts, vocab_size: int, coverage: float = CHARACTER_COVERAGE) -> int:
+    """Characters covering ``coverage`` of all occurrences, at most ``vocab_size // 4``, at least 1,000."""
+    total = sum(char_counts.values())
+    covered, needed = 0, 0
+    for _, count in char_counts.most_common():
+        if covered >= coverage * total:
+            break
+        covered += count
+        needed += 1
+    return max(MIN_ALPHABET, min(needed, vocab_size // 4))
+
+
 def learn_vocab(patterns, vocab_size, lower_case=True, num_unused=0, max_unique_chars=None,
                 min_count=10, log="stderr") -> list[str]:
     """A WordPiece vocabulary of at most ``vocab_size`` tokens learned from text files.
 
     It starts with ``[PAD] [UNK] [CLS] [SEP] [MASK]`` and ``num_unused`` ``[unusedN]`` slots,
     then every kept character (the ``max_unique_chars`` most frequent; None: enough for CJK text,
-    see ``kbert.text.vocab_learning_ja.default_alphabet_size``, 1,000 for English) alone and as ``##c``,
+    see ``default_alphabet_size``, 1,000 for English) alone and as ``##c``,
     then learned pieces, most frequent first. Pieces seen fewer than ``min_count`` times are not
     learned (so a small corpus may give fewer than ``vocab_size`` tokens). Progress lines go to ``log`` (a text stream;
     "stderr" for the current ``sys.stderr``, None for none).
@@ -112,8 +152,6 @@ def learn_vocab(patterns, vocab_size, lower_case=True, num_unused=0, max_unique_
     if not counts:
         raise CorpusError(f"the corpus has no words (only whitespace or control characters) in {len(files)} file(s)")
     if max_unique_chars is None:
-        from kbert.text.vocab_learning_ja import character_counts, default_alphabet_size
-
         max_unique_chars = default_alphabet_size(character_counts(counts), vocab_size)
     return learn_from_counts(counts, vocab_size, reserved, max_unique_chars=max_unique_chars,
                              min_count=min_count, log=log)

@@ -10,11 +10,8 @@
     0.9995) with BERT's special tokens as in ``../shared/data/vocab/ja-sentencepiece/``:
     ``[PAD]`` = 0, ``[UNK]`` = 1, control symbols ``[CLS] [SEP] [MASK]`` = 2-4, no BOS/EOS.
 
-The alphabet of a WordPiece vocabulary (``default_alphabet_size``): the characters that cover
-99.95% of the corpus' character occurrences (SentencePiece's default coverage for Japanese and
-Chinese), at least 1,000 (the previous fixed default, so English vocabularies are unchanged) and at
-most a quarter of the vocabulary (each character is kept alone and as ``##c``). The shared Sōseki
-novel has 3,100 distinct characters; the fixed 1,000 turned a third of its kanji into [UNK].
+The alphabet of a WordPiece vocabulary is ``kbert.text.vocab_learning.default_alphabet_size``'s,
+for every type.
 
 fugashi and sentencepiece are the ``[ja]`` extra, imported when a type needs them.
 """
@@ -27,10 +24,9 @@ import os
 import time
 import unicodedata
 
-from kbert.text.vocab_learning import CorpusError, _log, learn_from_counts, reserved_tokens
+from kbert.text.vocab_learning import (CHARACTER_COVERAGE, CorpusError, _log, character_counts,
+                                       default_alphabet_size, learn_from_counts, reserved_tokens)
 
-CHARACTER_COVERAGE = 0.9995
-MIN_ALPHABET = 1000
 # A sentencepiece line longer than its default (4,192 bytes) is skipped; Aozora paragraphs are longer.
 _MAX_SENTENCE_BYTES = 1 << 16
 _SPECIAL_SENTENCEPIECE = {"pad_id": 0, "unk_id": 1, "bos_id": -1, "eos_id": -1, "pad_piece": "[PAD]",
@@ -83,26 +79,6 @@ def count_mecab_words(files, log=None) -> collections.Counter:
     if log:
         _log(log, f"MeCab: {len(counts)} distinct words in {time.monotonic() - start:.0f} s")
     return counts
-
-
-def character_counts(word_counts) -> collections.Counter:
-    chars: collections.Counter = collections.Counter()
-    for word, count in word_counts.items():
-        for c in word:
-            chars[c] += count
-    return chars
-
-
-def default_alphabet_size(char_counts, vocab_size: int, coverage: float = CHARACTER_COVERAGE) -> int:
-    """Characters covering ``coverage`` of all occurrences, at most ``vocab_size // 4``, at least 1,000."""
-    total = sum(char_counts.values())
-    covered, needed = 0, 0
-    for _, count in char_counts.most_common():
-        if covered >= coverage * total:
-            break
-        covered += count
-        needed += 1
-    return max(MIN_ALPHABET, min(needed, vocab_size // 4))
 
 
 def learn_mecab_wordpiece(files, vocab_size, max_unique_chars=None, min_count=2, num_unused=0, log=None):
@@ -183,22 +159,18 @@ def voicing_warning(voiced) -> str:
             "Japanese text loses distinctions. Use --cased (or a Japanese tokenizer type: "
             "mecab-wordpiece, mecab-character, sentencepiece).")
 
-# -- python -m kbert.vocab for these types (kbert/vocab.py parses the flags) ---------------------
-def choose_lower_case(args, log=None) -> bool:
-    """WordPiece's lower-casing: --cased off, --uncased on, otherwise on unless the text has kana.
+# -- each type's learn_vocab (kbert.text.mecab, kbert.text.sentencepiece, kbert.text.tokenizer_layer) -----
+def choose_lower_case(files, lower_case: bool | None, log=None) -> bool:
+    """WordPiece's lower-casing: ``lower_case`` when given, otherwise on unless the text has kana.
 
     Lower-casing strips accents, and NFD accent stripping removes the voicing marks of kana
     (が -> か, ぱ -> は): Japanese text is therefore kept cased by default, and a forced
     lower-casing of text with voiced kana is warned about.
     """
-    from kbert.text.vocab_learning import resolve_corpus
-
-    if args.cased and getattr(args, "uncased", False):
-        raise ValueError("--cased and --uncased contradict each other")
-    if args.cased:
+    if lower_case is False:
         return False
-    kana, voiced = scan_kana(resolve_corpus(args.input))
-    if getattr(args, "uncased", False):
+    kana, voiced = scan_kana(files)
+    if lower_case:
         if voiced and log:
             _log(log, voicing_warning(voiced))
         return True
@@ -210,50 +182,7 @@ def choose_lower_case(args, log=None) -> bool:
     return True
 
 
-def record_spec(directory, tokenizer_type, lower_case, out, **options) -> None:
-    """Sets ``kbert.json``'s ``"tokenizer"`` in ``directory`` (other fields of an existing file kept)."""
-    from kbert.model_dir import record_tokenizer_spec
-    from kbert.text.spec import TokenizerSpec
-
-    record_tokenizer_spec(directory, TokenizerSpec(type=tokenizer_type, lower_case=bool(lower_case),
-                                                   vocab_file=os.path.basename(out), options=options))
-
-
-def vocab_main(args, parser) -> int:
-    """``python -m kbert.vocab --tokenizer mecab-wordpiece|mecab-character|sentencepiece``."""
-    import sys
-
-    from kbert.text.vocab_learning import resolve_corpus, write_vocab
-
-    kind = args.tokenizer
-    if args.uncased:
-        parser.error(f"--uncased: tokenizer type {kind} never lower-cases")
-    if kind == "sentencepiece" and not args.out.endswith(".model"):
-        parser.error(f"--out {args.out}: a SentencePiece model file must end in .model")
-    if kind == "sentencepiece" and args.unused:
-        parser.error("--unused: not supported for sentencepiece")
-    start = time.monotonic()
-    try:
-        files = resolve_corpus(args.input)
-        if kind == "mecab-wordpiece":
-            tokens = learn_mecab_wordpiece(files, args.size, args.max_unique_chars, args.min_count or 2,
-                                           args.unused, log=sys.stderr)
-        elif kind == "mecab-character":
-            tokens = learn_mecab_characters(files, args.size, args.unused, log=sys.stderr)
-        else:
-            learn_sentencepiece(files, args.size, args.out, log=sys.stderr)
-            tokens = None
-    except (CorpusError, ValueError, ImportError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    if tokens is not None:
-        write_vocab(tokens, args.out)
-        size = len(tokens)
-    else:
-        from kbert.text.sentencepiece import SentencePieceTokenizer
-
-        size = SentencePieceTokenizer(args.out).vocab_size
-    options = {"mecab_dic": "unidic_lite"} if kind.startswith("mecab-") else {}
-    record_spec(os.path.dirname(os.path.abspath(args.out)), kind, False, args.out, **options)
-    print(f"wrote {size} tokens ({kind}) to {args.out} in {time.monotonic() - start:.0f} s")
-    return 0
+def check_cased(tokenizer_type: str, options) -> None:
+    """The Japanese types never lower-case (lower-casing strips the voicing marks of kana)."""
+    if options.lower_case:
+        raise ValueError(f"--uncased: tokenizer type {tokenizer_type} never lower-cases")

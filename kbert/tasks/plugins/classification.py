@@ -217,7 +217,7 @@ class Classification(ClassificationPrediction, TaskType):
     def signatures(self, module):
         import tensorflow as tf
 
-        from kbert.export.task import IDS_SPEC
+        from kbert.tasks.signatures import IDS_SPEC
 
         model = module.model
         names = ["text"] if model.num_segments == 1 else ["text_a", "text_b"]

@@ -86,7 +86,7 @@ class MultipleChoice(TaskType):
     def signatures(self, module):
         import tensorflow as tf
 
-        from kbert.export.task import IDS_SPEC
+        from kbert.tasks.signatures import IDS_SPEC
 
         model = module.model
 

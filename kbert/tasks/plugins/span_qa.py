@@ -1,7 +1,7 @@
 """Task type "span_qa": an answer span in a context for each question (SQuAD 1.1 / 2.0,
 kbert.tasks.span_qa.SpanQuestionAnswerer), with run_squad.py's windows and answer selection;
-served by one graph from raw strings (kbert.export.span_qa_graph); for mecab-* models from words,
-answering in word indices (kbert.export.words_answers).
+served by one graph from raw strings (kbert.tasks.span_qa_graph); for mecab-* models from words,
+answering in word indices (kbert.tasks.words_answers).
 
 Tasks: squad/v1.1 (alias squad) and squad/v2.0 (kbert.data.squad), evaluated with the official
 exact match / F1 (2.0 also the best threshold); predictions as run_squad.py writes them.
@@ -58,7 +58,7 @@ def select_articles(examples, spec, path):
 class SquadRecipe(Recipe):
     main_metric = "f1"
     metric_names = ("exact_match", "f1")
-    f1_unit = None  # "word" or "char"; None: from the model's tokenizer (kbert.tasks.f1_unit)
+    f1_unit = None  # "word" or "char"; None: from the model's tokenizer (kbert.text.registry.f1_unit)
 
     def paths(self) -> tuple:
         """(training file, evaluation file)."""
@@ -111,10 +111,10 @@ class SquadRecipe(Recipe):
             self._dev_windows = model.windows(questions, contexts)
         predictions = model.predict_windows(contexts, self._dev_windows, batch_size=self.options.eval_batch_size)
         by_id = {e["id"]: p for e, p in zip(self.dev, predictions)}
-        from kbert.tasks.f1_unit import f1_unit_for_tokenizer  # characters for Japanese/Chinese models
+        from kbert.text.registry import f1_unit as tokenizer_f1_unit  # characters for Japanese/Chinese
 
         result = squad_metrics({k: p.text for k, p in by_id.items()}, self.dev, self.version_2,
-                               f1_unit=self.f1_unit or f1_unit_for_tokenizer(model.preprocessor.tokenizer))
+                               f1_unit=self.f1_unit or tokenizer_f1_unit(model.preprocessor.tokenizer))
         metrics = {"exact_match": result["exact_match"], "f1": result["f1"]}
         if self.version_2:
             metrics.update({k: v for k, v in result.items() if k.startswith(("has_ans", "no_ans"))})
@@ -155,13 +155,13 @@ class SpanQA(TaskType):
     def signatures(self, module):
         import tensorflow as tf
 
-        from kbert.export.span_qa_graph import build_answer_fn
-        from kbert.export.task import IDS_SPEC, valid_utf8
-        from kbert.export.words_inputs import takes_words, words_name
+        from kbert.tasks.signatures import IDS_SPEC, valid_utf8
+        from kbert.tasks.span_qa_graph import build_answer_fn
+        from kbert.tasks.words_inputs import takes_words, words_name
 
         model = module.model
         if takes_words(model.tokenizer):  # mecab-*: words in, answers in word indices
-            from kbert.export.words_answers import build_words_answer_fn
+            from kbert.tasks.words_answers import build_words_answer_fn
 
             answer = build_words_answer_fn(model)
             names = [words_name("question"), words_name("context")]

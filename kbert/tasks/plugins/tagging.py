@@ -1,6 +1,6 @@
 """Task type "tagging": a tag for each word (NER, kbert.tasks.tagger.TokenTagger), on its first
 WordPiece. Exports of mecab-* models take MeCab words and answer per word, entities as word
-spans (kbert.export.words_answers).
+spans (kbert.tasks.words_answers).
 
 Task: conll2003 (alias conll; kbert.data.conll: train.txt, valid.txt, test.txt), evaluated with
 seqeval's entity precision/recall/F1; predictions in conlleval's input format.
@@ -75,10 +75,10 @@ class Tagging(TaskType):
     def signatures(self, module):
         import tensorflow as tf
 
-        from kbert.export.iob_graph import iob_entities, iob_word_entities
-        from kbert.export.task import IDS_SPEC, valid_utf8
-        from kbert.export.words_answers import check_words, to_columns, word_layout
-        from kbert.export.words_inputs import join_words, takes_words
+        from kbert.tasks.iob_graph import iob_entities, iob_word_entities
+        from kbert.tasks.signatures import IDS_SPEC, valid_utf8
+        from kbert.tasks.words_answers import check_words, to_columns, word_layout
+        from kbert.tasks.words_inputs import join_words, takes_words
 
         model = module.model
         names = tf.constant(model.label_names)

@@ -1,6 +1,6 @@
 """Answers in WORD units for the words-in exports (``mecab-*`` tokenizers): span QA and tagging.
 
-A words-in export (kbert.export.words_inputs) is fed MeCab surfaces, string [batch, words] with
+A words-in export (kbert.tasks.words_inputs) is fed MeCab surfaces, string [batch, words] with
 rows padded by "" at the end, and never sees the raw text; it cannot answer with character offsets
 into that text as the raw-text exports do. It answers with indices into the request's words
 instead (the client has the words and, from fugashi, where each word is in its text), and with
@@ -8,9 +8,9 @@ texts made of the words joined by "" (Japanese writes no spaces between words; s
 had, e.g. inside an English phrase, are not in the words).
 
 One implementation with the raw-text exports: the row's words joined by "" (its *word text*) is the
-text that kbert.export.span_qa_graph's windows and answer selection run on. Each piece gets its
+text that kbert.tasks.span_qa_graph's windows and answer selection run on. Each piece gets its
 span in the word text from the words' lengths and the pieces' lengths (the tokenizer's own
-``_piece_lengths``: WordPiece's ``##`` is not text; a word of one piece — ``[UNK]``, a special token
+``piece_lengths``: WordPiece's ``##`` is not text; a word of one piece — ``[UNK]``, a special token
 such as JSQuAD's ``[SEP]`` — spans the whole word, as ``tokenize_with_offsets`` gives in Python).
 An offset in the word text then maps to (word index, character in that word) through the words'
 starts. A Python-path answer cut at the same pieces of the raw text is the same answer
@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from kbert.export.span_qa_graph import build_pieces_answer_fn
-from kbert.export.words_inputs import join_words, words_request
+from kbert.tasks.span_qa_graph import build_pieces_answer_fn
+from kbert.tasks.words_inputs import join_words, words_request
 
 WORDS_ANSWER_KEYS = ("answer_text", "answer_start_word", "answer_end_word", "answer_start_in_word",
                      "answer_end_in_word", "score", "null_score_diff")
@@ -53,10 +53,10 @@ def word_layout(words) -> dict:
 
 def _piece_length_tables(tokenizer):
     """Characters of the word text that each id covers as a word's first piece and as a later one
-    (the tokenizer's Python rule ``_piece_lengths``, evaluated once per id)."""
+    (the tokenizer's Python rule ``piece_lengths``, evaluated once per id)."""
     ids = range(tokenizer.vocab_size)
-    first = [tokenizer._piece_lengths([i])[0] for i in ids]
-    later = [max(tokenizer._piece_lengths([0, i])[1], 0) for i in ids]
+    first = [tokenizer.piece_lengths([i])[0] for i in ids]
+    later = [max(tokenizer.piece_lengths([0, i])[1], 0) for i in ids]
     return tf.constant(first, tf.int32), tf.constant(later, tf.int32)
 
 
@@ -102,7 +102,7 @@ def build_words_answer_fn(model):
                             starts inside a word, at a WordPiece piece; -1: none)
       answer_end_in_word    characters of the last word up to the answer's end (that word's
                             length unless it ends inside the word; -1: none)
-      score, null_score_diff  as kbert.export.span_qa_graph.build_answer_fn
+      score, null_score_diff  as kbert.tasks.span_qa_graph.build_answer_fn
     """
     tokenizer = model.tokenizer
     answer_pieces = build_pieces_answer_fn(model)

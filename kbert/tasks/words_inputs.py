@@ -25,7 +25,7 @@ of words padded with ""), ``python -m kbert.tokenize MODEL_DIR --words`` (one ``
 per input line), or the few fugashi lines in README "Japanese". ``serving_ids`` (ids in) is the
 same for every tokenizer type. Signatures that answer with character offsets into the raw text
 (``span_qa``, ``token_tagger``) answer in word indices instead, for the SavedModel never sees that
-text (kbert.export.words_answers).
+text (kbert.tasks.words_answers).
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ def build_answer_fn(model):
 
 def build_pieces_answer_fn(model):
     """The part of ``build_answer_fn`` after tokenization, shared with the words-in exports
-    (kbert.export.words_answers): ``fn(query, pieces, starts, ends, text)`` with the question's
+    (kbert.tasks.words_answers): ``fn(query, pieces, starts, ends, text)`` with the question's
     piece ids ``query`` [batch, (pieces)] (cut to ``max_query_length`` here), the context's piece ids
     ``pieces`` and their character spans ``starts``/``ends`` [batch, (pieces)] in ``text`` [batch],
     from which the answer texts are cut; returns ANSWER_KEYS with offsets into ``text``."""
