@@ -27,7 +27,7 @@ from kbert.text import vocab as vocab_lib
 from kbert.text.registry import asset_path, register_tokenizer
 from kbert.text.spec import TokenizerSpec, TokenizerSpecError
 from kbert.text.inputs import default_shards, entry_graphs
-from kbert.text.normalize import GOOGLE, TRANSFORMERS, check_rules, normalize, normalize_per_char, strip_marks
+from kbert.text.normalize import GOOGLE, TRANSFORMERS, check_rules, normalize, normalize_per_char
 from kbert.text.tokenizer_layer import OFFSET_UNITS, TokenizerLayer, group_words
 
 SUFFIX_INDICATOR = "##"
@@ -218,8 +218,8 @@ class BertTokenizer(TokenizerLayer):
         ids = tf.RaggedTensor.from_row_splits(ids, chunks.row_splits, validate=False).merge_dims(1, 2)
         return ids, starts, ends
 
-    def _normalize(self, strings, strip=None):
-        return normalize(strings, self.lower_case, self._strip if strip is None else strip, self.rules)
+    def _normalize(self, strings):
+        return normalize(strings, self.lower_case, self._strip, self.rules)
 
     def _pieces(self, strings, unit, own_split):
         """``(pieces [n, pieces], starts, ends)`` of texts without special tokens (offsets: see above)."""
@@ -231,19 +231,17 @@ class BertTokenizer(TokenizerLayer):
 
     def _split_pieces(self, strings):
         """BasicTokenizer's word splitting done here, WordPiece by the kernel: [n, pieces]."""
-        text = self._normalize(strings, strip=False)  # accents are stripped per word, after never_split
+        text = self._normalize(strings)
         if self.tokenize_chinese_chars:
             text = tf.strings.regex_replace(text, CJK_PATTERN, r" \0 ")
         words = tf_text.regex_split(text, WHITESPACE_PATTERN)
         flat = words.flat_values
         if self.rules == TRANSFORMERS and not self.lower_case:
             # BasicTokenizer's never_split holds the special tokens: a word that is one after cleaning
-            # is neither stripped nor split at punctuation (its WordPiece is itself).
+            # and accent stripping is not split at punctuation (its WordPiece is itself).
             whole = tf.strings.regex_full_match(flat, self._specials_pattern)
         else:
             whole = tf.zeros(tf.shape(flat), tf.bool)
-        if self._strip:
-            flat = tf.where(whole, flat, strip_marks(flat))
         parts = tf_text.regex_split(tf.where(whole, "", flat), PUNCTUATION_PATTERN, PUNCTUATION_PATTERN)
         kept = tf.RaggedTensor.from_row_lengths(tf.boolean_mask(flat, whole), tf.cast(whole, tf.int64),
                                                 validate=False)
