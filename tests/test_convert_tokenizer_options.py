@@ -193,8 +193,8 @@ def test_real_combinations_keep_the_issue_examples(converted):
     without CJK splitting (against transformers, above; here what that means)."""
     tokenizer = load_tokenizer(converted[True, False, True][1])
     assert tokenizer.id_to_token(tokenizer.tokenize_flat(tf.constant(["Йод"]))[0][0].numpy()) == "й"
-    words = load_tokenizer(converted[False, None, False][1]).tokenize(tf.constant(["日本語の文"]))
-    assert words.shape[1] == 1 and words.bounding_shape()[1] == 1
+    words = load_tokenizer(converted[False, None, False][1]).tokenize(tf.constant(["日本語の文"])).to_list()
+    assert len(words[0]) == 1 and len(words[0][0]) == 5  # one word of five pieces (日 ##本 ##語 ##の ##文)
 
 
 def test_offsets_where_the_kernel_agrees_and_a_refusal_where_not(converted):
@@ -204,26 +204,36 @@ def test_offsets_where_the_kernel_agrees_and_a_refusal_where_not(converted):
     pieces = [text[s:e] for s, e in zip(starts.flat_values.numpy(), ends.flat_values.numpy())]
     assert pieces[-2:] == ["[MASK]", "x"] and pieces[0].startswith("Й")
     with pytest.raises(tf.errors.InvalidArgumentError, match="offsets are not available"):
-        tokenizer.tokenize_with_offsets(tf.constant(["日本語の文"]))
+        tokenizer.tokenize_with_offsets(tf.constant(["日本語の文"]), unit="UTF8_CHAR")
 
 
-def test_tokenize_cli_and_preprocessor_export_give_the_same_ids(converted, texts, tmp_path, monkeypatch, capsys):
-    """A non-default combination (uncased, accents kept, CJK inside words) through ``kbert.tokenize`` and
-    an exported preprocessor SavedModel."""
+def _cli_lines(texts):
+    return [line for line in texts[1][-60:] if "\n" not in line and "\r" not in line]
+
+
+def test_tokenize_cli_gives_the_same_ids(converted, texts, monkeypatch, capsys):
+    """A non-default combination (uncased, accents kept, CJK inside words) through ``kbert.tokenize``."""
     from kbert import tokenize as tokenize_cli
-    from kbert.export.preprocessor import export_preprocessor
 
     folder, model_dir = converted[True, False, False]
-    lines = [line for line in texts[1][-60:] if "\n" not in line and "\r" not in line]
+    lines = _cli_lines(texts)
     want = _hf_ids(transformers.BertTokenizer.from_pretrained(folder), lines)
     stdin = io.TextIOWrapper(io.BytesIO("".join(line + "\n" for line in lines).encode("utf-8")), encoding="utf-8")
     monkeypatch.setattr(sys, "stdin", stdin)
     assert tokenize_cli.main([str(model_dir)]) == 0
     assert [json.loads(row)["ids"] for row in capsys.readouterr().out.splitlines()] == want
-    export = export_preprocessor(model_dir, tmp_path / "preprocessor", seq_length=64)
-    loaded = tf.saved_model.load(str(export))
-    got = loaded.tokenize(tf.constant(lines)).merge_dims(-2, -1).to_list()
-    assert got == want
+
+
+@pytest.mark.slow
+def test_preprocessor_export_gives_the_same_ids(converted, texts, tmp_path):
+    """The same combination through an exported preprocessor SavedModel (the options live in its graph)."""
+    from kbert.export.preprocessor import export_preprocessor
+
+    folder, model_dir = converted[True, False, False]
+    lines = _cli_lines(texts)
+    want = _hf_ids(transformers.BertTokenizer.from_pretrained(folder), lines)
+    loaded = tf.saved_model.load(str(export_preprocessor(model_dir, tmp_path / "preprocessor", seq_length=64)))
+    assert loaded.tokenize(tf.constant(lines)).merge_dims(-2, -1).to_list() == want
 
 
 def test_the_converted_encoder_equals_transformers_on_korean_and_russian(converted, texts):
