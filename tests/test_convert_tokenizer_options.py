@@ -205,6 +205,8 @@ def test_offsets_where_the_kernel_agrees_and_a_refusal_where_not(converted):
     assert pieces[-2:] == ["[MASK]", "x"] and pieces[0].startswith("Й")
     with pytest.raises(tf.errors.InvalidArgumentError, match="offsets are not available"):
         tokenizer.tokenize_with_offsets(tf.constant(["日本語の文"]), unit="UTF8_CHAR")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="NFC"):  # spans would shift after the é
+        tokenizer.tokenize_with_offsets(tf.constant(["Caf\u0065\u0301 x"]), unit="UTF8_CHAR")
 
 
 def _cli_lines(texts):

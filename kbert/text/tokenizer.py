@@ -255,6 +255,16 @@ class BertTokenizer(TokenizerLayer):
         text = self._normalize(strings)
         pieces, norm_starts, norm_ends = self._wordpiece.tokenize_with_offsets(text)
         char_lengths, char_starts, char_ends = normalize_per_char(strings, self.lower_case, self._strip, self.rules)
+        if self.rules == TRANSFORMERS and not self._strip:
+            # NFC may join characters (e + combining acute -> é): then the text is not the concatenation
+            # of its characters' normalizations and the spans below would be shifted; fail instead.
+            joined = tf.reduce_all(tf.equal(tf.reduce_sum(char_lengths, axis=1),
+                                            tf.cast(tf.strings.length(text), char_lengths.dtype)))
+            check = tf.debugging.Assert(joined, [
+                "tokenize_with_offsets: offsets are not available for text that NFC normalization changes "
+                "(a letter followed by a combining mark) under transformers' rules without accent stripping"])
+            with tf.control_dependencies([check]):
+                norm_starts = tf.identity(norm_starts)
         # Map byte positions of the normalized text back to input characters. Every input
         # character occupies [cum, cum + len) of the concatenation of all normalized strings;
         # the last character with cum <= position holds the byte (empty ones are skipped).
