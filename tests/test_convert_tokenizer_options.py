@@ -395,3 +395,19 @@ def test_the_docs_table_lists_every_family():
         row = next((line for line in table.splitlines() if line.startswith(f"| {family['name']} |")), None)
         assert row is not None, family["name"]
         assert family["result"] in row
+
+
+@pytest.mark.parametrize("options,message", [
+    ({"strip_accents": "yes"}, "strip_accents must be true or false, got 'yes'"),
+    ({"rules": "spacy"}, "rules must be one of"),
+    ({"never_split": ["[FOO]"]}, "has no option(s) never_split"),
+    ({"max_chars_per_word": 0}, "max_chars_per_word must be an integer >= 1, got 0"),
+])
+def test_a_spec_with_bad_wordpiece_options_is_one_line_naming_it(vocab, tmp_path, options, message):
+    from kbert.text.registry import create_tokenizer
+    from kbert.text.spec import TokenizerSpec, TokenizerSpecError
+
+    (tmp_path / "vocab.txt").write_text("".join(t + "\n" for t in vocab), encoding="utf-8")
+    with pytest.raises(TokenizerSpecError) as e:
+        create_tokenizer(TokenizerSpec(options=options), tmp_path)
+    assert message in str(e.value) and "\n" not in str(e.value)

@@ -23,6 +23,7 @@ import re
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from kbert.errors import DataError
 from kbert.text import vocab as vocab_lib
 from kbert.text.registry import asset_path, register_tokenizer
 from kbert.text.spec import TokenizerSpec, TokenizerSpecError
@@ -75,9 +76,9 @@ class BertTokenizer(TokenizerLayer):
         try:
             return cls(os.fspath(asset_path(spec, directory)), lower_case=spec.lower_case,
                        **{**spec.options, **kwargs})
-        except (TypeError, ValueError) as e:
-            if isinstance(e, vocab_lib.VocabError) or type(e).__name__ == "DataError":
-                raise
+        except (vocab_lib.VocabError, DataError):
+            raise
+        except (TypeError, ValueError) as e:  # an option's value
             raise TokenizerSpecError(f"tokenizer spec: {e}") from None
 
     def __init__(self, vocab, lower_case=True, max_chars_per_word=MAX_CHARS_PER_WORD, strip_accents=None,
