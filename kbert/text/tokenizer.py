@@ -13,6 +13,13 @@ Two details are added around the tensorflow-text kernel:
     ``[UNK]``, tensorflow-text counts *bytes*. We give the kernel a byte limit that no word
     within the character limit can reach (4 bytes per character) and then replace words whose
     pieces add up to more than 200 characters by one ``[UNK]``.
+
+Models converted from Hugging Face folders carry their tokenizer's options (``strip_accents``,
+``tokenize_chinese_chars``, ``max_chars_per_word``, ``rules``: ``kbert.convert.tokenizer_source``).
+Under their rules a special token written in the text is cut out first and kept as one piece. Where the
+kernel's own word splitting would be wrong (CJK ideographs that must stay inside words; a cased
+tokenizer under transformers' rules, whose ``never_split`` keeps a word that *becomes* a special token
+after cleaning) words are split here with regular expressions and the kernel only does WordPiece.
 """
 
 from __future__ import annotations
