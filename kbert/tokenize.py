@@ -6,8 +6,8 @@ stdin and writes one JSON object per line, {"ids": [...], "tokens": [...]}, with
 
 SOURCE is
   * a kbert model directory (its kbert.json names the tokenizer);
-  * a Hugging Face tokenizer folder (tokenizer_config.json: BertTokenizer, BertJapaneseTokenizer
-    with MeCab, or a SentencePiece model);
+  * a Hugging Face tokenizer folder (tokenizer_config.json: BertTokenizer and its options,
+    BertJapaneseTokenizer with MeCab, or a SentencePiece model; or a tokenizer.json alone);
   * a vocab.txt (WordPiece; --tokenizer mecab-wordpiece or mecab-character for a Japanese one,
     --cased for a cased WordPiece vocabulary);
   * a SentencePiece .model.
@@ -72,14 +72,15 @@ def main(argv=None) -> int:
 
 def open_tokenizer(source, tokenizer_type=None, cased=False):
     """The tokenizer SOURCE describes (see the module docstring)."""
-    from kbert.convert.tokenizer_source import TOKENIZER_CONFIG, read_hf_tokenizer, spec_for_type
+    from kbert.convert.tokenizer_source import TOKENIZER_CONFIG, TOKENIZER_JSON, read_hf_tokenizer, spec_for_type
     from kbert.model_dir import METADATA_FILE, read_tokenizer_spec
     from kbert.text.registry import create_tokenizer
     from kbert.text.spec import TokenizerSpecError
 
     source = pathlib.Path(source)
     if source.is_dir():
-        if (source / METADATA_FILE).exists() or not (source / TOKENIZER_CONFIG).exists():
+        hf_files = (TOKENIZER_CONFIG, TOKENIZER_JSON)
+        if (source / METADATA_FILE).exists() or not any((source / name).exists() for name in hf_files):
             spec, directory = read_tokenizer_spec(source), source
         else:
             spec, path = read_hf_tokenizer(source)

@@ -27,6 +27,8 @@ class BertPreprocessor(keras.layers.Layer):
         ``vocab.txt`` path or token list is taken too, as WordPiece with ``lower_case``
         (``BertPreprocessor.from_vocab(vocab, lower_case)`` says so explicitly).
       lower_case: only with a vocabulary: True for uncased models (default).
+      tokenizer_options: only with a vocabulary: the WordPiece options of ``kbert.text.tokenizer.BertTokenizer``
+        (``strip_accents``, ``tokenize_chinese_chars``, ``max_chars_per_word``, ``rules``).
       seq_length: length of the packed outputs (default 128, as TF Hub).
       truncator: "round_robin" (default) or "waterfall", see ``BertPacker``.
       vocab: the old keyword for a vocabulary (same as passing it as ``tokenizer``).
@@ -36,7 +38,7 @@ class BertPreprocessor(keras.layers.Layer):
     """
 
     def __init__(self, tokenizer=None, lower_case=None, seq_length=128, truncator="round_robin", vocab=None,
-                 **kwargs):
+                 tokenizer_options=None, **kwargs):
         kwargs.setdefault("dtype", "int32")
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
@@ -49,7 +51,7 @@ class BertPreprocessor(keras.layers.Layer):
             self.tokenizer = as_tokenizer(tokenizer, lower_case, "BertPreprocessor")
         else:  # a vocabulary (backwards compatibility)
             self.tokenizer = BertTokenizer(tokenizer, lower_case=True if lower_case is None else lower_case,
-                                           name="tokenizer")
+                                           name="tokenizer", **(tokenizer_options or {}))
         ids = self.tokenizer.special_token_ids
         self.packer = BertPacker(
             seq_length,
@@ -110,6 +112,8 @@ class BertPreprocessor(keras.layers.Layer):
         config.update(seq_length=self.seq_length, truncator=self.packer.truncator)
         if type(self.tokenizer) is BertTokenizer:  # the config of earlier versions
             config.update(vocab=self.tokenizer.get_vocabulary(), lower_case=self.lower_case)
+            if self.tokenizer.options:  # strip_accents, rules, ... (kbert.text.tokenizer.SPEC_OPTIONS)
+                config.update(tokenizer_options=dict(self.tokenizer.options))
         else:
             config.update(tokenizer=keras.saving.serialize_keras_object(self.tokenizer))
         return config
