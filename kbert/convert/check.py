@@ -20,7 +20,8 @@ from kbert.convert.names import ConversionError
 
 SENTENCES = {
     "en": ["The quick brown fox jumps over the lazy dog.",
-           "A naïve café résumé costs $5; e-mail me at fox@example.com!"],
+           "A naïve café résumé costs $5; e-mail me at fox@example.com!",
+           "Special tokens written in text stay whole: [MASK] and [SEP]."],
     "ja": ["日本語の文を単語に分けて、意味を理解する。", "東京都は２０２４年に新しい計画を発表しました。"],
     "zh": ["我们在北京大学学习自然语言处理。", "今天天气很好，我们去公园散步吧！"],
     "ko": ["이날 오전 지하철 7호선 건대입구역에서 사고가 일어났다.", "스케일도 굉장히 크고 연기는 압권이었습니다."],
