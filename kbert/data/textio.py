@@ -9,10 +9,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 from kbert.errors import DataError
 
 _BOM = "\ufeff"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def read_bytes(path, data: bytes | None = None) -> bytes:
@@ -118,4 +120,32 @@ def json_lines(path, data: bytes | None = None):
                             value=e.msg) from None
         if not isinstance(record, dict):
             raise DataError(path, "a JSON object", line=number, field="record", value=record)
+        check_no_surrogates(path, record, line=number)
         yield number, record
+
+
+def lone_surrogate_field(value, where: str = ""):
+    """The field (``"text"``, ``"labels[2]"``) of the first string in ``value`` (JSON data) holding a
+    lone surrogate (``"\\ud800"`` escapes: valid JSON, but no UTF-8 text), or None."""
+    if isinstance(value, str):
+        return where or "value" if _SURROGATE.search(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            field = lone_surrogate_field(key, where or "key") or lone_surrogate_field(
+                item, f"{where}.{key}" if where else str(key))
+            if field:
+                return field
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            field = lone_surrogate_field(item, f"{where}[{i}]")
+            if field:
+                return field
+    return None
+
+
+def check_no_surrogates(path, value, line=None, record=None) -> None:
+    """A DataError naming file, line and field if a JSON string holds a lone surrogate."""
+    field = lone_surrogate_field(value)
+    if field:
+        raise DataError(path, "text without lone surrogates (an escape \\ud800-\\udfff not in a valid pair)",
+                        line=line, record=record, field=field, value="lone surrogate")
