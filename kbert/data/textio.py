@@ -125,27 +125,28 @@ def json_lines(path, data: bytes | None = None):
 
 
 def lone_surrogate_field(value, where: str = ""):
-    """The field (``"text"``, ``"labels[2]"``) of the first string in ``value`` (JSON data) holding a
-    lone surrogate (``"\\ud800"`` escapes: valid JSON, but no UTF-8 text), or None."""
+    """``(field, string)`` of the first string in ``value`` (JSON data) holding a lone surrogate
+    (``"\\ud800"`` escapes: valid JSON, but no UTF-8 text), e.g. ``("text", ...)`` or
+    ``("labels[2]", ...)``; None if there is none."""
     if isinstance(value, str):
-        return where or "value" if _SURROGATE.search(value) else None
+        return (where or "value", value) if _SURROGATE.search(value) else None
     if isinstance(value, dict):
         for key, item in value.items():
-            field = lone_surrogate_field(key, where or "key") or lone_surrogate_field(
+            found = lone_surrogate_field(key, where or "key") or lone_surrogate_field(
                 item, f"{where}.{key}" if where else str(key))
-            if field:
-                return field
+            if found:
+                return found
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            field = lone_surrogate_field(item, f"{where}[{i}]")
-            if field:
-                return field
+            found = lone_surrogate_field(item, f"{where}[{i}]")
+            if found:
+                return found
     return None
 
 
 def check_no_surrogates(path, value, line=None, record=None) -> None:
     """A DataError naming file, line and field if a JSON string holds a lone surrogate."""
-    field = lone_surrogate_field(value)
-    if field:
-        raise DataError(path, "text without lone surrogates (an escape \\ud800-\\udfff not in a valid pair)",
-                        line=line, record=record, field=field, value="lone surrogate")
+    found = lone_surrogate_field(value)
+    if found:
+        raise DataError(path, "text without lone surrogates (a \\ud800-\\udfff escape that is not half of a pair)",
+                        line=line, record=record, field=found[0], value=found[1])
