@@ -50,8 +50,18 @@ def main(argv=None) -> int:
     if not os.path.isdir(out_dir):
         parser.error(f"--out {args.out}: directory {out_dir} does not exist")
 
+    import glob
+
+    from kbert.model_dir import OutputExistsError, check_output
     from kbert.text import vocab_learning_ja as ja
     from kbert.text.vocab_learning import CorpusError, learn_vocab, write_vocab
+
+    try:  # the vocabulary is written over --out (atomically); never over one of the corpus files
+        patterns = args.input if isinstance(args.input, list) else [args.input]
+        check_output(args.out, [f for p in patterns for f in glob.glob(p, recursive=True)], overwrite=True)
+    except OutputExistsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
     if args.tokenizer != "wordpiece":
         return ja.vocab_main(args, parser)

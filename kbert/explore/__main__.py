@@ -123,9 +123,12 @@ def attention_command(args) -> int:
     part, layers, head_numbers = select(attention, args.layer, args.head)
     title = f"Attention of {pathlib.Path(args.model_dir).name}: {args.text_a}" + (
         f" | {args.text_b}" if args.text_b else "")
+    from kbert.model_dir import atomic_write
+
     out = pathlib.Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_attention_html(tokens, part, layers, head_numbers, title=title), encoding="utf-8")
+    html = render_attention_html(tokens, part, layers, head_numbers, title=title)
+    atomic_write(out, lambda tmp: tmp.write_text(html, encoding="utf-8"))  # a reader never sees half a page
     print(f"attention page: {out}")
     if args.png:
         from kbert.explore.attention_png import render_attention_png
