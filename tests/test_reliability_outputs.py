@@ -4,8 +4,10 @@ silent oddities of a careless run.
 Faults injected (counted in FAULTS, printed by the last test):
 - ``kbert predict`` with --output equal to --input, to a file of the model directory, over an existing
   file (refused unless --overwrite, then replaced whole);
+- ``kbert features`` over an existing .npz and over its input;
 - a JSON line holding a lone surrogate, two rows with one id, a multi-label row ``[""]``;
 - ``kbert finetune --max-train-examples 0`` and ``-1``;
+- a directory replacement (the step under every export) failing mid-write and at the swap;
 - ``kbert export`` over an earlier export (replaced whole: no old warm-ups or fingerprint), over a
   folder that is not an export (refused unless --overwrite), into the model directory itself; SIGTERM
   while an export over an earlier one is being written (the old version stays, loadable);
@@ -126,6 +128,19 @@ def test_predict_refuses_an_existing_output_unless_overwrite(cli, models, tmp_pa
     FAULTS["predict over an existing output"] += 1
 
 
+def test_features_refuse_an_existing_output_and_their_input(cli, tiny_model_dir, tmp_path):
+    rows = _rows(tmp_path / "rows.jsonl", {"text_a": "a cat"})
+    out = tmp_path / "out.npz"
+    out.write_bytes(b"earlier arrays")
+    before = tree(tmp_path)
+    status, err = cli("features", [tiny_model_dir, "--input", rows, "--output", out])
+    assert status == 1 and err == [f"kbert features: error: {out} already exists; pass --overwrite to replace it whole"]
+    status, err = cli("features", [tiny_model_dir, "--input", out, "--output", out, "--overwrite"])
+    assert status == 1 and len(err) == 1 and "is an input of this command" in err[0]
+    assert tree(tmp_path) == before
+    FAULTS["features --output existing / an input"] += 2
+
+
 @pytest.mark.parametrize("case", ["surrogate", "duplicate id", "empty label name"])
 def test_odd_rows_are_one_line_naming_file_line_and_field(cli, models, tmp_path, case):
     src = tmp_path / "in.jsonl"
@@ -199,6 +214,49 @@ def test_finetune_options_check_their_counts_for_every_caller():
 
 
 # -- exports ----------------------------------------------------------------------------------------
+def test_replace_dir_is_old_or_new_whole(tmp_path, monkeypatch):
+    """kbert.model_dir.replace_dir, the step under every export: a failure while writing, or while
+    putting the new folder in place, leaves the old folder as it was and no temporary folder."""
+    import kbert.model_dir as model_dir
+
+    target = tmp_path / "out" / "1"
+    target.mkdir(parents=True)
+    (target / "old.txt").write_text("old")
+    before = tree(tmp_path)
+
+    def half(tmp):
+        tmp.mkdir()
+        (tmp / "new.txt").write_text("half")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        model_dir.replace_dir(target, half)
+    assert tree(tmp_path) == before
+    FAULTS["directory replace failing mid-write"] += 1
+
+    def whole(tmp):
+        tmp.mkdir()
+        (tmp / "new.txt").write_text("new")
+
+    renames = []
+    real_rename = os.rename
+
+    def rename(src, dst):  # the old folder moves aside, then putting the new one in fails
+        renames.append(dst)
+        if len(renames) == 2:
+            raise OSError("rename failed")
+        real_rename(src, dst)
+
+    monkeypatch.setattr(model_dir.os, "rename", rename)
+    with pytest.raises(OSError, match="rename failed"):
+        model_dir.replace_dir(target, whole)
+    monkeypatch.setattr(model_dir.os, "rename", real_rename)
+    assert tree(tmp_path) == before
+    model_dir.replace_dir(target, whole)
+    assert tree(target) == {"new.txt": hashlib.sha256(b"new").hexdigest()} and os.listdir(target.parent) == ["1"]
+    FAULTS["directory replace failing at the swap"] += 1
+
+
 def _load_signature_inputs(path):
     import tensorflow as tf
 
