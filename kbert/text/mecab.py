@@ -30,7 +30,9 @@ with U+FFFD for invalid sequences (Python's ``errors="replace"``), lone surrogat
 empty and white-space-only texts give no words; control characters are MeCab words (``[UNK]``
 unless the vocabulary has them; for ``mecab-wordpiece`` those that ``str.split`` treats as white
 space, e.g. U+0085 and U+2028, vanish); MeCab stops reading a text at a NUL character (fugashi
-passes C strings), so nothing after a NUL is tokenized — as with transformers.
+passes C strings), so nothing after a NUL is tokenized — as with transformers. Text longer than
+``MECAB_MAX_CHARS`` (50,000 characters after NFKC) reaches MeCab in pieces cut at white space or a
+sentence end (``kbert.text.mecab_limits``): one string of ~190,000 characters crashes MeCab itself.
 """
 
 from __future__ import annotations
