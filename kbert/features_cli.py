@@ -32,7 +32,9 @@ def parse_args(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model_dir", metavar="MODEL_DIR", help="kbert model directory (kbert.convert or kbert.pretrain output)")
     p.add_argument("--input", required=True, metavar="ROWS.jsonl", help='one {"text_a": ..., ["text_b": ...]} a line')
-    p.add_argument("--output", required=True, metavar="OUT.npz", help="the .npz file to write")
+    p.add_argument("--output", required=True, metavar="OUT.npz",
+                   help="the .npz file to write (a new file, written atomically)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --output whole")
     p.add_argument("--seq-length", type=int, default=128, help="pad/truncate every row to this length (default 128)")
     p.add_argument("--batch-size", type=int, default=32, help="rows per encoder call (default 32)")
     from kbert.explore.projector import add_projector_arguments
@@ -140,13 +142,18 @@ def main(argv=None) -> int:
     output = pathlib.Path(args.output)
     if not output.parent.is_dir():
         raise UserError(f"--output {output}: directory {output.parent} does not exist")
+    if output.suffix != ".npz":  # numpy's savez adds it
+        output = output.with_name(output.name + ".npz")
+    from kbert.model_dir import atomic_write, check_output
+
+    check_output(output, [args.input, args.model_dir], overwrite=args.overwrite)
     rows = read_rows(args.input)
     arrays = extract(args.model_dir, rows, args.seq_length, args.batch_size)
     import numpy as np
 
-    np.savez(output, **arrays)
+    atomic_write(output, lambda tmp: np.savez(tmp, **arrays))
     shapes = ", ".join(f"{k} {list(v.shape)}" for k, v in arrays.items())
-    print(f"wrote {len(rows)} rows to {output if output.suffix == '.npz' else str(output) + '.npz'}: {shapes}")
+    print(f"wrote {len(rows)} rows to {output}: {shapes}")
     from kbert.explore.projector import projector_from_args
 
     line = projector_from_args(args, arrays, rows)

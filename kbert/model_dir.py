@@ -16,7 +16,9 @@ with only ``do_lower_case`` reads as WordPiece).
 
 from __future__ import annotations
 
+import os
 import pathlib
+import secrets
 import shutil
 
 from kbert.config import BertConfig
@@ -24,6 +26,89 @@ from kbert.model_metadata import (  # noqa: F401 - the metadata names, also impo
     CONFIG_FILE, ENCODER_WEIGHTS, FORMAT_VERSION, METADATA_FILE, VOCAB_FILE, ModelDirError, atomic_write,
     count_vocab, load_config, read_metadata, resolve_file, write_metadata)
 from kbert.text.registry import read_tokenizer_spec, record_tokenizer_spec  # noqa: F401
+
+
+class OutputExistsError(FileExistsError):
+    """An output that is there already (and is not the command's own to replace), or that is one of
+    the command's inputs; the message names it."""
+
+
+def check_output(path, inputs=(), *, overwrite: bool = False, replaceable=None, option: str = "--overwrite"):
+    """Refuses to write ``path`` where that would lose data: when it is one of ``inputs`` (files or
+    directories; compared resolved and with samefile) or a directory holding one, whatever
+    ``overwrite`` says; when it exists and is not ``replaceable(path)``
+    (e.g. this command's own earlier output), unless ``overwrite``. Raises OutputExistsError."""
+    path = pathlib.Path(path)
+    target = path.resolve()
+    for source in inputs:
+        if source is None:
+            continue
+        source = pathlib.Path(source)
+        same = False
+        try:
+            same = path.exists() and source.exists() and os.path.samefile(path, source)
+        except OSError:
+            pass
+        resolved = source.resolve()
+        if same or resolved == target or target in resolved.parents:
+            also = "" if os.fspath(source) == os.fspath(path) else f" ({source})"
+            raise OutputExistsError(f"{path} is an input of this command{also}: writing it would destroy that "
+                                    "input; choose another output")
+    if (path.exists() or path.is_symlink()) and not overwrite and not (replaceable and replaceable(path)):
+        raise OutputExistsError(f"{path} already exists; pass {option} to replace it whole")
+
+
+def _fsync_path(path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def replace_dir(path, write) -> pathlib.Path:
+    """Calls ``write(tmp)`` to fill a new directory ``tmp`` beside ``path`` (``write`` creates it),
+    fsyncs every file in it, then puts it in place of ``path`` whole: the old directory (if any) is
+    renamed aside, the new one renamed in, the old one deleted. An exception (or KeyboardInterrupt)
+    before the swap leaves ``path`` as it was and removes ``tmp``; a process killed outright leaves
+    ``path`` as it was (old, or absent if it was) and a ``.tmp-*`` folder beside it. Never a mix.
+
+    The temporary names start with a dot and hold no digits-only name, so a server watching the
+    parent (TF Serving loads numbered versions) never sees a half-written version.
+    """
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    token = secrets.token_hex(4)
+    tmp = path.with_name(f".tmp-{token}-{path.name}")
+    old = path.with_name(f".old-{token}-{path.name}")
+    moved = False
+    try:
+        write(tmp)
+        for root, _, files in os.walk(tmp):
+            for name in files:
+                _fsync_path(os.path.join(root, name))
+            _fsync_path(root)
+        if path.exists() or path.is_symlink():
+            os.rename(path, old)
+            moved = True
+        os.rename(tmp, path)
+    except BaseException:
+        if moved and not path.exists():
+            os.rename(old, path)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _fsync_path(path.parent)
+    if moved:
+        if old.is_dir() and not old.is_symlink():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            old.unlink(missing_ok=True)
+    return path
 
 
 def check_files(model_dir) -> None:

@@ -20,7 +20,9 @@ object a line with the row's "id" and {"label"} (+ "probabilities" with --probab
 {"tags", "entities"} (tagging; entity start/end are word indices, end exclusive), {"answer"} (QA).
 --format tsv: the same as a table; glue: the GLUE server's submission TSV (index, prediction);
 squad: {question id: answer} JSON. The whole input is read and checked first (a bad row is an
-error naming file and line), and the output is written at the end in one atomic step: no half file.
+error naming file and line; two rows with one id are refused), and the output is written at the end
+in one atomic step: no half file. An existing --output is refused unless --overwrite (then replaced
+whole); an --output that is the input, the model directory or one of its files, never.
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ def parse_args(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model_dir", metavar="MODEL_DIR", help="a fine-tuned task model directory")
     p.add_argument("--input", required=True, metavar="FILE", help="the rows to predict")
-    p.add_argument("--output", required=True, metavar="FILE", help="where the predictions go (replaced atomically)")
+    p.add_argument("--output", required=True, metavar="FILE",
+                   help="where the predictions go (a new file; written atomically)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --output whole")
     p.add_argument("--format", default="jsonl", choices=FORMATS, help="output format (default jsonl)")
     p.add_argument("--probabilities", action="store_true", help="add the probabilities to each prediction")
     p.add_argument("--batch-size", type=int, default=64, help="rows per model call (default 64)")
@@ -57,17 +61,22 @@ def parse_args(argv=None):
 
 
 def predict_file(model_dir, input_path, output_path, fmt="jsonl", options=None, show_progress=False,
-                 model=None) -> dict:
+                 model=None, overwrite: bool = False) -> dict:
     """Reads ``input_path``, predicts every row with the model in ``model_dir`` and writes
     ``output_path`` atomically. ``model``: that directory's model if already loaded
-    (load_task_model), to predict several files without reloading it. Returns {"rows",
-    "model_type", "output", "seconds"}."""
+    (load_task_model), to predict several files without reloading it. An existing ``output_path``
+    is refused (kbert.model_dir.OutputExistsError) unless ``overwrite``; one that is the input or a
+    file of the model directory always. Returns {"rows", "model_type", "output", "seconds"}."""
+    import pathlib
+
     from kbert import model_dir as model_dir_lib
     from kbert.tasks.base import TaskModelError
     from kbert.tasks.prediction import PredictOptions, RowProgress, write_text
     from kbert.tasks.registry import UnknownTaskError, task_type_for_model
 
     options = options or PredictOptions()
+    model_files = [p for p in pathlib.Path(model_dir).iterdir()] if pathlib.Path(model_dir).is_dir() else []
+    model_dir_lib.check_output(output_path, [input_path, model_dir, *model_files], overwrite=overwrite)
     task_meta = model_dir_lib.read_metadata(model_dir).get("task")
     where = f"{model_dir}/{model_dir_lib.METADATA_FILE}"
     if not isinstance(task_meta, dict) or "type" not in task_meta:
@@ -81,6 +90,7 @@ def predict_file(model_dir, input_path, output_path, fmt="jsonl", options=None, 
         raise ValueError(f"--format {fmt}: a {task_meta['type']} model writes {', '.join(formats)}")
     # Every row is read and checked before the model is even loaded.
     data = task_type.read_prediction_input(task_meta, input_path, options)
+    _check_unique_ids(input_path, data.examples)
     from kbert.tasks import load_task_model
 
     start = time.time()
@@ -94,6 +104,22 @@ def predict_file(model_dir, input_path, output_path, fmt="jsonl", options=None, 
             "seconds": round(time.time() - start, 1)}
 
 
+def _check_unique_ids(path, examples) -> None:
+    """Two rows with one id would give two predictions under one name (or one lost in a {id: answer}
+    file): refused, naming the id and both rows (their positions in the input, from 1)."""
+    from kbert.errors import DataError
+
+    first = {}
+    for number, example in enumerate(examples, start=1):
+        rid = example.get("id") if isinstance(example, dict) else None
+        if rid is None:
+            continue
+        if rid in first:
+            raise DataError(path, f"a unique id per row (rows {first[rid]} and {number} share it)", field="id",
+                            value=rid)
+        first[rid] = number
+
+
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     from kbert.cli_support import require_dir
@@ -105,7 +131,7 @@ def main(argv=None) -> int:
                              text_columns=comma_list(args.text_columns) if args.text_columns else None,
                              id_column=args.id_column, probabilities=args.probabilities, batch_size=args.batch_size)
     result = predict_file(args.model_dir, args.input, args.output, args.format, options,
-                          show_progress=not args.quiet)
+                          show_progress=not args.quiet, overwrite=args.overwrite)
     print(f"{result['rows']} predictions ({result['model_type']}, {result['seconds']} s) -> {result['output']}")
     return 0
 

@@ -54,6 +54,17 @@ def main(argv=None) -> int:
     if args.cased and args.uncased:
         parser.error("--cased and --uncased contradict each other")
 
+    import glob
+
+    from kbert.model_dir import OutputExistsError, check_output
+
+    try:  # the vocabulary is written over --out (atomically); never over one of the corpus files
+        patterns = args.input if isinstance(args.input, list) else [args.input]
+        check_output(args.out, [f for p in patterns for f in glob.glob(p, recursive=True)], overwrite=True)
+    except OutputExistsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
     from kbert.text.registry import record_tokenizer_spec, tokenizer_class
     from kbert.text.vocab_learning import CorpusError, VocabOptions, resolve_corpus
 

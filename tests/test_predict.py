@@ -222,7 +222,7 @@ def test_bad_row_is_named_and_nothing_is_written(dirs, loaded, predict, tmp_path
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "fine"}\n{"txt": "no text field"}\n{"text": "fine"}\n')
     with pytest.raises(DataError, match=r"bad\.jsonl, line 2: field 'text': missing"):
-        predict("multi", bad, out)
+        predict("multi", bad, out, overwrite=True)
     assert out.read_text() == "the previous predictions\n"
     # A failure while the new file is being put in place (here: the rename) keeps the old file too.
     good = tmp_path / "good.jsonl"
@@ -234,7 +234,7 @@ def test_bad_row_is_named_and_nothing_is_written(dirs, loaded, predict, tmp_path
 
     monkeypatch.setattr(kbert.model_metadata.os, "replace", fail)
     with pytest.raises(OSError, match="disk full"):
-        predict("multi", good, out)
+        predict("multi", good, out, overwrite=True)
     assert out.read_text() == "the previous predictions\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl", "good.jsonl", "out.jsonl"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from kbert.data.examples import TaskData
-from kbert.data.textio import read_text
+from kbert.data.textio import check_no_surrogates, read_text
 from kbert.errors import DataError
 
 
@@ -62,6 +62,7 @@ def read_squad(path, *, labelled: bool = True, data: bytes | None = None) -> Tas
     except json.JSONDecodeError as e:
         raise DataError(path, "valid JSON", line=e.lineno, field=f"column {e.colno}",
                         value=e.msg) from None
+    check_no_surrogates(path, root)
     version = str(root.get("version", "")) if isinstance(root, dict) else ""
     articles = _get(path, root, "data", list, "top level", "list")
     is_v2 = version.lstrip("v").startswith("2")

@@ -84,7 +84,7 @@ def read_table(path, text_columns, label_column: str | None = None, *, label_nam
     if multi_label and regression:
         raise ValueError("a table is either multi-label or regression, not both")
     fmt = _format_of(path, format)
-    rows = []
+    rows, id_lines = [], {}
     for line, record in _table_records(path, data, fmt):
         texts = [_text(path, line, record, c) for c in text_columns]
         raw_label = None
@@ -93,6 +93,10 @@ def read_table(path, text_columns, label_column: str | None = None, *, label_nam
         rid = str(record.get(id_column, "")) if id_column else str(line)
         if id_column and id_column not in record:
             raise DataError(path, f"a {id_column!r} column", line=line, field=id_column)
+        if id_column and rid in id_lines:
+            raise DataError(path, f"a unique id (line {id_lines[rid]} has the same one)", line=line,
+                            field=id_column, value=rid)
+        id_lines[rid] = line
         rows.append((line, rid, texts, raw_label))
     if not rows:
         raise DataError(path, "at least one data row", value="no rows")
@@ -123,13 +127,18 @@ def _raw_label(path, line, record, column, multi_label):
         raise DataError(path, f"a {column!r} column", line=line, field=column)
     value = record[column]
     if multi_label and isinstance(value, list):
-        return [_label_text(path, line, column, v, "a list of string or number labels") for v in value]
+        return [_label_text(path, line, column, v, "a list of string or number labels", non_empty=True)
+                for v in value]
     expected = "a label or a list of labels" if multi_label else "a string or number label"
-    text = _label_text(path, line, column, value, expected)
+    text = _label_text(path, line, column, value, expected, non_empty=multi_label)
     return [text] if multi_label else text
 
 
-def _label_text(path, line, column, value, expected):
+def _label_text(path, line, column, value, expected, non_empty=False):
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise DataError(path, expected, line=line, field=column, value=value)
+    if non_empty and isinstance(value, str) and not value.strip():
+        # A multi-label class name: "" would become a class of its own (an empty list means no label).
+        raise DataError(path, "a non-empty label name (an empty list [] means none of the labels)", line=line,
+                        field=column, value=value)
     return value if isinstance(value, str) else json.dumps(value)

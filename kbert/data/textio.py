@@ -9,10 +9,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 from kbert.errors import DataError
 
 _BOM = "\ufeff"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def read_bytes(path, data: bytes | None = None) -> bytes:
@@ -118,4 +120,33 @@ def json_lines(path, data: bytes | None = None):
                             value=e.msg) from None
         if not isinstance(record, dict):
             raise DataError(path, "a JSON object", line=number, field="record", value=record)
+        check_no_surrogates(path, record, line=number)
         yield number, record
+
+
+def lone_surrogate_field(value, where: str = ""):
+    """``(field, string)`` of the first string in ``value`` (JSON data) holding a lone surrogate
+    (``"\\ud800"`` escapes: valid JSON, but no UTF-8 text), e.g. ``("text", ...)`` or
+    ``("labels[2]", ...)``; None if there is none."""
+    if isinstance(value, str):
+        return (where or "value", value) if _SURROGATE.search(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = lone_surrogate_field(key, where or "key") or lone_surrogate_field(
+                item, f"{where}.{key}" if where else str(key))
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = lone_surrogate_field(item, f"{where}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def check_no_surrogates(path, value, line=None, record=None) -> None:
+    """A DataError naming file, line and field if a JSON string holds a lone surrogate."""
+    found = lone_surrogate_field(value)
+    if found:
+        raise DataError(path, "text without lone surrogates (a \\ud800-\\udfff escape that is not half of a pair)",
+                        line=line, record=record, field=found[0], value=found[1])

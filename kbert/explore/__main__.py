@@ -69,10 +69,19 @@ def fill_mask_command(args) -> int:
     answers = fill_mask_ids(heads, packed, args.top_k)
     vocab = heads.preprocessor.tokenize.get_vocabulary()
     sentencepiece = is_sentencepiece_vocab(vocab)
+    tokens_uncut, masks_uncut = heads.uncut(args.texts)
+    cut = heads.preprocessor.seq_length
     for row, (text, masks) in enumerate(zip(args.texts, answers)):
-        if not masks:
-            print(f"error: no [MASK] in {text!r} (write [MASK] where a token is missing)", file=sys.stderr)
+        if not masks and masks_uncut[row]:
+            print(f"error: the [MASK] in {_short(text)} lies past the cut: the model reads {cut} tokens and the "
+                  f"text has {tokens_uncut[row]}; shorten the text before the [MASK]", file=sys.stderr)
             return 2
+        if not masks:
+            print(f"error: no [MASK] in {_short(text)} (write [MASK] where a token is missing)", file=sys.stderr)
+            return 2
+        if len(masks) < masks_uncut[row]:
+            print(f"note: {masks_uncut[row] - len(masks)} of the {masks_uncut[row]} [MASK]s in {_short(text)} lie "
+                  f"past the cut ({cut} tokens of {tokens_uncut[row]}) and are not filled", file=sys.stderr)
         if args.json:
             for mask in masks:
                 print(json.dumps(mask, ensure_ascii=False))
@@ -93,7 +102,9 @@ def next_sentence_command(args) -> int:
     from kbert.explore.heads_model import PretrainingHeads
     from kbert.explore.predict import next_sentence
 
-    p = next_sentence(PretrainingHeads.from_model_dir(args.model_dir, heads=("nsp",)), args.text_a, args.text_b)
+    heads = PretrainingHeads.from_model_dir(args.model_dir, heads=("nsp",))
+    _note_cut(heads, [args.text_a], [args.text_b])
+    p = next_sentence(heads, args.text_a, args.text_b)
     if args.json:
         print(json.dumps({"is_next_probability": p}))
     else:
@@ -107,19 +118,38 @@ def attention_command(args) -> int:
     from kbert.explore.heads_model import PretrainingHeads
 
     heads = PretrainingHeads.from_model_dir(args.model_dir, heads=())
+    _note_cut(heads, [args.text_a], None if args.text_b is None else [args.text_b])
     tokens, attention = text_attentions(heads, args.text_a, args.text_b)
     part, layers, head_numbers = select(attention, args.layer, args.head)
     title = f"Attention of {pathlib.Path(args.model_dir).name}: {args.text_a}" + (
         f" | {args.text_b}" if args.text_b else "")
+    from kbert.model_dir import atomic_write
+
     out = pathlib.Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_attention_html(tokens, part, layers, head_numbers, title=title), encoding="utf-8")
+    html = render_attention_html(tokens, part, layers, head_numbers, title=title)
+    atomic_write(out, lambda tmp: tmp.write_text(html, encoding="utf-8"))  # a reader never sees half a page
     print(f"attention page: {out}")
     if args.png:
         from kbert.explore.attention_png import render_attention_png
 
         print(f"attention PNG:  {render_attention_png(tokens, part, args.png, layers, head_numbers, title=title)}")
     return 0
+
+
+def _short(text: str, limit: int = 60) -> str:
+    """``text`` quoted, its middle elided when long (a line on stderr, not the whole input)."""
+    return repr(text if len(text) <= limit else text[:limit // 2] + " ... " + text[-limit // 2:])
+
+
+def _note_cut(heads, text_a, text_b) -> None:
+    """One line on stderr when the text (pair) is longer than the model reads: it is cut, silently
+    otherwise."""
+    tokens, _ = heads.uncut(text_a, text_b)
+    cut = heads.preprocessor.seq_length
+    if int(tokens[0]) > cut:
+        print(f"note: the text{'s are' if text_b is not None else ' is'} cut to {cut} tokens (of {int(tokens[0])}): "
+              "the model sees only the first part", file=sys.stderr)
 
 
 def workshop_data_command(args) -> int:

@@ -64,8 +64,10 @@ def render_attention_png(tokens, attention, path, layers=None, heads=None, title
     fig = attention_figure(tokens, attention, layers, heads, title)
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:  # the texts keep the fonts they were made with (font_families)
-        fig.savefig(path, dpi=100)
+    from kbert.model_dir import atomic_write
+
+    try:  # the texts keep the fonts they were made with (font_families); the file appears whole
+        atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=100, format=path.suffix[1:].lower() or "png"))
     finally:
         plt.close(fig)
     return path

@@ -61,6 +61,19 @@ class PretrainingHeads(compat.AutoTrackable):
         length = tf.maximum(tf.reduce_max(tf.reduce_sum(packed["input_mask"], axis=1)), 1)
         return {k: v[:, :length] for k, v in packed.items()}
 
+    def uncut(self, text_a, text_b=None):
+        """``(tokens, masks)``, int arrays [batch]: how many tokens each row would pack to without the
+        cut at ``preprocessor.seq_length`` ([CLS] and [SEP]s included), and how many ``[MASK]`` its
+        text holds; beside ``pack``'s output they tell what the cut dropped."""
+        tokenizer = self.preprocessor.tokenize
+        if not getattr(tokenizer, "in_graph", True):
+            text_a, text_b = (None if t is None else _pre_tokenized(tokenizer, t) for t in (text_a, text_b))
+        segments = [tokenize_with_masks(tokenizer.tokenize_flat, t, self.mask_id)
+                    for t in (text_a, text_b) if t is not None]
+        tokens = sum(s.row_lengths().numpy() for s in segments) + 1 + len(segments)
+        masks = sum(tf.reduce_sum(tf.cast(tf.equal(s, self.mask_id), tf.int32), axis=1).numpy() for s in segments)
+        return tokens, masks
+
     # -- ids -> answers -------------------------------------------------------------------------
     def mask_positions(self, inputs):
         """int32 [batch, M]: the positions of the mask token in each row (real tokens only), in

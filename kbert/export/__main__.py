@@ -7,17 +7,25 @@
   task MODEL_DIR OUT_DIR [--no-warmup] a fine-tuned task model for TF Serving: raw strings in,
                                        answers out (OUT_DIR like saved_models/NAME/1)
 
+OUT_DIR is written whole: into a temporary folder beside it, then renamed into place, so an
+interrupted export leaves the previous version (or nothing), never a mix. An earlier kbert export
+at OUT_DIR is replaced whole; any other existing OUT_DIR is refused unless --overwrite. An OUT_DIR
+named like a TF Serving version (saved_models/NAME/1) also adds NAME to saved_models/models.config
+(entries already there are kept as written).
+
 Every export can be called from Keras with ``keras.layers.TFSMLayer(OUT_DIR,
 call_endpoint="serving_default")`` (and ``"serve"``); see README "Serving".
 """
 
 import argparse
+import contextlib
 import pathlib
+import signal
 import sys
 
 
 def main(argv=None):
-    from kbert.cli_support import UserError, add_verbose_flag, prog, require_dir
+    from kbert.cli_support import add_verbose_flag, prog
 
     parser = argparse.ArgumentParser(prog=prog("export"), description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -52,11 +60,26 @@ def main(argv=None):
                                       "that takes raw strings and returns answers.")
     task.add_argument("model_dir", metavar="MODEL_DIR", help="the --model-dir of a kbert.finetune run")
     task.add_argument("out_dir", metavar="OUT_DIR",
-                      help="where to write the SavedModel: saved_models/NAME/VERSION (models.config is "
-                           "(re)written beside NAME)")
+                      help="where to write the SavedModel: saved_models/NAME/VERSION (NAME is added to "
+                           "models.config beside it)")
     task.add_argument("--no-warmup", action="store_true", help="skip assets.extra warm-up requests")
 
+    for p in (enc, pre, task):
+        p.add_argument("--overwrite", action="store_true",
+                       help="replace OUT_DIR whole even if it is not an earlier kbert export")
     args = parser.parse_args(argv)
+    from kbert.export.serving import is_kbert_export
+    from kbert.model_dir import check_output
+
+    source = args.model_dir_or_vocab if args.what == "preprocessor" else args.model_dir
+    check_output(args.out_dir, [source], overwrite=args.overwrite, replaceable=is_kbert_export)
+    with _interrupt_on_sigterm():
+        return _export(args)
+
+
+def _export(args):
+    from kbert.cli_support import UserError, require_dir
+
     if args.what == "preprocessor":
         source = pathlib.Path(args.model_dir_or_vocab)
         if not source.exists():
@@ -66,20 +89,14 @@ def main(argv=None):
     if args.what == "preprocessor" and args.seq_length < 1:
         raise UserError(f"--seq-length must be positive, got {args.seq_length}")
     if args.what == "task":
-        from kbert.export.serving import write_models_config
         from kbert.export.task import export_task
 
-        path = export_task(args.model_dir, args.out_dir, warmup=not args.no_warmup)
-        print(f"SavedModel written to {path}")
-        if path.parent.parent.is_dir():
-            print(f"models.config: {write_models_config(path.parent.parent)} (and batching_parameters.txt "
-                  "for --enable_batching)")
-        return 0
-    if args.what == "encoder":
+        path = export_task(args.model_dir, args.out_dir, warmup=not args.no_warmup, overwrite=args.overwrite)
+    elif args.what == "encoder":
         from kbert.export.encoder import export_encoder
 
         path = export_encoder(args.model_dir, args.out_dir, head_signatures=args.head_signatures,
-                              xla_signature=args.xla_signature)
+                              xla_signature=args.xla_signature, overwrite=args.overwrite)
     else:
         from kbert.export.preprocessor import export_preprocessor
 
@@ -88,9 +105,34 @@ def main(argv=None):
             args.out_dir,
             lower_case=False if args.cased else None,
             seq_length=args.seq_length,
+            overwrite=args.overwrite,
         )
+    path = pathlib.Path(path)
     print(f"SavedModel written to {path}")
+    if path.name.isdigit():  # saved_models/NAME/VERSION: TF Serving's layout
+        from kbert.export.serving import write_models_config
+
+        print(f"models.config: {write_models_config(path.parent.parent)} (and batching_parameters.txt "
+              "for --enable_batching)")
     return 0
+
+
+@contextlib.contextmanager
+def _interrupt_on_sigterm():
+    """SIGTERM (a supervisor stopping the job) as Ctrl-C while exporting: the export's temporary
+    folder is removed and the previous version stays in place (kbert.model_dir.replace_dir)."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread (an embedding application): its own handling applies
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

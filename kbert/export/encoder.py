@@ -25,7 +25,7 @@ import tensorflow as tf
 from kbert import compat
 from kbert.export import fast_serving
 from kbert.export.head_signatures import add_head_signatures, warmup_requests
-from kbert.export.serving import write_warmup_requests_for
+from kbert.export.serving import write_export, write_warmup_requests_for
 from kbert.export.tokenizer_assets import attach_tokenizer_assets
 from kbert.model_dir import load_encoder, load_heads
 from kbert.text.registry import load_tokenizer
@@ -95,11 +95,14 @@ def _flat_signature(fn, spec):
     return serve
 
 
-def export_encoder(model_dir, out_dir, head_signatures: bool = True, xla_signature: bool = False) -> pathlib.Path:
+def export_encoder(model_dir, out_dir, head_signatures: bool = True, xla_signature: bool = False,
+                   overwrite: bool = False) -> pathlib.Path:
     """``head_signatures``: add ``fill_mask`` / ``next_sentence`` (strings in) where the directory has
     the heads; those use TF-Text ops, so a process loading the export imports ``tensorflow_text``
     first (TF Serving links them). With False the export is ids-only and loads with TensorFlow alone.
-    ``xla_signature``: add ``serving_xla``, serving_default compiled by XLA (kbert.export.fast_serving)."""
+    ``xla_signature``: add ``serving_xla``, serving_default compiled by XLA (kbert.export.fast_serving).
+    ``out_dir`` is written whole (kbert.export.serving.write_export: an earlier kbert export there is
+    replaced, anything else refused unless ``overwrite``)."""
     model_dir = pathlib.Path(model_dir)
     encoder = load_encoder(model_dir)
     heads = load_heads(model_dir, encoder.config, names=("mlm", "nsp"))
@@ -124,7 +127,10 @@ def export_encoder(model_dir, out_dir, head_signatures: bool = True, xla_signatu
         signatures.update(fast_serving.add_xla_signature(module, encoder, INPUT_SPEC))
         warmups += fast_serving.xla_warmup_requests(INPUT_SPEC)
     out_dir = pathlib.Path(out_dir)
-    tf.saved_model.save(module, str(out_dir), signatures=signatures)
-    if warmups:
-        write_warmup_requests_for(out_dir, out_dir.parent.name, warmups)
-    return out_dir
+
+    def write(tmp):
+        tf.saved_model.save(module, str(tmp), signatures=signatures)
+        if warmups:
+            write_warmup_requests_for(tmp, out_dir.parent.name, warmups)
+
+    return write_export(out_dir, write, kind="encoder", source=model_dir, overwrite=overwrite)

@@ -107,8 +107,11 @@ def _strings_input(tokenizer):
     return tf.TensorSpec([None], tf.string, name="text"), lambda text: text
 
 
-def export_preprocessor(model_dir_or_vocab, out_dir, lower_case=None, seq_length=128, tokenizer_type=None) -> str:
-    """Writes the preprocessor SavedModel to ``out_dir`` and returns its path."""
+def export_preprocessor(model_dir_or_vocab, out_dir, lower_case=None, seq_length=128, tokenizer_type=None,
+                        overwrite: bool = False) -> str:
+    """Writes the preprocessor SavedModel to ``out_dir`` whole and returns its path
+    (kbert.export.serving.write_export: an earlier kbert export there is replaced, anything else
+    refused unless ``overwrite``)."""
     tokenizer = resolve_tokenizer(model_dir_or_vocab, lower_case, tokenizer_type)
     preprocessor = BertPreprocessor(tokenizer, seq_length=seq_length)
     module = build_preprocessor_module(preprocessor)
@@ -123,5 +126,9 @@ def export_preprocessor(model_dir_or_vocab, out_dir, lower_case=None, seq_length
     # TFSMLayer(out_dir, call_endpoint="serve" or "serving_default"): the bare strings or {"text": ...}
     # ({"words": ...} and [batch, words] for a words-in tokenizer).
     add_keras_endpoints(module, lambda inputs: preprocessor(strings(inputs[name])), {name: spec}, bare_key=name)
-    tf.saved_model.save(module, out_dir, signatures={"serving_default": serving.get_concrete_function()})
+    from kbert.export.serving import write_export
+
+    write_export(out_dir, lambda tmp: tf.saved_model.save(
+        module, os.fspath(tmp), signatures={"serving_default": serving.get_concrete_function()}),
+        kind="preprocessor", source=model_dir_or_vocab, overwrite=overwrite)
     return out_dir

@@ -5,17 +5,57 @@ and the list of ops a server must link.
 * Warm-up: ``VERSION/assets.extra/tf_serving_warmup_requests``, a TFRecord of
   ``PredictionLog`` protos (tensorflow-serving-api) that the server replays at load time, so the
   first real request does not pay for graph initialisation.
-* ``models.config``: a ModelServerConfig text proto listing every model under ``saved_models/``.
+* ``models.config``: a ModelServerConfig text proto listing every model under ``saved_models/``;
+  entries already in it (hand edits included) are kept as written, models not yet listed added.
+* Every export is written whole into a temporary folder beside ``VERSION`` and renamed into place
+  (``write_export``): an export over an earlier one replaces it whole (no old warm-ups or
+  fingerprint left beside a new graph), an interrupted one leaves the old version (or nothing).
+  A folder that is not a kbert export (no ``assets.extra/kbert_export.json``) is not replaced
+  without ``overwrite``, and a folder that is, or holds, the model directory never.
 """
 
 from __future__ import annotations
 
+import json
 import pathlib
+import re
 
 import numpy as np
 import tensorflow as tf
 
+from kbert.model_dir import ModelDirError, atomic_write, check_output, replace_dir
+
 WARMUP_FILE = "tf_serving_warmup_requests"
+EXPORT_MARKER = "kbert_export.json"  # in assets.extra: what wrote this version (write_export)
+
+
+def is_kbert_export(path) -> bool:
+    """Whether ``path`` is a version folder written by ``write_export`` (or an empty folder): one
+    an export may replace whole without ``overwrite``."""
+    path = pathlib.Path(path)
+    if path.is_symlink() or not path.is_dir():
+        return False
+    return (path / "assets.extra" / EXPORT_MARKER).is_file() or not any(path.iterdir())
+
+
+def write_export(out_dir, write, *, kind: str, source, overwrite: bool = False) -> pathlib.Path:
+    """Writes an export with ``write(tmp)`` (which creates the SavedModel folder ``tmp``) and puts it
+    at ``out_dir`` whole (kbert.model_dir.replace_dir), with ``assets.extra/kbert_export.json``.
+
+    Refused (OutputExistsError, nothing written) where ``out_dir`` is or holds ``source`` (the model
+    directory or vocabulary), or exists and is not a kbert export, unless ``overwrite``.
+    """
+    out_dir = pathlib.Path(out_dir)
+    check_output(out_dir, [source], overwrite=overwrite, replaceable=is_kbert_export)
+
+    def fill(tmp):
+        write(tmp)
+        extra = pathlib.Path(tmp) / "assets.extra"
+        extra.mkdir(exist_ok=True)
+        (extra / EXPORT_MARKER).write_text(json.dumps({"kind": kind, "source": str(source)}) + "\n",
+                                           encoding="utf-8")
+
+    return replace_dir(out_dir, fill)
 
 
 def write_warmup_requests(export_dir, model_name: str, signature_name: str, requests: list[dict]) -> pathlib.Path:
@@ -61,23 +101,64 @@ def _as_array(value):
 
 def write_models_config(root="saved_models") -> pathlib.Path:
     """``models.config`` for ``tensorflow_model_server --model_config_file=...``: one entry per
-    ``root/NAME/`` that holds at least one numbered version."""
+    ``root/NAME/`` that holds at least one numbered version. An existing file keeps every entry it
+    has, as written (hand edits survive); models it does not list yet are added before its last
+    ``}``. A file that is not a model_config_list is refused (ModelDirError), not replaced. Also
+    writes ``batching_parameters.txt`` where there is none."""
     root = pathlib.Path(root)
-    entries = []
-    for model in sorted(p for p in root.iterdir() if p.is_dir()):
+    found = []
+    for model in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
         if any(v.name.isdigit() and (v / "saved_model.pb").exists() for v in model.iterdir()):
-            entries.append(
-                "  config {\n"
-                f"    name: \"{model.name}\"\n"
-                f"    base_path: \"/models/{model.name}\"\n"
-                "    model_platform: \"tensorflow\"\n"
-                "  }\n"
-            )
+            found.append(model.name)
     path = root / "models.config"
-    header = "".join(f"# {line}\n" for line in SERVER_FLAGS_NOTE)
-    _atomic_write(path, header + "model_config_list {\n" + "".join(entries) + "}\n")
-    write_batching_parameters(root)
+    text = path.read_text(encoding="utf-8") if path.exists() else None
+    listed = _listed_models(path, text) if text is not None else set()
+    entries = "".join(
+        "  config {\n"
+        f"    name: \"{name}\"\n"
+        f"    base_path: \"/models/{name}\"\n"
+        "    model_platform: \"tensorflow\"\n"
+        "  }\n" for name in found if name not in listed)
+    if text is None:
+        header = "".join(f"# {line}\n" for line in SERVER_FLAGS_NOTE)
+        _atomic_write(path, header + "model_config_list {\n" + entries + "}\n")
+    elif entries:
+        end = _closing_brace(text)
+        if end is None:
+            raise ModelDirError(f"{path}: cannot tell where its model_config_list ends (its last line that is "
+                                "not a comment must be the closing '}'); add the new models by hand")
+        _atomic_write(path, text[:end] + entries + text[end:])
+    if not (root / BATCHING_FILE).exists():  # hand-tuned settings are the user's
+        write_batching_parameters(root)
     return path
+
+
+def _listed_models(path, text: str) -> set:
+    """The model names an existing models.config lists (checked with TF Serving's proto where
+    tensorflow-serving-api is installed)."""
+    try:
+        from google.protobuf import text_format
+        from tensorflow_serving.config import model_server_config_pb2
+    except ImportError:
+        return set(re.findall(r'\bname\s*:\s*"([^"]*)"', text))
+    try:
+        config = text_format.Parse(text, model_server_config_pb2.ModelServerConfig())
+    except text_format.ParseError as e:
+        raise ModelDirError(f"{path} is not a TF Serving model config ({e}); fix it or move it away, "
+                            "it is not replaced") from None
+    return {c.name for c in config.model_config_list.config}
+
+
+def _closing_brace(text: str):
+    """The offset of the last ``}`` outside comments (model_config_list's end), or None."""
+    offset = len(text)
+    for line in reversed(text.splitlines(keepends=True)):
+        offset -= len(line)
+        stripped = line.split("#", 1)[0].rstrip()
+        if not stripped:
+            continue
+        return offset + stripped.rindex("}") if stripped.endswith("}") else None
+    return None
 
 
 # TensorFlow Serving's flags for these exports (README, "Serving latency"): the comment at the top
@@ -116,9 +197,7 @@ def write_batching_parameters(root, parameters=None) -> pathlib.Path:
 
 
 def _atomic_write(path: pathlib.Path, text: str):
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def saved_model_ops(export_dir) -> set[str]:

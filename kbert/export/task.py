@@ -23,7 +23,7 @@ import pathlib
 import tensorflow as tf
 
 from kbert import compat
-from kbert.export.serving import write_warmup_requests
+from kbert.export.serving import write_export, write_warmup_requests
 from kbert.export.tokenizer_assets import attach_tokenizer_assets
 from kbert.tasks.registry import task_type_for_model
 from kbert.tasks.words_inputs import takes_words, words_request, words_signature
@@ -57,7 +57,9 @@ def _takes_words_itself(serve) -> bool:
     return all(name.endswith("words") or name.startswith("words_") for name in serve.input_signature[0])
 
 
-def export_task(model_dir, out_dir, warmup: bool = True) -> pathlib.Path:
+def export_task(model_dir, out_dir, warmup: bool = True, overwrite: bool = False) -> pathlib.Path:
+    """Writes the task SavedModel to ``out_dir`` whole (kbert.export.serving.write_export: an earlier
+    kbert export there is replaced, anything else refused unless ``overwrite``)."""
     from kbert.tasks import load_task_model
 
     model_dir, out_dir = pathlib.Path(model_dir), pathlib.Path(out_dir)
@@ -70,13 +72,16 @@ def export_task(model_dir, out_dir, warmup: bool = True) -> pathlib.Path:
         serve = words_signature(serve)
     module.serve, module.serve_ids = serve, serve_ids
     _add_keras_endpoints(module, serve)
-    tf.saved_model.save(module, str(out_dir), signatures={
-        "serving_default": serve.get_concrete_function(),
-        "serving_ids": serve_ids.get_concrete_function(),
-    })
-    if warmup:
-        requests = task_type.warmup_inputs(model)
-        if words:
-            requests = [words_request(model.tokenizer, r) for r in requests]
-        write_warmup_requests(out_dir, out_dir.parent.name, "serving_default", requests)
-    return out_dir
+
+    def write(tmp):
+        tf.saved_model.save(module, str(tmp), signatures={
+            "serving_default": serve.get_concrete_function(),
+            "serving_ids": serve_ids.get_concrete_function(),
+        })
+        if warmup:
+            requests = task_type.warmup_inputs(model)
+            if words:
+                requests = [words_request(model.tokenizer, r) for r in requests]
+            write_warmup_requests(tmp, out_dir.parent.name, "serving_default", requests)
+
+    return write_export(out_dir, write, kind="task", source=model_dir, overwrite=overwrite)

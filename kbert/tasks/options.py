@@ -35,6 +35,10 @@ def option(default=dataclasses.MISSING, *, help: str, type=None, flag: str | Non
     return dataclasses.field(default=default, metadata=metadata)
 
 
+class OptionsError(ValueError):
+    """An option value that cannot work (named with its flag)."""
+
+
 @dataclasses.dataclass
 class NoOptions:
     """A task type without options of its own."""
@@ -67,6 +71,18 @@ class FinetuneOptions:
     seed: int = option(0, help="seed of the subsets, shuffling and initialisation")
     hidden_dropout: float | None = option(None, type=float, help="override the encoder's hidden_dropout_prob")
     task_options: object = dataclasses.field(default=None, metadata={"cli": False})
+
+    def __post_init__(self):
+        # Checked here, not in the command line, so that every caller gets the same one-line error
+        # (a count of 0 would reach tf.data as an empty shuffle buffer).
+        for name in ("max_train_examples", "max_eval_examples", "batch_size", "eval_batch_size"):
+            value = getattr(self, name)
+            if value is None and name.startswith("max_"):
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                what = "leave it out to use every example" if name.startswith("max_") else "rows per batch"
+                raise OptionsError(f"{name} (--{name.replace('_', '-')}) must be a positive whole number "
+                                   f"({what}), got {value!r}")
 
     @property
     def dynamic_length(self) -> bool:

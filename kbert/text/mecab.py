@@ -30,7 +30,9 @@ with U+FFFD for invalid sequences (Python's ``errors="replace"``), lone surrogat
 empty and white-space-only texts give no words; control characters are MeCab words (``[UNK]``
 unless the vocabulary has them; for ``mecab-wordpiece`` those that ``str.split`` treats as white
 space, e.g. U+0085 and U+2028, vanish); MeCab stops reading a text at a NUL character (fugashi
-passes C strings), so nothing after a NUL is tokenized — as with transformers.
+passes C strings), so nothing after a NUL is tokenized — as with transformers. Text longer than
+``MECAB_MAX_CHARS`` (50,000 characters after NFKC) reaches MeCab in pieces cut at white space or a
+sentence end (``kbert.text.mecab_limits``): one string of ~190,000 characters crashes MeCab itself.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ import tensorflow_text as tf_text
 
 from kbert.text import vocab as vocab_lib
 from kbert.text.inputs import Untracked
+from kbert.text.mecab_limits import MECAB_MAX_CHARS, mecab_pieces  # noqa: F401 (MECAB_MAX_CHARS: documented here)
 from kbert.text.nfkc_spans import SURROGATES, byte_positions, decode_text, nfkc_spans
 from kbert.text.registry import asset_path, register_tokenizer
 from kbert.text.spec import TokenizerSpec, TokenizerSpecError
@@ -185,16 +188,21 @@ class _MecabTokenizer(TokenizerLayer):
                 pos = match.end()
         return words
 
+    def _surfaces(self, normalized):
+        """MeCab's surfaces of ``normalized``, in pieces of at most MECAB_MAX_CHARS characters."""
+        for piece in mecab_pieces(normalized):
+            for node in self._tagger.tagger(piece):
+                yield node.surface
+
     def _segment_words(self, segment, offset, spans):
         if not spans:
-            return [(w, None, None) for node in self._tagger.tagger(unicodedata.normalize("NFKC", segment))
-                    for w, _ in self._split_surface(node.surface)]
+            return [(w, None, None) for surface in self._surfaces(unicodedata.normalize("NFKC", segment))
+                    for w, _ in self._split_surface(surface)]
         normalized, starts, ends = nfkc_spans(segment)
         if offset:
             starts, ends = [offset + i for i in starts], [offset + i for i in ends]
         words, pos = [], 0
-        for node in self._tagger.tagger(normalized):
-            surface = node.surface
+        for surface in self._surfaces(normalized):
             found = normalized.find(surface, pos)  # after the white space MeCab skipped
             pos = found if found >= 0 else pos
             for w, a in self._split_surface(surface):

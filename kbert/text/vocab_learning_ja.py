@@ -24,6 +24,7 @@ import os
 import time
 import unicodedata
 
+from kbert.text.mecab_limits import mecab_pieces
 from kbert.text.vocab_learning import (CHARACTER_COVERAGE, CorpusError, _log, character_counts,
                                        default_alphabet_size, learn_from_counts, reserved_tokens)
 
@@ -54,7 +55,7 @@ def mecab_word_splitter(mecab_dic: str = "unidic_lite"):
     tagger = fugashi.GenericTagger(f'-d "{dic}" -r "{os.path.join(dic, "mecabrc")}" ')
 
     def split(text: str) -> list[str]:
-        return [word.surface for word in tagger(unicodedata.normalize("NFKC", text))]
+        return [word.surface for piece in mecab_pieces(unicodedata.normalize("NFKC", text)) for word in tagger(piece)]
 
     return split
 
