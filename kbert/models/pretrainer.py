@@ -78,6 +78,12 @@ class BertPretrainer(compat.LocalReplicaBuild, keras.Model):
 
     # -- loss and metrics ---------------------------------------------------------------------
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        loss, parts = self._loss_and_parts(y, y_pred)
+        if keras.backend.backend() == "tensorflow":
+            self.loss_parts.update(**parts)
+        return loss
+
+    def _loss_and_parts(self, y, y_pred):
         replicas = self.replicas.num_replicas()
         weights = ops.cast(y["masked_lm_weights"], "float32")
         mlm_logits = ops.cast(y_pred["mlm_logits"], "float32")
@@ -102,11 +108,14 @@ class BertPretrainer(compat.LocalReplicaBuild, keras.Model):
             nsp_loss = ops.mean(nsp_ce)
             loss = loss + nsp_loss / replicas
             parts["nsp_loss"] = nsp_loss
-        self.loss_parts.update(**parts)
-        return loss
+        return loss, parts
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         weights = ops.cast(y["masked_lm_weights"], "float32")
+        if keras.backend.backend() != "tensorflow":
+            # JAX finds the loss inside its gradient transformation, whose values cannot be kept
+            # for later: the parts are found again here (the heads' outputs are small).
+            self.loss_parts.update(**self._loss_and_parts(y, y_pred)[1])
         self.mlm_loss_tracker.update_state(self.loss_parts["mlm_loss"])
         self.mlm_accuracy.update_state(self.loss_parts["mlm_correct"], sample_weight=weights)
         if self.use_nsp:
