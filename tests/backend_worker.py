@@ -81,6 +81,7 @@ def main(job, model_dir, out, *args):
         multi = dict(coordinator_address=args[1], num_processes=int(args[2]), process_id=int(args[3])) \
             if len(args) > 1 else {}
         devices = setup_devices(global_batch_size=8, **multi)
+        keras.utils.set_random_seed(0)  # every process must create the same initial values
         model = classifier(model_dir)
         set_head(model)
         model.compile(create_optimizer(1e-3, steps, 0))

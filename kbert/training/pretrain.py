@@ -129,8 +129,6 @@ def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None,
     list_files(options.train_data)  # fail before any work when nothing matches or all files are empty
     if options.eval_data:
         list_files(options.eval_data)
-    if options.seed is not None:
-        keras.utils.set_random_seed(options.seed)
     model_dir = pathlib.Path(options.model_dir)
     model_dir.mkdir(parents=True, exist_ok=True)
     if backend == "tensorflow":
@@ -146,8 +144,13 @@ def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None,
 
         devices = setup_devices(global_batch_size=options.batch_size, coordinator_address=options.coordinator_address,
                                 num_processes=options.num_processes, process_id=options.process_id, tpu=options.tpu)
+        if devices.processes > 1 and options.seed is None:
+            raise OptionsError(f"--seed is required when {devices.processes} processes train together: each "
+                               "creates the initial weights and the data order, which must be the same in all")
         strategy, replicas, scope, replica_helpers = None, devices.count, contextlib.nullcontext, None
         on_tpu = bool(options.tpu)
+    if options.seed is not None:
+        keras.utils.set_random_seed(options.seed)
     if options.mixed_precision != "float32" or on_tpu:
         keras.mixed_precision.set_dtype_policy("mixed_bfloat16" if on_tpu else options.mixed_precision)
 
