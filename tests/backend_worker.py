@@ -9,6 +9,7 @@ Jobs (each writes OUT, an .npz or a model directory):
               (ARGS: steps, then for several processes: coordinator address, processes, process id)
   finetune    fine-tune a classifier on TEXTS (loss must fall) -> a model directory OUT and
               OUT/jax_probabilities.npz (its predictions for TEXTS)
+  pretrain    pre-train BERT-Tiny for STEPS steps on MODEL_DIR's records into OUT (resuming there)
   served      the TensorFlow SavedModel export of model directory MODEL_DIR answering TEXTS -> npz
 """
 
@@ -97,6 +98,21 @@ def main(job, model_dir, out, *args):
         model.save_model_dir(out)
         np.savez(pathlib.Path(out) / "jax_probabilities.npz", loss=np.array(history.history["loss"]),
                  probabilities=model.predict_proba(np.array(TEXTS, dtype=object)))
+    elif job == "pretrain":  # MODEL_DIR: a folder with vocab.txt and train-*.tfrecord; ARGS: steps
+        from kbert.training.pretrain import PretrainOptions, pretrain
+
+        losses = []
+
+        class Losses(keras.callbacks.Callback):
+            def on_train_batch_end(self, batch, logs=None):
+                losses.append(float(logs["loss"]))
+
+        data = pathlib.Path(model_dir)
+        options = PretrainOptions(train_data=str(data / "train-*.tfrecord"), model_dir=str(out), config="tiny",
+                                  vocab=str(data / "vocab.txt"), seq_length=32, max_predictions=5, batch_size=8,
+                                  steps=int(args[0]), checkpoint_every=10, learning_rate=1e-3, warmup_steps=0, seed=0)
+        results = pretrain(options, callbacks_for=lambda *layers: [Losses()])
+        np.savez(pathlib.Path(out) / f"losses-{results['steps']}.npz", losses=np.array(losses))
     else:
         raise SystemExit(f"unknown job {job!r}")
 

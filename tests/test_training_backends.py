@@ -130,3 +130,39 @@ def test_jax_fine_tuning_learns_and_its_tensorflow_export_answers_the_same(small
     _worker("tensorflow", "served", tmp_path / "jax_model", tmp_path / "served.npz")
     served = np.load(tmp_path / "served.npz")["probabilities"]
     np.testing.assert_allclose(served, saved["probabilities"], atol=1e-5)
+    # kbert predict under JAX (ids packed on the host, the last batch padded) answers the same.
+    import json
+
+    from backend_worker import TEXTS
+
+    (tmp_path / "rows.csv").write_text("id,text\n" + "".join(f"{i},{t}\n" for i, t in enumerate(TEXTS)))
+    proc = subprocess.run([sys.executable, "-m", "kbert.predict", "--backend", "jax", str(tmp_path / "jax_model"),
+                           "--input", str(tmp_path / "rows.csv"), "--output", str(tmp_path / "rows.jsonl"),
+                           "--task-format", "csv", "--text-columns", "text", "--id-column", "id", "--probabilities",
+                           "--batch-size", "3", "--quiet"], env=_env("jax"), capture_output=True, text=True,
+                          timeout=900, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    predicted = np.array([[row["probabilities"][name] for name in ("0", "1")] for row in rows])
+    np.testing.assert_allclose(predicted, saved["probabilities"], atol=1e-5)
+
+
+@pytest.mark.slow
+def test_jax_pretraining_learns_and_resumes_from_its_checkpoint(tmp_path):
+    from test_reliability_data import write_records, write_vocab
+
+    data = tmp_path / "data"
+    data.mkdir()
+    write_vocab(data / "vocab.txt")
+    write_records(data / "train-0.tfrecord", 300)
+    _worker("jax", "pretrain", data, tmp_path / "m", 20)
+    first = np.load(tmp_path / "m" / "losses-20.npz")["losses"]
+    assert first[-5:].mean() < first[:5].mean() - 0.3, first
+    assert sorted(p.name for p in (tmp_path / "m" / "checkpoints").glob("ckpt-*")) == ["ckpt-10", "ckpt-20"]
+    # Run on to step 30: it resumes at step 21 from ckpt-20 (weights and optimizer state), so its
+    # first losses continue the curve instead of starting again near the first run's.
+    proc = _worker("jax", "pretrain", data, tmp_path / "m", 30)
+    assert "resuming from step 20" in proc.stdout
+    resumed = np.load(tmp_path / "m" / "losses-30.npz")["losses"]
+    assert len(resumed) == 10 and resumed[:3].mean() < first[:3].mean() - 0.3
+    assert (tmp_path / "m" / "encoder.weights.h5").exists()

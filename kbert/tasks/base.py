@@ -30,6 +30,15 @@ from kbert.text.pre_tokenize import pre_tokenize_data, pre_tokenize_dataset
 from kbert.text.registry import as_tokenizer, is_tokenizer, load_tokenizer
 
 
+def _processes() -> tuple:
+    """(processes, this process's index) of a multi-process JAX run; (1, 0) otherwise."""
+    if keras.backend.backend() != "jax" or keras.distribution.distribution() is None:
+        return 1, 0
+    import jax
+
+    return jax.process_count(), jax.process_index()
+
+
 def host_packing() -> bool:
     """True under backends whose models take ids packed on the host (all but TensorFlow)."""
     return keras.backend.backend() != "tensorflow"
@@ -196,7 +205,8 @@ class TaskModel(keras.Model):
     # predict run the same tokenizer and packer layers in tf.data on the host (``pack``) and feed
     # int32 ids; batches are trimmed to their longest row rounded up to WIDTH_MULTIPLE positions,
     # and padded with rows of weight 0 to a multiple of ROW_MULTIPLE rows (and of the devices the
-    # batch is split over), so that XLA compiles a few programs, not one per batch shape.
+    # batch is split over), so that XLA compiles a few programs, not one per batch shape. In a
+    # multi-process run every process packs the same global batch and keeps its contiguous share.
     WIDTH_MULTIPLE = 16
     ROW_MULTIPLE = 8
 
@@ -218,6 +228,7 @@ class TaskModel(keras.Model):
     def _host_batch(self, multiple):
         width_multiple = self.WIDTH_MULTIPLE
         seq_length = self.seq_length
+        processes, process_id = _processes()
         dynamic = self.dynamic_length
 
         def convert(*element):
@@ -235,12 +246,18 @@ class TaskModel(keras.Model):
                 t = tf.convert_to_tensor(t)
                 return tf.pad(t, [[0, pad]] + [[0, 0]] * (t.shape.rank - 1))
 
-            ids = {k: pad_rows(v) for k, v in ids.items()}
+            def share(t):  # this process's contiguous rows of the global batch
+                if processes == 1:
+                    return t
+                size = tf.shape(t)[0] // processes
+                return t[process_id * size:(process_id + 1) * size]
+
+            ids = {k: share(pad_rows(v)) for k, v in ids.items()}
             if not rest:
                 return ids
-            labels = tf.nest.map_structure(pad_rows, rest[0])
+            labels = tf.nest.map_structure(lambda t: share(pad_rows(t)), rest[0])
             weights = tf.cast(rest[1], tf.float32) if len(rest) > 1 else tf.ones([rows], tf.float32)
-            return ids, labels, pad_rows(weights)
+            return ids, labels, share(pad_rows(weights))
 
         return convert
 

@@ -4,9 +4,9 @@ Under JAX the batch is split over every local device (GPUs, TPU cores, or XLA ho
 ``keras.distribution.DataParallel``; several hosts (processes) join through JAX's own runtime,
 ``jax.distributed.initialize``: give the coordinator's address, the number of processes and this
 process's id, or nothing on a Cloud TPU VM, where JAX finds them itself (``tpu=True``). Each process
-feeds the same global batch pipeline; Keras keeps this process's share of every batch
-(``DataParallel.distribute_dataset``), so N processes train exactly as one process holding all
-the devices would.
+feeds the same global batch pipeline and keeps its contiguous share of every batch
+(``process_share``; TaskModel does the same for its host batches), so N processes train exactly
+as one process holding all the devices would.
 
 Under TensorFlow nothing here applies: kbert.training.distribute picks a tf.distribute strategy.
 """
@@ -60,7 +60,22 @@ def setup_devices(*, global_batch_size: int, coordinator_address: str | None = N
         raise OptionsError(f"--batch-size {global_batch_size} is not divisible by the {result.count} devices "
                            f"({', '.join(sorted({d.split(':')[0] for d in devices}))}) it is spread over")
     if result.count > 1:
-        keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
+        # kbert's pipelines keep this process's share of each global batch themselves (TaskModel's host
+        # batches vary in size, which Keras' own sharding cannot take): see process_share.
+        keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False))
     else:
         keras.distribution.set_distribution(None)
     return result
+
+
+def process_share(dataset):
+    """This process's rows of every global batch of a tf.data ``dataset`` with a fixed batch size (the
+    dataset itself when one process trains)."""
+    distribution = keras.distribution.distribution()
+    if distribution is None:
+        return dataset
+    import jax
+
+    if jax.process_count() == 1:
+        return dataset
+    return distribution.distribute_tf_dataset(dataset)

@@ -176,8 +176,9 @@ def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None,
         train_ds = strategy.distribute_datasets_from_function(
             lambda context: dataset(context.get_per_replica_batch_size(options.batch_size), context))
     else:
-        # The global batch; Keras' DataParallel keeps this process's share of each one.
-        train_ds = dataset(options.batch_size)
+        from kbert.training.devices import process_share
+
+        train_ds = process_share(dataset(options.batch_size))  # this process's rows of each global batch
     with scope():
         if options.init_checkpoint:
             encoder = load_encoder(options.init_checkpoint)
