@@ -185,7 +185,6 @@ def main(argv=None):
     use_backend(None if demo else args.backend)  # before anything imports Keras
     if demo:
         args = demo_args()
-    if demo:
         print("[3/4] pre-training BERT-Tiny (masked LM + next sentence prediction)", flush=True)
     results = run_training(args)
     print(json.dumps(results, indent=2))

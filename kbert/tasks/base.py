@@ -282,9 +282,15 @@ class TaskModel(keras.Model):
             raise TaskModelError(f"{type(self).__name__}.predict under the {keras.backend.backend()} backend takes "
                                  "texts (arrays, lists or a dict of them), not a tf.data.Dataset")
         rows = len(next(iter(x.values())) if isinstance(x, dict) else x[0] if isinstance(x, tuple) else x)
+        batch_size = batch_size or 32
         outputs = super().predict(self._host_dataset(x, batch_size=batch_size), *args, **kwargs)
-        # Only the last batch is short: its padding rows are the outputs' last rows.
-        return tf.nest.map_structure(lambda o: o[:rows], outputs)
+        # Each batch was padded to a multiple of the row multiple: keep the outputs of real rows.
+        multiple, keep, start = self._row_multiple(), [], 0
+        for first in range(0, rows, batch_size):
+            real = min(batch_size, rows - first)
+            keep.extend(range(start, start + real))
+            start += -(-real // multiple) * multiple
+        return tf.nest.map_structure(lambda o: o[np.asarray(keep, dtype=np.int64)], outputs)
 
     # -- model directories -----------------------------------------------------------------------
     def save_model_dir(self, model_dir, extra_info: dict | None = None) -> pathlib.Path:
