@@ -87,13 +87,43 @@ def require_dir(path, what: str = "directory"):
     return path
 
 
+BACKENDS = ("tensorflow", "jax")
+
+
+def add_backend_flag(parser):
+    """``--backend {tensorflow,jax}``; ``use_backend`` applies it before Keras is imported."""
+    parser.add_argument("--backend", choices=BACKENDS, default=None,
+                        help="Keras backend (default: the KERAS_BACKEND environment variable, else tensorflow). "
+                             "jax: the model runs under JAX (GPUs, TPUs); the text pipeline stays in tf.data")
+    return parser
+
+
+def use_backend(name: str | None) -> str:
+    """Makes ``name`` (None: KERAS_BACKEND, else tensorflow) the Keras backend of this process.
+
+    Keras reads KERAS_BACKEND once, when it is first imported: a command sets it after parsing its
+    flags and before importing anything that imports Keras. Asking for another backend than the
+    one an already imported Keras runs is a UserError."""
+    chosen = name or os.environ.get("KERAS_BACKEND") or "tensorflow"
+    if chosen not in BACKENDS:
+        raise UserError(f"KERAS_BACKEND={chosen!r}; expected one of {', '.join(BACKENDS)}")
+    if "keras" in sys.modules:
+        current = sys.modules["keras"].backend.backend()
+        if current != chosen:
+            raise UserError(f"--backend {chosen}: Keras is already running the {current} backend in this process "
+                            f"(set KERAS_BACKEND={chosen} before Python starts)")
+        return chosen
+    os.environ["KERAS_BACKEND"] = chosen
+    return chosen
+
+
 # Exceptions a user fixes by changing the command line or the input, named by class so that this
 # module imports none of them (and so neither TensorFlow): kbert's own errors (each names its
 # file, field and value), file-system errors, and argparse-like value errors.
 _USER_ERROR_NAMES = {
     "UserError", "DataError", "ConfigError", "ModelDirError", "TaskModelError", "ConversionError",
     "CorpusError", "CorruptRecordError", "TrainingDiverged", "CheckpointWriteError",
-    "CheckpointRestoreError", "TokenizerSpecError", "VocabError",
+    "CheckpointRestoreError", "TokenizerSpecError", "VocabError", "OptionsError", "StrategyError",
     "FileNotFoundError", "NotADirectoryError", "IsADirectoryError", "PermissionError", "FileExistsError",
 }
 

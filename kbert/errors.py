@@ -57,3 +57,20 @@ class DataError(ValueError):
             message += ": missing"
         message += f"; expected {expected}"
         super().__init__(message)
+
+
+class OptionsError(ValueError):
+    """A training option that cannot work (a missing required option, a value out of range, one
+    the current backend cannot run); the message names the option and its value."""
+
+
+class TrainingStopped(Exception):
+    """Training stopped on request (SIGTERM) after writing a checkpoint at ``step``; running the same
+    training again resumes from it. Commands exit with ``exit_status`` (128 + SIGTERM)."""
+
+    exit_status = 143
+
+    def __init__(self, step: int, checkpoint: str | None = None):
+        self.step = step
+        self.checkpoint = checkpoint
+        super().__init__(f"stopped by SIGTERM at step {step}; rerun the same command to resume")

@@ -33,7 +33,7 @@ import time
 
 
 def parse_args(argv=None):
-    from kbert.cli_support import add_verbose_flag, prog
+    from kbert.cli_support import add_backend_flag, add_verbose_flag, prog
     from kbert.tasks.prediction import FORMATS
 
     p = argparse.ArgumentParser(prog=prog("predict"), description=__doc__,
@@ -54,6 +54,7 @@ def parse_args(argv=None):
     p.add_argument("--id-column", default=None, help="table input: the column of each row's id (default: line number)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_verbose_flag(p)
+    add_backend_flag(p)
     args = p.parse_args(argv)
     if args.batch_size < 1:
         p.error(f"--batch-size must be positive, got {args.batch_size}")
@@ -122,11 +123,22 @@ def _check_unique_ids(path, examples) -> None:
 
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    from kbert.cli_support import require_dir
+    from kbert.cli_support import UserError, require_dir, use_backend
+
+    backend = use_backend(args.backend)  # before anything imports Keras
     from kbert.tasks.options import comma_list
     from kbert.tasks.prediction import PredictOptions
 
     require_dir(args.model_dir, "model directory")
+    if backend != "tensorflow":
+        from kbert.model_dir import read_metadata
+        from kbert.tasks.registry import task_type_for_model
+
+        model_type = (read_metadata(args.model_dir).get("task") or {}).get("type")
+        task_type = task_type_for_model(model_type) if model_type else None
+        if task_type is not None and backend not in task_type.backends:
+            raise UserError(f"{args.model_dir} is a {model_type} model (task type {task_type.name!r}), which predicts "
+                            f"under {', '.join(task_type.backends)} only, not --backend {backend}")
     options = PredictOptions(task_format=args.task_format,
                              text_columns=comma_list(args.text_columns) if args.text_columns else None,
                              id_column=args.id_column, probabilities=args.probabilities, batch_size=args.batch_size)

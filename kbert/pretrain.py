@@ -6,12 +6,16 @@ BERT-Tiny for a few minutes on the CPU, and exports the encoder and preprocessor
 ``saved_models/``. ``--demo ja [--tokenizer TYPE]`` is the Japanese main job (``kbert.pretrain_demo_ja``).
 
 Re-running the same command after a crash resumes from the last checkpoint in ``--model-dir``
-(weights, optimizer state, step).
+(weights, optimizer state, step). The training loop is ``kbert.training.pretrain.pretrain
+(PretrainOptions)``; this command parses the flags into those options. ``--backend jax`` trains
+under Keras' JAX backend over every local device (several hosts: --coordinator-address,
+--num-processes, --process-id; or --tpu on a Cloud TPU VM).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import pathlib
@@ -19,18 +23,25 @@ import sys
 import time
 
 DEMO_DIR = pathlib.Path("runs/pretrain_demo")
-EVAL_SEED = 0  # the held-out masks' seed
 
 
 def parse_args(argv=None):
-    from kbert.cli_support import add_verbose_flag, prog
+    from kbert.cli_support import add_backend_flag, add_verbose_flag, prog
     from kbert.text.cli_args import add_tokenizer_arguments
 
     p = argparse.ArgumentParser(prog=prog("pretrain"), description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_verbose_flag(p)
-    p.add_argument("--tpu", default=None, help="TPU name or grpc:// address (selects TPUStrategy)")
-    p.add_argument("--strategy", default="auto", choices=("auto", "one_device", "mirrored", "multi_worker", "tpu"))
+    add_backend_flag(p)
+    p.add_argument("--tpu", default=None,
+                   help="tensorflow: TPU name or grpc:// address (selects TPUStrategy); jax: on a Cloud TPU VM, "
+                        "join its hosts through jax.distributed (any value, e.g. local)")
+    p.add_argument("--strategy", default="auto", choices=("auto", "one_device", "mirrored", "multi_worker", "tpu"),
+                   help="tensorflow only (jax spreads the batch over every device)")
+    p.add_argument("--coordinator-address", default=None,
+                   help="jax over several processes: host:port of process 0 (jax.distributed.initialize)")
+    p.add_argument("--num-processes", type=int, default=None, help="jax: number of processes of the run")
+    p.add_argument("--process-id", type=int, default=None, help="jax: this process's id, 0 .. N-1")
     p.add_argument("--config", default="base", help="preset name or bert_config.json")
     add_tokenizer_arguments(p, dir_flag="--tokenizer-dir")  # --vocab, --cased, --tokenizer TYPE
     p.add_argument("--train-data", help="glob of TFRecords from pipelines.pretraining_data")
@@ -112,172 +123,43 @@ def demo_args():
     ])
 
 
-# -- training -------------------------------------------------------------------------------------
-def build_config(args, vocab_size):
-    from kbert import BertConfig
+# -- the library call ------------------------------------------------------------------------------
+def options_from_args(args):
+    """PretrainOptions from the parsed flags (one flag per field)."""
+    from kbert.training.pretrain import PretrainOptions
 
-    config = BertConfig.from_name_or_path(args.config)
-    if config.vocab_size != vocab_size:
-        if args.config in ("tiny", "mini", "small", "medium", "base", "large"):
-            config = BertConfig(**{**config.to_dict(), "vocab_size": vocab_size})
-        else:
-            raise ValueError(f"{args.config} says vocab_size={config.vocab_size} but the tokenizer "
-                             f"({args.vocab or args.tokenizer_dir}) has {vocab_size} tokens")
-    if args.seq_length > config.max_position_embeddings:
-        raise ValueError(f"--seq-length {args.seq_length} exceeds max_position_embeddings {config.max_position_embeddings}")
-    return config
+    return PretrainOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(PretrainOptions)})
 
 
-def train(args) -> dict:
-    import keras
-    import tensorflow as tf
+def fill_mask_callbacks(args):
+    """The TensorBoard fill-mask logger (--fill-mask-every) as ``pretrain``'s ``callbacks_for``."""
+    if not args.eval_data or args.fill_mask_every <= 0:
+        return None
 
-    from kbert.data.pretraining import BadRecordCounter, CorruptRecordError, explain_data_errors, list_files, \
-        pretraining_dataset
-    from kbert.model_dir import load_encoder, load_heads, save_model_dir
-    from kbert.models import BertEncoder
-    from kbert.models.pretrainer import BertPretrainer
-    from kbert.text import BertPreprocessor
-    from kbert.text.cli_args import tokenizer_from_args
-    from kbert.text.masking import MlmMasker
-    from kbert.training.checkpoints import CheckpointCallback, CheckpointState, StepLogger
-    from kbert.training.distribute import StrategyReplicas, resolve_strategy
-    from kbert.training.optimization import create_optimizer
-    from kbert.training.progress import RunProgress
-
-    for flag in ("train_data", "model_dir"):
-        if not getattr(args, flag):
-            raise SystemExit(f"error: --{flag.replace('_', '-')} is required (or run with no arguments for the demo)")
-    list_files(args.train_data)  # fail before any work when nothing matches or all files are empty
-    if args.eval_data:
-        list_files(args.eval_data)
-    if args.seed is not None:
-        keras.utils.set_random_seed(args.seed)
-    model_dir = pathlib.Path(args.model_dir)
-    model_dir.mkdir(parents=True, exist_ok=True)
-    strategy = resolve_strategy(args.strategy, args.tpu)
-    if args.mixed_precision != "float32" or args.tpu:
-        keras.mixed_precision.set_dtype_policy("mixed_bfloat16" if args.tpu else args.mixed_precision)
-
-    # Any type: one with a Python step (the mecab-* types' MeCab split) runs it in the tf.data map.
-    tokenizer = tokenizer_from_args(args, "tokenizer_dir")
-    config = build_config(args, tokenizer.vocab_size)
-    preprocessor = BertPreprocessor(tokenizer, seq_length=args.seq_length)
-    masker = MlmMasker.from_tokenizer(tokenizer, max_predictions=args.max_predictions, selection_rate=args.mask_rate,
-                                      mask_token_rate=args.mask_token_rate, random_token_rate=args.random_token_rate,
-                                      whole_word=args.whole_word_masking)
-    use_nsp = not args.no_nsp
-    bad_records = BadRecordCounter() if args.skip_bad_records else None  # outside strategy.scope()
-    replicas = strategy.num_replicas_in_sync
-    if args.batch_size % replicas:
-        raise ValueError(f"--batch-size {args.batch_size} is not divisible by {replicas} replicas")
-
-    def dataset_fn(input_context, pattern=args.train_data, training=True):
-        per_replica = input_context.get_per_replica_batch_size(args.batch_size)
-        return pretraining_dataset(pattern, preprocessor, masker, per_replica, is_training=training,
-                                   input_context=input_context, seed=args.seed, use_nsp=use_nsp,
-                                   skip_bad_records=args.skip_bad_records, bad_record_counter=bad_records)
-
-    train_ds = strategy.distribute_datasets_from_function(dataset_fn)
-    with strategy.scope():
-        if args.init_checkpoint:
-            encoder = load_encoder(args.init_checkpoint)
-            heads = load_heads(args.init_checkpoint, encoder.config)
-        else:
-            encoder, heads = BertEncoder(config), {}
-        pretrainer = BertPretrainer(encoder, heads.get("mlm"), heads.get("nsp"), use_nsp=use_nsp,
-                                    replicas=StrategyReplicas())
-        warmup = args.warmup_steps if args.warmup_steps is not None else args.steps // 100
-        optimizer = create_optimizer(args.learning_rate, args.steps, warmup, args.weight_decay,
-                                     args.optimizer, args.clip_norm)
-        pretrainer.compile(optimizer=optimizer, jit_compile=args.jit_compile,
-                           steps_per_execution=args.steps_per_execution)
-        # Build on zeros of the batches' shapes: no data read (nor a second tf.data pipeline traced).
-        pretrainer({name: tf.zeros([1, args.max_predictions if name == "masked_lm_positions" else args.seq_length],
-                                   tf.int32)
-                    for name in ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")})
-        optimizer.build(pretrainer.trainable_variables)
-    state = CheckpointState(model_dir / "checkpoints", pretrainer, optimizer)
-    step = state.restore()
-    if step:
-        print(f"resuming from step {step} ({state.manager.latest_checkpoint})", flush=True)
-    every = min(args.checkpoint_every, args.steps)
-    checkpointer = CheckpointCallback(state)
-    callbacks = [checkpointer, StepLogger(model_dir / "logs" / "train", args.batch_size, every=min(10, every)),
-                 RunProgress(args.steps, initial_step=step)]  # one display for the whole run
-    start = time.time()
-    if args.eval_data and args.fill_mask_every > 0 and not isinstance(strategy, tf.distribute.TPUStrategy):
+    def build(encoder, mlm_head, preprocessor, tokenizer):
         from kbert.explore.fill_mask_callback import FillMaskLogger, held_out_sentences
 
-        callbacks.append(FillMaskLogger(model_dir / "logs" / "fill_mask", encoder, pretrainer.mlm_head, preprocessor,
-                                        held_out_sentences(args.eval_data, tokenizer.get_vocabulary(), tokenizer.lower_case),
-                                        every=args.fill_mask_every))
-    try:
-        with explain_data_errors():
-            while step < args.steps and not checkpointer.terminated:
-                # After a resume from a checkpoint written off the interval (SIGTERM, damaged data),
-                # the first call runs up to the next interval boundary.
-                n = min(every - step % every, args.steps - step)
-                if step % every == 0 and n == every:
-                    # Whole checkpoint intervals as epochs: one fit call, resumable at any epoch.
-                    epochs = (args.steps - step) // every
-                    pretrainer.fit(train_ds, epochs=step // every + epochs, initial_epoch=step // every,
-                                   steps_per_epoch=every, callbacks=callbacks, verbose=0,
-                                   shuffle=False)  # tf.data shuffles
-                else:
-                    pretrainer.fit(train_ds, epochs=1, steps_per_epoch=n, callbacks=callbacks, verbose=0,
-                                   shuffle=False)
-                if state.step == step:
-                    raise RuntimeError(f"no training step ran from step {step}: the training data ran out")
-                step = state.step
-    except CorruptRecordError:
-        # The steps done so far are sound (the bad record never reached the model): keep them.
-        if state.step and state.step != state.saved_step:
-            print(f"damaged training data: checkpoint written at step {state.step}: {state.save()}", flush=True)
-        raise
-    if checkpointer.terminated:
-        print(f"stopped by SIGTERM at step {step}; rerun the same command to resume", flush=True)
-        sys.exit(143)
-    elapsed = time.time() - start
-    results = {"steps": step, "train_seconds": round(elapsed, 1)}
-    if args.eval_data:
-        # Held-out masks from a fixed seed, whatever ran before in this process (training, or
-        # nothing on a finished checkpoint): the same checkpoint gives the same numbers.
-        tf.random.set_seed(EVAL_SEED)
-        eval_ds = pretraining_dataset(args.eval_data, preprocessor, masker, args.batch_size, is_training=False,
-                                      seed=0, use_nsp=use_nsp, skip_bad_records=args.skip_bad_records,
-                                      bad_record_counter=bad_records)
-        with explain_data_errors():
-            results.update({f"eval_{k}": float(v) for k, v in pretrainer.evaluate(
-                eval_ds.take(args.eval_steps), return_dict=True, verbose=0).items()})
-        writer = tf.summary.create_file_writer(str(model_dir / "logs" / "eval"))
-        with writer.as_default(step=step):
-            for k, v in results.items():
-                if k.startswith("eval_"):
-                    tf.summary.scalar(k[5:], v)
-    if bad_records is not None:
-        results["skipped_bad_records"] = bad_records.count
-        if bad_records.count:
-            print(f"skipped {bad_records.count} damaged TFRecord region(s) (each a bad record and the rest of its "
-                  "file); the files are named in the log above", flush=True)
-    save_model_dir(model_dir, encoder, tokenizer=tokenizer,
-                   heads={name: (head, {"type": name}) for name, head in pretrainer.heads().items()})
-    (model_dir / "pretrain_results.json").write_text(json.dumps(results, indent=2) + "\n")
-    return results
+        return [FillMaskLogger(pathlib.Path(args.model_dir) / "logs" / "fill_mask", encoder, mlm_head, preprocessor,
+                               held_out_sentences(args.eval_data, tokenizer.get_vocabulary(), tokenizer.lower_case),
+                               every=args.fill_mask_every)]
+
+    return build
 
 
 def run_training(args) -> dict:
-    """``train`` with the failures a user has to act on (damaged data, divergence, a checkpoint that
-    cannot be written) reported as one ``error: ...`` line and exit status 1 instead of a traceback."""
-    from kbert.data.pretraining import CorruptRecordError
-    from kbert.errors import DataError
-    from kbert.training.checkpoints import CheckpointRestoreError, CheckpointWriteError, TrainingDiverged
+    """kbert.training.pretrain.pretrain for parsed flags (or PretrainOptions); a SIGTERM stop
+    (checkpoint written) says so and exits with status 143. Other failures propagate: the command
+    shows them as one line."""
+    from kbert.errors import TrainingStopped
+    from kbert.training.pretrain import PretrainOptions, pretrain
 
     try:
-        return train(args)
-    except (CorruptRecordError, DataError, TrainingDiverged, CheckpointWriteError, CheckpointRestoreError) as e:
-        print(f"error: {e}", file=sys.stderr, flush=True)
-        raise SystemExit(1) from None
+        if isinstance(args, PretrainOptions):
+            return pretrain(args)
+        return pretrain(options_from_args(args), callbacks_for=fill_mask_callbacks(args))
+    except TrainingStopped as e:
+        print(str(e), flush=True)
+        raise SystemExit(e.exit_status) from None
 
 
 def export(model_dir: pathlib.Path, name: str):
@@ -295,10 +177,14 @@ def main(argv=None):
         from kbert.pretrain_demo_ja import main as demo_main
 
         return demo_main(argv)
+    from kbert.cli_support import use_backend
+
     demo = not argv
     t0 = time.time()
-    args = demo_args() if demo else parse_args(argv)
+    args = None if demo else parse_args(argv)
+    use_backend(None if demo else args.backend)  # before anything imports Keras
     if demo:
+        args = demo_args()
         print("[3/4] pre-training BERT-Tiny (masked LM + next sentence prediction)", flush=True)
     results = run_training(args)
     print(json.dumps(results, indent=2))

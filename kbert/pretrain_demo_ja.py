@@ -97,6 +97,7 @@ def unknown_rate(tokenizer, files) -> tuple[float, int]:
 
 def main(argv) -> int:
     from kbert import pretrain
+    from kbert.training.pretrain import PretrainOptions
     from kbert.text.registry import create_tokenizer
     from kbert.text.spec import TokenizerSpec
     from pipelines.pretraining_data import run as write_records
@@ -132,13 +133,13 @@ def main(argv) -> int:
         print(f"[3/5] TFRecords: {data} (already written)")
     print("[4/5] pre-training BERT-Tiny (masked LM + next sentence prediction)", flush=True)
     model_dir = root / "model"
-    train_args = pretrain.parse_args([
-        "--config", "tiny", "--vocab", str(vocab), "--tokenizer", kind, *cased,
-        "--train-data", str(data / "train-*.tfrecord"), "--eval-data", str(data / "eval-*.tfrecord"),
-        "--model-dir", str(model_dir), "--steps", str(args.steps), "--batch-size", "32", "--seq-length", "128",
-        "--learning-rate", "5e-4", "--warmup-steps", str(max(1, args.steps // 10)), "--checkpoint-every", "250",
-        "--export", "--seed", "0", *(["--whole-word-masking"] if kind.startswith("mecab-") else [])])
-    results = pretrain.run_training(train_args)
+    options = PretrainOptions(
+        config="tiny", vocab=str(vocab), tokenizer=kind, cased=kind == "wordpiece",
+        train_data=str(data / "train-*.tfrecord"), eval_data=str(data / "eval-*.tfrecord"),
+        model_dir=str(model_dir), steps=args.steps, batch_size=32, seq_length=128, learning_rate=5e-4,
+        warmup_steps=max(1, args.steps // 10), checkpoint_every=250, seed=0,
+        whole_word_masking=kind.startswith("mecab-"))
+    results = pretrain.run_training(options)
     print("[5/5] exporting SavedModels", flush=True)
     enc, pre = pretrain.export(model_dir, f"kbert_demo_ja_{kind}")
     tokenizer = create_tokenizer(TokenizerSpec(type=kind, lower_case=False, vocab_file=os.path.abspath(vocab)))

@@ -79,7 +79,8 @@ class BertPretrainer(compat.LocalReplicaBuild, keras.Model):
     # -- loss and metrics ---------------------------------------------------------------------
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         loss, parts = self._loss_and_parts(y, y_pred)
-        self.loss_parts.update(**parts)
+        if keras.backend.backend() == "tensorflow":
+            self.loss_parts.update(**parts)
         return loss
 
     def _loss_and_parts(self, y, y_pred):
@@ -111,16 +112,14 @@ class BertPretrainer(compat.LocalReplicaBuild, keras.Model):
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         weights = ops.cast(y["masked_lm_weights"], "float32")
-        parts = self.loss_parts
-        if keras.backend.backend() == "jax":
-            # JAX's trainer calls compute_loss inside the gradient transformation: what it stored
-            # are tracers of that transformation, which must not escape it. y_pred is returned
-            # out of it, so the parts are found again here (a forward softmax over P positions).
-            parts = self._loss_and_parts(y, y_pred)[1]
-        self.mlm_loss_tracker.update_state(parts["mlm_loss"])
-        self.mlm_accuracy.update_state(parts["mlm_correct"], sample_weight=weights)
+        if keras.backend.backend() != "tensorflow":
+            # JAX finds the loss inside its gradient transformation, whose values cannot be kept
+            # for later: the parts are found again here (the heads' outputs are small).
+            self.loss_parts.update(**self._loss_and_parts(y, y_pred)[1])
+        self.mlm_loss_tracker.update_state(self.loss_parts["mlm_loss"])
+        self.mlm_accuracy.update_state(self.loss_parts["mlm_correct"], sample_weight=weights)
         if self.use_nsp:
-            self.nsp_loss_tracker.update_state(parts["nsp_loss"])
+            self.nsp_loss_tracker.update_state(self.loss_parts["nsp_loss"])
             self.nsp_accuracy.update_state(y["next_sentence_labels"], y_pred["nsp_logits"])
         return self.replicas.logs(self.get_metrics_result())
 

@@ -30,6 +30,20 @@ from kbert.text.pre_tokenize import pre_tokenize_data, pre_tokenize_dataset
 from kbert.text.registry import as_tokenizer, is_tokenizer, load_tokenizer
 
 
+def _processes() -> tuple:
+    """(processes, this process's index) of a multi-process JAX run; (1, 0) otherwise."""
+    if keras.backend.backend() != "jax" or keras.distribution.distribution() is None:
+        return 1, 0
+    import jax
+
+    return jax.process_count(), jax.process_index()
+
+
+def host_packing() -> bool:
+    """True under backends whose models take ids packed on the host (all but TensorFlow)."""
+    return keras.backend.backend() != "tensorflow"
+
+
 class TaskModelError(ValueError):
     """A task model directory or setting that does not fit: names the file, field and value."""
 
@@ -133,7 +147,7 @@ class TaskModel(keras.Model):
     def encode(self, inputs: dict, training=None) -> dict:
         """Encoder outputs for packed int32 inputs, trimmed to the batch's longest sequence when
         dynamic_length is on."""
-        if self.dynamic_length:
+        if self.dynamic_length and not host_packing():  # host batches come trimmed
             inputs = trim_to_longest(inputs)
         outputs = self.encoder(inputs, training=training)
         return {**outputs, "input_mask": inputs["input_mask"]}
@@ -147,7 +161,12 @@ class TaskModel(keras.Model):
 
     def compile(self, optimizer="adam", loss=None, metrics=None, **kwargs):
         """Keras compile; loss and metrics default to the task's (e.g. cross-entropy)."""
-        super().compile(optimizer=optimizer, loss=loss if loss is not None else self.default_loss(),
+        loss = loss if loss is not None else self.default_loss()
+        if host_packing() and isinstance(loss, keras.losses.Loss):
+            # Host batches are padded with rows of weight 0 (see _host_dataset): the mean over the
+            # real rows, as the unpadded batch would give.
+            loss.reduction = "mean_with_sample_weight"
+        super().compile(optimizer=optimizer, loss=loss,
                         metrics=metrics if metrics is not None else self.default_metrics(), **kwargs)
 
     def fit(self, x=None, y=None, *args, **kwargs):
@@ -156,12 +175,21 @@ class TaskModel(keras.Model):
         # creating variables, once without). Building them here traces it once.
         if getattr(self, "optimizer", None) is not None and not self.optimizer.built:
             self.optimizer.build(self.trainable_variables)
+        if host_packing():
+            data = self._host_dataset(x, y, kwargs.pop("sample_weight", None), kwargs.pop("batch_size", None),
+                                      shuffle=kwargs.pop("shuffle", True), seed=None)
+            return super().fit(data, None, *args, shuffle=False, **kwargs)
         return super().fit(self._texts(x), _label_arrays(y), *args, **kwargs)
 
     def evaluate(self, x=None, y=None, *args, **kwargs):
+        if host_packing():
+            data = self._host_dataset(x, y, kwargs.pop("sample_weight", None), kwargs.pop("batch_size", None))
+            return super().evaluate(data, None, *args, **kwargs)
         return super().evaluate(self._texts(x), _label_arrays(y), *args, **kwargs)
 
     def predict(self, x, *args, **kwargs):
+        if host_packing():
+            return self._host_predict(x, kwargs.pop("batch_size", None), *args, **kwargs)
         return super().predict(self._texts(x), *args, **kwargs)
 
     def _texts(self, x):
@@ -170,6 +198,98 @@ class TaskModel(keras.Model):
         if isinstance(x, tf.data.Dataset):
             return pre_tokenize_dataset(self.tokenizer, x)
         return _string_tensors(pre_tokenize_data(self.tokenizer, x))
+
+    # -- other backends: ids packed on the host ----------------------------------------------------
+    # Under a backend other than TensorFlow (JAX) a model cannot take strings. fit, evaluate and
+    # predict run the same tokenizer and packer layers in tf.data on the host (``pack``) and feed
+    # int32 ids; batches are trimmed to their longest row rounded up to WIDTH_MULTIPLE positions,
+    # and padded with rows of weight 0 to a multiple of ROW_MULTIPLE rows (and of the devices the
+    # batch is split over), so that XLA compiles a few programs, not one per batch shape. In a
+    # multi-process run every process packs the same global batch and keeps its contiguous share.
+    WIDTH_MULTIPLE = 16
+    ROW_MULTIPLE = 8
+
+    def pack(self, inputs) -> dict:
+        """Packed int32 ids (input_word_ids, input_mask, input_type_ids) for raw inputs, in TensorFlow."""
+        raise NotImplementedError(f"{type(self).__name__} does not pack its inputs on the host")
+
+    @staticmethod
+    def takes_ids(inputs) -> bool:
+        return isinstance(inputs, dict) and "input_word_ids" in inputs
+
+    def _row_multiple(self) -> int:
+        import math
+
+        distribution = keras.distribution.distribution()
+        devices = 1 if distribution is None else int(np.prod(distribution.device_mesh.shape))
+        return math.lcm(self.ROW_MULTIPLE, devices)
+
+    def _host_batch(self, multiple):
+        width_multiple = self.WIDTH_MULTIPLE
+        seq_length = self.seq_length
+        processes, process_id = _processes()
+        dynamic = self.dynamic_length
+
+        def convert(*element):
+            x, rest = element[0], element[1:]
+            ids = {k: tf.cast(v, tf.int32) for k, v in self.pack(x).items()}
+            if dynamic:
+                longest = tf.reduce_max(tf.reduce_sum(ids["input_mask"], axis=1))
+                width = tf.minimum((tf.maximum(longest, 1) + width_multiple - 1) // width_multiple * width_multiple,
+                                   seq_length)
+                ids = {k: v[:, :width] for k, v in ids.items()}
+            rows = tf.shape(ids["input_word_ids"])[0]
+            pad = (rows + multiple - 1) // multiple * multiple - rows
+
+            def pad_rows(t):
+                t = tf.convert_to_tensor(t)
+                return tf.pad(t, [[0, pad]] + [[0, 0]] * (t.shape.rank - 1))
+
+            def share(t):  # this process's contiguous rows of the global batch
+                if processes == 1:
+                    return t
+                size = tf.shape(t)[0] // processes
+                return t[process_id * size:(process_id + 1) * size]
+
+            ids = {k: share(pad_rows(v)) for k, v in ids.items()}
+            if not rest:
+                return ids
+            labels = tf.nest.map_structure(lambda t: share(pad_rows(t)), rest[0])
+            weights = tf.cast(rest[1], tf.float32) if len(rest) > 1 else tf.ones([rows], tf.float32)
+            return ids, labels, share(pad_rows(weights))
+
+        return convert
+
+    def _host_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None):
+        """Batches of (ids, labels, weights) (or ids alone without labels) packed in tf.data."""
+        if isinstance(x, tf.data.Dataset):
+            ds = x
+        else:
+            x = _string_tensors(x)
+            elements = (x,) if y is None else (x, _label_arrays(y)) if sample_weight is None else \
+                (x, _label_arrays(y), sample_weight)
+            ds = tf.data.Dataset.from_tensor_slices(elements)
+            if shuffle:
+                ds = ds.shuffle(int(ds.cardinality()), seed=seed, reshuffle_each_iteration=True)
+            ds = ds.batch(batch_size or 32)
+        ds = pre_tokenize_dataset(self.tokenizer, ds)
+        return ds.map(self._host_batch(self._row_multiple()), num_parallel_calls=tf.data.AUTOTUNE).prefetch(
+            tf.data.AUTOTUNE)
+
+    def _host_predict(self, x, batch_size=None, *args, **kwargs):
+        if isinstance(x, tf.data.Dataset):
+            raise TaskModelError(f"{type(self).__name__}.predict under the {keras.backend.backend()} backend takes "
+                                 "texts (arrays, lists or a dict of them), not a tf.data.Dataset")
+        rows = len(next(iter(x.values())) if isinstance(x, dict) else x[0] if isinstance(x, tuple) else x)
+        batch_size = batch_size or 32
+        outputs = super().predict(self._host_dataset(x, batch_size=batch_size), *args, **kwargs)
+        # Each batch was padded to a multiple of the row multiple: keep the outputs of real rows.
+        multiple, keep, start = self._row_multiple(), [], 0
+        for first in range(0, rows, batch_size):
+            real = min(batch_size, rows - first)
+            keep.extend(range(start, start + real))
+            start += -(-real // multiple) * multiple
+        return tf.nest.map_structure(lambda o: o[np.asarray(keep, dtype=np.int64)], outputs)
 
     # -- model directories -----------------------------------------------------------------------
     def save_model_dir(self, model_dir, extra_info: dict | None = None) -> pathlib.Path:

@@ -17,7 +17,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kbert.tasks.base import TaskModel, TaskModelError
+from kbert.tasks.base import TaskModel, TaskModelError, host_packing
 from kbert.tasks.batching import in_input_order, length_order, progress_callbacks
 from kbert.tasks.heads import PooledHead
 from kbert.tasks.text_inputs import take_rows, text_lengths, text_segments
@@ -41,9 +41,18 @@ class _PooledTextModel(TaskModel):
         return {**super().task_settings(), "num_segments": self.num_segments,
                 "dropout": self.head.dropout_rate}
 
+    def pack(self, inputs) -> dict:
+        return self.preprocessor(text_segments(inputs, self.num_segments, type(self).__name__))
+
     def call(self, inputs, training=None):
-        segments = text_segments(inputs, self.num_segments, type(self).__name__)
-        packed = self.preprocessor(segments)
+        """Logits for texts (TensorFlow) or for packed ids (``pack``; any backend)."""
+        if self.takes_ids(inputs):
+            packed = inputs
+        elif host_packing():
+            raise TaskModelError(f"{type(self).__name__} under the {keras.backend.backend()} backend takes packed ids "
+                                 "(model.pack(texts) in TensorFlow); fit, evaluate and predict pack texts themselves")
+        else:
+            packed = self.pack(inputs)
         outputs = self.encode(packed, training=training)
         return self.head(outputs["pooled_output"], training=training)
 
@@ -127,7 +136,7 @@ class TextRegressor(_PooledTextModel):
         super().__init__(encoder, tokenizer, lower_case, num_outputs=1, **kwargs)
 
     def call(self, inputs, training=None):
-        return tf.squeeze(super().call(inputs, training=training), axis=-1)
+        return keras.ops.squeeze(super().call(inputs, training=training), axis=-1)
 
     def default_loss(self):
         return keras.losses.MeanSquaredError()

@@ -5,9 +5,9 @@ arguments and back.
 task type adds its own dataclass (``TaskType.Options``, e.g. the CSV columns or SQuAD's window
 settings), held in ``FinetuneOptions.task_options``. From Python::
 
-    from kbert.finetune import run
+    from kbert.training.finetune import finetune
     from kbert.tasks.options import FinetuneOptions
-    run(FinetuneOptions(task="glue/sst2", init="models/tiny", model_dir="runs/sst2", data_dir="glue/SST-2"))
+    finetune(FinetuneOptions(task="glue/sst2", init="models/tiny", model_dir="runs/sst2", data_dir="glue/SST-2"))
 
 On the command line, ``add_arguments`` makes one flag per field (``--data-dir`` for
 ``data_dir``; help, type and flag name from the field's metadata) and ``from_args`` builds the
@@ -70,6 +70,12 @@ class FinetuneOptions:
     fixed_length: bool = option(False, help="always pad to --seq-length (no per-batch trimming; e.g. for XLA/TPU)")
     seed: int = option(0, help="seed of the subsets, shuffling and initialisation")
     hidden_dropout: float | None = option(None, type=float, help="override the encoder's hidden_dropout_prob")
+    tpu: str | None = option(None, help="--backend jax on a Cloud TPU VM: join its hosts (jax.distributed finds "
+                                        "them; give any value, e.g. local)")
+    coordinator_address: str | None = option(None, help="--backend jax over several processes: host:port of "
+                                                        "process 0 (jax.distributed.initialize)")
+    num_processes: int | None = option(None, type=int, help="--backend jax: number of processes of the run")
+    process_id: int | None = option(None, type=int, help="--backend jax: this process's id, 0 .. N-1")
     task_options: object = dataclasses.field(default=None, metadata={"cli": False})
 
     def __post_init__(self):

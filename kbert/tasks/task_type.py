@@ -56,6 +56,9 @@ class TaskType:
     Options = NoOptions
     recipe_class = None  # the Recipe subclass
     default_seq_length = 128
+    # The Keras backends its models train and predict under (TensorFlow: strings in the graph;
+    # others: ids packed on the host, see TaskModel.pack).
+    backends: tuple = ("tensorflow", "jax")
     # What serving_default takes and returns, per model type (README documents the same).
     signature_docs: dict = {}
 

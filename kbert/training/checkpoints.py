@@ -71,6 +71,10 @@ class CheckpointState:
         return int(self.optimizer.iterations.numpy())
 
     @property
+    def latest_checkpoint(self) -> str | None:
+        return self.manager.latest_checkpoint
+
+    @property
     def saved_step(self) -> int | None:
         """The step of the latest checkpoint on disk (None when there is none)."""
         return _step_of(self.manager.latest_checkpoint)
@@ -144,6 +148,116 @@ class CheckpointState:
                 path.unlink(missing_ok=True)
 
 
+class KerasCheckpointState:
+    """The same contract as CheckpointState in Keras' own backend-neutral files, for backends
+    without tf.train.Checkpoint (JAX): ``ckpt-<step>/model.weights.h5`` (the model's weights by
+    layer path) and ``ckpt-<step>/optimizer.npz`` (the optimizer's variables in order, the step
+    counter among them). A checkpoint is written into ``ckpt-<step>_temp/`` and renamed; the
+    ``checkpoint`` file naming the latest one is replaced atomically after that."""
+
+    STATE_FILE = "checkpoint"
+
+    def __init__(self, directory, model, optimizer, max_to_keep=3, log=print):
+        self.directory = pathlib.Path(directory)
+        self.model, self.optimizer, self.max_to_keep, self.log = model, optimizer, max_to_keep, log
+
+    @property
+    def step(self) -> int:
+        return int(np.asarray(self.optimizer.iterations.numpy()))
+
+    def _written(self) -> list:
+        """Complete checkpoints, oldest first."""
+        found = [(_step_of(p.name), p) for p in self.directory.glob("ckpt-*") if p.is_dir()
+                 and not p.name.endswith("_temp") and _step_of(p.name) is not None]
+        return [str(p) for _, p in sorted(found)]
+
+    @property
+    def latest_checkpoint(self) -> str | None:
+        state = self.directory / self.STATE_FILE
+        if state.exists():
+            name = state.read_text(encoding="utf-8").strip()
+            if name and (self.directory / name).is_dir():
+                return str(self.directory / name)
+        written = self._written()
+        return written[-1] if written else None
+
+    @property
+    def saved_step(self) -> int | None:
+        return _step_of(self.latest_checkpoint)
+
+    def restore(self) -> int:
+        for orphan in sorted(self.directory.glob("ckpt-*_temp")):
+            self.log(f"removing {orphan}: the partial files of a checkpoint write that did not finish")
+            shutil.rmtree(orphan, ignore_errors=True)
+        latest = self.latest_checkpoint
+        candidates = [p for p in reversed(self._written()) if latest is None or _step_of(p) <= _step_of(latest)]
+        failures = []
+        for path in candidates:
+            try:
+                self.model.load_weights(str(pathlib.Path(path) / "model.weights.h5"))
+                with np.load(pathlib.Path(path) / "optimizer.npz") as saved:
+                    values = [saved[f"arr_{i}"] for i in range(len(saved.files))]
+                if len(values) != len(self.optimizer.variables):
+                    raise ValueError(f"{len(values)} optimizer variables saved, {len(self.optimizer.variables)} here")
+                for variable, value in zip(self.optimizer.variables, values):
+                    variable.assign(value)
+            except Exception as e:  # noqa: BLE001 - h5py and numpy raise many types for damaged files
+                reason = _describe(e)[:400]
+                failures.append(f"{path}: {reason}")
+                self.log(f"warning: cannot restore checkpoint {path} ({reason}); trying the one before it")
+                continue
+            if failures:
+                self.log(f"restored {path} instead of the latest checkpoint")
+            return self.step
+        if failures:
+            raise CheckpointRestoreError(
+                f"no checkpoint in {self.directory} could be restored:\n  " + "\n  ".join(failures))
+        return self.step
+
+    def weights_are_finite(self) -> bool:
+        return all(np.isfinite(np.asarray(v.numpy(), dtype=np.float32)).all() for v in self.model.variables
+                   if "float" in str(v.dtype))
+
+    def save(self) -> str:
+        step = self.step
+        previous = self.latest_checkpoint
+        if not self.weights_are_finite():
+            raise TrainingDiverged(
+                f"the weights are not finite (NaN or Inf) at step {step}: checkpoint not written. "
+                f"The last good checkpoint is {previous or '(none yet)'}")
+        final = self.directory / f"ckpt-{step}"
+        temp = self.directory / f"ckpt-{step}_temp"
+        try:
+            shutil.rmtree(temp, ignore_errors=True)
+            temp.mkdir(parents=True)
+            self.model.save_weights(str(temp / "model.weights.h5"))
+            np.savez(temp / "optimizer.npz", *[np.asarray(v.numpy()) for v in self.optimizer.variables])
+            if final.exists():
+                shutil.rmtree(final)
+            temp.rename(final)
+            pointer = self.directory / (self.STATE_FILE + ".tmp")
+            pointer.write_text(final.name + "\n", encoding="utf-8")
+            pointer.replace(self.directory / self.STATE_FILE)
+        except OSError as e:
+            shutil.rmtree(temp, ignore_errors=True)
+            cause = "no space left on device" if _no_space(e) else _describe(e)
+            raise CheckpointWriteError(
+                e.errno or errno.EIO,
+                f"{cause} while writing checkpoint at step {step} to {self.directory}; the previous "
+                f"checkpoint {previous or '(none)'} is intact. Free space (or fix the cause) and rerun the "
+                "same command to resume from it") from e
+        for old in self._written()[:-self.max_to_keep]:
+            shutil.rmtree(old, ignore_errors=True)
+        return str(final)
+
+
+def checkpoint_state(directory, model, optimizer, max_to_keep=3, log=print):
+    """The checkpoint state of the current backend: tf.train.Checkpoint under TensorFlow (its
+    files as before), Keras weight files elsewhere."""
+    cls = CheckpointState if keras.backend.backend() == "tensorflow" else KerasCheckpointState
+    return cls(directory, model, optimizer, max_to_keep=max_to_keep, log=log)
+
+
 class CheckpointCallback(keras.callbacks.Callback):
     """Saves at each epoch end (kbert's epochs are checkpoint intervals) and on SIGTERM.
 
@@ -181,7 +295,7 @@ class CheckpointCallback(keras.callbacks.Callback):
         if loss is not None and not math.isfinite(float(np.asarray(loss))):
             self.model.stop_training = True
             self._restore_handler()
-            latest = self.state.manager.latest_checkpoint
+            latest = self.state.latest_checkpoint
             raise TrainingDiverged(
                 f"loss became {float(np.asarray(loss))} at step {self.state.step}; training stopped and "
                 f"nothing was saved after it. The last good checkpoint is {latest or '(none yet)'}"

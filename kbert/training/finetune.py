@@ -1,0 +1,119 @@
+"""Fine-tuning as a library function: ``finetune(FinetuneOptions(...)) -> results``.
+
+AdamW with linear warmup and decay (kbert.training.optimization), model.fit, evaluation on the
+dev split after every epoch (metrics to TensorBoard under ``model_dir/logs`` and to
+``model_dir/eval_results.json``); the best epoch's model is kept in ``model_dir`` as a model
+directory together with its predictions in the benchmark's submission format.
+
+The backend is the process's Keras backend. Under TensorFlow the task model tokenizes inside its
+graph. Under JAX the same tokenizer and packer layers run in tf.data on the host and the model
+gets int ids (kbert.tasks.base.TaskModel.fit); the batch is spread over every local device, and
+over several processes when the options name a coordinator (kbert.training.devices).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+import time
+
+from kbert.errors import OptionsError
+from kbert.tasks.options import FinetuneOptions
+
+
+def resolve_options(options: FinetuneOptions) -> FinetuneOptions:
+    """``options`` with the task's defaults filled in (seq_length) and checked against the task type
+    (its options class, the backends it runs on)."""
+    import keras
+
+    from kbert.tasks.registry import get_task
+
+    task_type = get_task(options.task).task_type
+    task_type.options(options.task_options)  # a TypeError naming both classes when they do not fit
+    backend = keras.backend.backend()
+    if backend not in task_type.backends:
+        raise OptionsError(f"task {options.task!r} (task type {task_type.name!r}) cannot be fine-tuned under the "
+                           f"{backend} backend yet; it runs under {', '.join(task_type.backends)}")
+    if backend == "tensorflow" and (options.tpu or options.coordinator_address or options.num_processes):
+        raise OptionsError("--tpu, --coordinator-address and --num-processes are for --backend jax: fine-tuning "
+                           "under TensorFlow runs on one device")
+    if pathlib.Path(options.init).resolve() == pathlib.Path(options.model_dir).resolve():
+        raise OptionsError("--model-dir must differ from --init (the best epoch is saved there)")
+    return dataclasses.replace(options, seq_length=options.seq_length or task_type.default_seq_length)
+
+
+def finetune(options: FinetuneOptions, *, progress_bar: bool = True, log=print) -> dict:
+    """Fine-tunes ``options.init`` on ``options.task``; returns the results also written to
+    ``model_dir/eval_results.json``. ``progress_bar=False``: Keras' one line per epoch instead."""
+    import keras
+
+    from kbert.tasks.evaluation import EpochTensorBoard, EvaluateEachEpoch
+    from kbert.tasks.registry import get_task
+    from kbert.training.optimization import create_optimizer
+    from kbert.training.progress import RunProgress
+
+    options = resolve_options(options)
+    task = get_task(options.task)
+    out_dir = pathlib.Path(options.model_dir)
+    backend = keras.backend.backend()
+    devices = None
+    if backend == "jax":
+        from kbert.training.devices import setup_devices
+
+        devices = setup_devices(global_batch_size=options.batch_size, coordinator_address=options.coordinator_address,
+                                num_processes=options.num_processes, process_id=options.process_id, tpu=options.tpu)
+    keras.utils.set_random_seed(options.seed)
+    recipe = task.task_type.recipe(task, options)
+    overrides = {} if options.hidden_dropout is None else {"hidden_dropout_prob": options.hidden_dropout}
+    model = recipe.build_model(options.init, encoder_overrides=overrides)
+    prepare_start, prepare_cpu = time.time(), time.process_time()
+    train_ds = recipe.train_dataset(model)
+    prepare_seconds, prepare_cpu_seconds = time.time() - prepare_start, time.process_time() - prepare_cpu
+    steps_per_epoch = int(train_ds.cardinality().numpy())
+    total_steps = steps_per_epoch * options.epochs
+    optimizer = create_optimizer(options.learning_rate, total_steps, int(options.warmup_proportion * total_steps),
+                                 weight_decay=options.weight_decay)
+    model.compile(optimizer)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    where = "" if devices is None else f" on {devices.count} {backend} device(s)"
+    log(f"{options.task}: {recipe.num_train} training examples, {recipe.num_eval} eval examples, "
+        f"{steps_per_epoch} steps/epoch x {options.epochs} epochs{where}", flush=True)
+    evaluator = EvaluateEachEpoch(recipe, model, out_dir, log=log)
+    # One progress line for the whole run; it ends at each epoch end so that the evaluator's
+    # "epoch N: ..." line stands on its own (RunProgress comes before the evaluator).
+    progress = [RunProgress(total_steps, newline_at_epoch_end=True)] if progress_bar else []
+    callbacks = [EpochTensorBoard(log_dir=str(out_dir / "logs"), update_freq=max(1, steps_per_epoch // 20)),
+                 *progress, evaluator]
+    verbose = 0 if progress_bar else 2  # Keras' one line per epoch
+    start, cpu_start = time.time(), time.process_time()
+    history = model.fit(train_ds, epochs=options.epochs, callbacks=callbacks, verbose=verbose, shuffle=False)
+    # Training time: model.fit's, less the evaluation and best-model saving done after each epoch.
+    train_seconds = time.time() - start - evaluator.epoch_end_seconds
+    # CPU seconds of this process (all threads): a measure of the work that other processes on a
+    # shared machine do not inflate, unlike wall time.
+    train_cpu_seconds = time.process_time() - cpu_start - evaluator.epoch_end_cpu_seconds
+    results = {
+        "task": options.task,
+        "init": str(options.init),
+        **recipe.summary(),
+        "epochs": options.epochs, "batch_size": options.batch_size, "learning_rate": options.learning_rate,
+        "seq_length": options.seq_length, "bucketing": options.bucketing, "dynamic_length": not options.fixed_length,
+        "steps": total_steps,
+        "prepare_seconds": round(prepare_seconds, 1),
+        "prepare_cpu_seconds": round(prepare_cpu_seconds, 1),
+        "train_seconds": round(train_seconds, 1),
+        "train_cpu_seconds": round(train_cpu_seconds, 1),
+        "train_examples_per_second": round(recipe.num_train * options.epochs / max(train_seconds, 1e-9), 1),
+        "main_metric": recipe.main_metric,
+        "best_epoch": evaluator.best_epoch,
+        "best": evaluator.history[evaluator.best_epoch - 1],
+        "history": evaluator.history,
+        "train_loss": [float(v) for v in history.history.get("loss", [])],
+        "predictions": evaluator.prediction_files,
+        "model_dir": str(out_dir),
+    }
+    if backend != "tensorflow":
+        results.update(backend=backend, devices=devices.count, processes=devices.processes)
+    (out_dir / "eval_results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    return results

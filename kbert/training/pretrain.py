@@ -1,0 +1,264 @@
+"""Pre-training as a library function: ``pretrain(PretrainOptions(...)) -> results``.
+
+BERT pre-training (masked LM + next sentence prediction) with model.fit over TFRecords written by
+``pipelines.pretraining_data``. Running the same options again after a crash or SIGTERM resumes
+from the last checkpoint in ``model_dir`` (weights, optimizer state, step).
+
+The backend is the process's Keras backend. Under TensorFlow the batch is spread by a
+tf.distribute strategy (``strategy`` / ``tpu``). Under JAX the records are still read, masked and
+batched by tf.data on the host, and ``keras.distribution.DataParallel`` spreads each batch over
+every local device, and over several processes when the options name a coordinator (or ``tpu`` on
+a Cloud TPU VM; kbert.training.devices).
+
+Failures a user acts on are raised: DataError / CorruptRecordError (damaged data, after the
+steps done so far are checkpointed), TrainingDiverged, CheckpointWriteError,
+CheckpointRestoreError, OptionsError; a SIGTERM stop raises TrainingStopped after its checkpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+import time
+from collections.abc import Callable
+
+from kbert.errors import DataError, OptionsError, TrainingStopped
+from kbert.tasks.options import option
+
+EVAL_SEED = 0  # the held-out masks' seed
+PRESET_NAMES = ("tiny", "mini", "small", "medium", "base", "large")
+
+
+@dataclasses.dataclass
+class PretrainOptions:
+    """The options of a pre-training run (``python -m kbert.pretrain`` has one flag per field)."""
+
+    train_data: str = option(help="glob of TFRecords from pipelines.pretraining_data")
+    model_dir: str = option(help="checkpoints, TensorBoard logs and the final model directory")
+    config: str = option("base", help="preset name or bert_config.json")
+    vocab: str | None = option(None, help="the tokenizer's file (vocab.txt for WordPiece)")
+    cased: bool = option(False, help="cased vocabulary (no lower-casing)")
+    tokenizer: str | None = option(None, help="tokenizer type (default: wordpiece, or tokenizer_dir's)")
+    tokenizer_dir: str | None = option(None, help="a model directory whose tokenizer to use instead of vocab")
+    eval_data: str | None = option(None, help="glob of held-out TFRecords")
+    skip_bad_records: bool = option(False, help="skip a damaged TFRecord file from its first bad record on")
+    eval_steps: int = option(20, help="held-out batches evaluated at the end")
+    seq_length: int = option(128, help="tokens per sequence")
+    max_predictions: int = option(20, help="masked positions per sequence")
+    mask_rate: float = option(0.15, help="share of tokens selected")
+    mask_token_rate: float = option(0.8, help="share of the selected replaced by [MASK]")
+    random_token_rate: float = option(0.1, help="share of the selected replaced by a random token")
+    whole_word_masking: bool = option(False, help="mask whole words")
+    no_nsp: bool = option(False, help="masked LM only (the paper's No-NSP ablation)")
+    batch_size: int = option(32, help="global batch size")
+    steps: int = option(1000, help="optimizer steps")
+    learning_rate: float = option(1e-4, help="peak learning rate")
+    warmup_steps: int | None = option(None, type=int, help="default: 1% of steps")
+    weight_decay: float = option(0.01, help="AdamW weight decay")
+    optimizer: str = option("adamw", help="adamw or lamb")
+    clip_norm: float = option(1.0, help="global gradient norm clip")
+    mixed_precision: str = option("float32", help="float32, mixed_bfloat16 or mixed_float16")
+    jit_compile: bool = option(False, help="XLA-compile the TensorFlow step (JAX always compiles)")
+    steps_per_execution: int = option(1, help="steps per compiled call")
+    checkpoint_every: int = option(500, help="steps between checkpoints")
+    init_checkpoint: str | None = option(None, help="a kbert model directory to start from")
+    seed: int | None = option(None, type=int, help="seed of the data order, masks and initialisation")
+    strategy: str = option("auto", help="TensorFlow: auto, one_device, mirrored, multi_worker or tpu")
+    tpu: str | None = option(None, help="TensorFlow: TPU name or grpc:// address (TPUStrategy); "
+                                        "JAX: join the hosts of a Cloud TPU VM (any value)")
+    coordinator_address: str | None = option(None, help="JAX over several processes: host:port of process 0")
+    num_processes: int | None = option(None, type=int, help="JAX: number of processes of the run")
+    process_id: int | None = option(None, type=int, help="JAX: this process's id, 0 .. N-1")
+
+
+def build_config(options: PretrainOptions, vocab_size: int):
+    from kbert import BertConfig
+
+    config = BertConfig.from_name_or_path(options.config)
+    if config.vocab_size != vocab_size:
+        if options.config in PRESET_NAMES:
+            config = BertConfig(**{**config.to_dict(), "vocab_size": vocab_size})
+        else:
+            raise OptionsError(f"{options.config} says vocab_size={config.vocab_size} but the tokenizer "
+                               f"({options.vocab or options.tokenizer_dir}) has {vocab_size} tokens")
+    if options.seq_length > config.max_position_embeddings:
+        raise OptionsError(f"--seq-length {options.seq_length} exceeds max_position_embeddings "
+                           f"{config.max_position_embeddings}")
+    return config
+
+
+def check_options(options: PretrainOptions, backend: str) -> None:
+    for name in ("train_data", "model_dir"):
+        if not getattr(options, name):
+            raise OptionsError(f"--{name.replace('_', '-')} is required")
+    if not options.vocab and not options.tokenizer_dir:
+        raise OptionsError("--vocab or --tokenizer-dir is required (the tokenizer)")
+    if options.optimizer not in ("adamw", "lamb"):
+        raise OptionsError(f"--optimizer {options.optimizer!r}; expected adamw or lamb")
+    if backend != "tensorflow" and options.strategy != "auto":
+        raise OptionsError(f"--strategy {options.strategy} is a TensorFlow strategy; under {backend} the batch is "
+                           "spread over every device (keras.distribution.DataParallel)")
+    if backend == "tensorflow" and (options.coordinator_address or options.num_processes):
+        raise OptionsError("--coordinator-address and --num-processes are for --backend jax (TensorFlow reads "
+                           "its workers from TF_CONFIG: --strategy multi_worker)")
+
+
+def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None, log=print) -> dict:
+    """Pre-trains; returns the results also written to ``model_dir/pretrain_results.json``.
+
+    ``callbacks_for(encoder, mlm_head, preprocessor, tokenizer) -> list``: extra Keras callbacks
+    built on the run's own layers (the CLI's fill-mask logger)."""
+    import keras
+    import tensorflow as tf
+
+    from kbert.data.pretraining import BadRecordCounter, CorruptRecordError, explain_data_errors, list_files, \
+        pretraining_dataset
+    from kbert.model_dir import load_encoder, load_heads, save_model_dir
+    from kbert.models import BertEncoder
+    from kbert.models.pretrainer import BertPretrainer
+    from kbert.text import BertPreprocessor
+    from kbert.text.cli_args import tokenizer_from_args
+    from kbert.text.masking import MlmMasker
+    from kbert.training.checkpoints import CheckpointCallback, StepLogger, checkpoint_state
+    from kbert.training.optimization import create_optimizer
+    from kbert.training.progress import RunProgress
+
+    backend = keras.backend.backend()
+    check_options(options, backend)
+    list_files(options.train_data)  # fail before any work when nothing matches or all files are empty
+    if options.eval_data:
+        list_files(options.eval_data)
+    model_dir = pathlib.Path(options.model_dir)
+    model_dir.mkdir(parents=True, exist_ok=True)
+    if backend == "tensorflow":
+        from kbert.training.distribute import StrategyReplicas, resolve_strategy
+
+        strategy = resolve_strategy(options.strategy, options.tpu)
+        replicas, scope, replica_helpers = strategy.num_replicas_in_sync, strategy.scope, StrategyReplicas()
+        on_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
+    else:
+        import contextlib
+
+        from kbert.training.devices import setup_devices
+
+        devices = setup_devices(global_batch_size=options.batch_size, coordinator_address=options.coordinator_address,
+                                num_processes=options.num_processes, process_id=options.process_id, tpu=options.tpu)
+        if devices.processes > 1 and options.seed is None:
+            raise OptionsError(f"--seed is required when {devices.processes} processes train together: each "
+                               "creates the initial weights and the data order, which must be the same in all")
+        strategy, replicas, scope, replica_helpers = None, devices.count, contextlib.nullcontext, None
+        on_tpu = bool(options.tpu)
+    if options.seed is not None:
+        keras.utils.set_random_seed(options.seed)
+    if options.mixed_precision != "float32" or on_tpu:
+        keras.mixed_precision.set_dtype_policy("mixed_bfloat16" if on_tpu else options.mixed_precision)
+
+    # Any type: one with a Python step (the mecab-* types' MeCab split) runs it in the tf.data map.
+    tokenizer = tokenizer_from_args(options, "tokenizer_dir")
+    config = build_config(options, tokenizer.vocab_size)
+    preprocessor = BertPreprocessor(tokenizer, seq_length=options.seq_length)
+    masker = MlmMasker.from_tokenizer(tokenizer, max_predictions=options.max_predictions,
+                                      selection_rate=options.mask_rate, mask_token_rate=options.mask_token_rate,
+                                      random_token_rate=options.random_token_rate,
+                                      whole_word=options.whole_word_masking)
+    use_nsp = not options.no_nsp
+    bad_records = BadRecordCounter() if options.skip_bad_records else None  # outside strategy.scope()
+    if options.batch_size % replicas:
+        raise OptionsError(f"--batch-size {options.batch_size} is not divisible by {replicas} replicas")
+
+    def dataset(batch_size, input_context=None):
+        return pretraining_dataset(options.train_data, preprocessor, masker, batch_size, is_training=True,
+                                   input_context=input_context, seed=options.seed, use_nsp=use_nsp,
+                                   skip_bad_records=options.skip_bad_records, bad_record_counter=bad_records)
+
+    if strategy is not None:
+        train_ds = strategy.distribute_datasets_from_function(
+            lambda context: dataset(context.get_per_replica_batch_size(options.batch_size), context))
+    else:
+        from kbert.training.devices import process_share
+
+        train_ds = process_share(dataset(options.batch_size))  # this process's rows of each global batch
+    with scope():
+        if options.init_checkpoint:
+            encoder = load_encoder(options.init_checkpoint)
+            heads = load_heads(options.init_checkpoint, encoder.config)
+        else:
+            encoder, heads = BertEncoder(config), {}
+        pretrainer = BertPretrainer(encoder, heads.get("mlm"), heads.get("nsp"), use_nsp=use_nsp,
+                                    replicas=replica_helpers)
+        warmup = options.warmup_steps if options.warmup_steps is not None else options.steps // 100
+        optimizer = create_optimizer(options.learning_rate, options.steps, warmup, options.weight_decay,
+                                     options.optimizer, options.clip_norm)
+        pretrainer.compile(optimizer=optimizer, jit_compile=options.jit_compile if backend == "tensorflow" else "auto",
+                           steps_per_execution=options.steps_per_execution)
+        # Build on zeros of the batches' shapes: no data read (nor a second tf.data pipeline traced).
+        pretrainer({name: keras.ops.zeros([1, options.max_predictions if name == "masked_lm_positions"
+                                           else options.seq_length], "int32")
+                    for name in ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")})
+        optimizer.build(pretrainer.trainable_variables)
+    state = checkpoint_state(model_dir / "checkpoints", pretrainer, optimizer, log=log)
+    step = state.restore()
+    if step:
+        log(f"resuming from step {step} ({state.latest_checkpoint})", flush=True)
+    every = min(options.checkpoint_every, options.steps)
+    checkpointer = CheckpointCallback(state, log=log)
+    callbacks = [checkpointer, StepLogger(model_dir / "logs" / "train", options.batch_size, every=min(10, every)),
+                 RunProgress(options.steps, initial_step=step)]  # one display for the whole run
+    if callbacks_for is not None and not on_tpu:
+        callbacks += list(callbacks_for(encoder, pretrainer.mlm_head, preprocessor, tokenizer))
+    start = time.time()
+    try:
+        with explain_data_errors():
+            while step < options.steps and not checkpointer.terminated:
+                # After a resume from a checkpoint written off the interval (SIGTERM, damaged data),
+                # the first call runs up to the next interval boundary.
+                n = min(every - step % every, options.steps - step)
+                if step % every == 0 and n == every:
+                    # Whole checkpoint intervals as epochs: one fit call, resumable at any epoch.
+                    epochs = (options.steps - step) // every
+                    pretrainer.fit(train_ds, epochs=step // every + epochs, initial_epoch=step // every,
+                                   steps_per_epoch=every, callbacks=callbacks, verbose=0,
+                                   shuffle=False)  # tf.data shuffles
+                else:
+                    pretrainer.fit(train_ds, epochs=1, steps_per_epoch=n, callbacks=callbacks, verbose=0,
+                                   shuffle=False)
+                if state.step == step:
+                    raise DataError(options.train_data, f"records for {options.steps} steps (no training step "
+                                    f"ran from step {step}: the training data ran out)")
+                step = state.step
+    except CorruptRecordError:
+        # The steps done so far are sound (the bad record never reached the model): keep them.
+        if state.step and state.step != state.saved_step:
+            log(f"damaged training data: checkpoint written at step {state.step}: {state.save()}", flush=True)
+        raise
+    if checkpointer.terminated:
+        raise TrainingStopped(step, state.latest_checkpoint)
+    elapsed = time.time() - start
+    results = {"steps": step, "train_seconds": round(elapsed, 1)}
+    if backend != "tensorflow":
+        results.update(backend=backend, devices=replicas)
+    if options.eval_data:
+        # Held-out masks from a fixed seed, whatever ran before in this process (training, or
+        # nothing on a finished checkpoint): the same checkpoint gives the same numbers.
+        tf.random.set_seed(EVAL_SEED)
+        eval_ds = pretraining_dataset(options.eval_data, preprocessor, masker, options.batch_size, is_training=False,
+                                      seed=0, use_nsp=use_nsp, skip_bad_records=options.skip_bad_records,
+                                      bad_record_counter=bad_records)
+        with explain_data_errors():
+            results.update({f"eval_{k}": float(v) for k, v in pretrainer.evaluate(
+                eval_ds.take(options.eval_steps), return_dict=True, verbose=0).items()})
+        writer = tf.summary.create_file_writer(str(model_dir / "logs" / "eval"))
+        with writer.as_default(step=step):
+            for k, v in results.items():
+                if k.startswith("eval_"):
+                    tf.summary.scalar(k[5:], v)
+    if bad_records is not None:
+        results["skipped_bad_records"] = bad_records.count
+        if bad_records.count:
+            log(f"skipped {bad_records.count} damaged TFRecord region(s) (each a bad record and the rest of its "
+                "file); the files are named in the log above", flush=True)
+    save_model_dir(model_dir, encoder, tokenizer=tokenizer,
+                   heads={name: (head, {"type": name}) for name, head in pretrainer.heads().items()})
+    (model_dir / "pretrain_results.json").write_text(json.dumps(results, indent=2) + "\n")
+    return results

@@ -1,0 +1,68 @@
+"""The training library's option checks: each refusal is an error naming the option and value,
+raised before any work (the commands show it as one line)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kbert.cli_support import UserError, is_user_error, use_backend
+from kbert.errors import OptionsError
+from kbert.tasks.options import FinetuneOptions
+from kbert.training.finetune import resolve_options
+from kbert.training.pretrain import PretrainOptions, check_options
+
+
+def test_finetune_refuses_jax_only_options_under_tensorflow(tmp_path):
+    options = FinetuneOptions(task="glue/sst2", init=str(tmp_path / "a"), model_dir=str(tmp_path / "b"), tpu="local")
+    with pytest.raises(OptionsError, match="--backend jax") as info:
+        resolve_options(options)
+    assert is_user_error(info.value)
+
+
+def test_finetune_refuses_writing_over_its_init(tmp_path):
+    options = FinetuneOptions(task="glue/sst2", init=str(tmp_path / "a"), model_dir=str(tmp_path / "a"))
+    with pytest.raises(OptionsError, match="--model-dir must differ from --init"):
+        resolve_options(options)
+
+
+def test_finetune_fills_in_the_task_types_sequence_length(tmp_path):
+    options = FinetuneOptions(task="glue/sst2", init=str(tmp_path / "a"), model_dir=str(tmp_path / "b"))
+    assert options.seq_length is None and resolve_options(options).seq_length == 128
+
+
+def test_pretrain_option_checks():
+    options = PretrainOptions(train_data="x-*.tfrecord", model_dir="m", vocab="vocab.txt")
+    check_options(options, "tensorflow")
+    check_options(options, "jax")
+    with pytest.raises(OptionsError, match="--strategy mirrored is a TensorFlow strategy"):
+        check_options(PretrainOptions(train_data="x", model_dir="m", vocab="v", strategy="mirrored"), "jax")
+    with pytest.raises(OptionsError, match="--vocab or --tokenizer-dir is required"):
+        check_options(PretrainOptions(train_data="x", model_dir="m"), "tensorflow")
+    with pytest.raises(OptionsError, match="--coordinator-address and --num-processes are for --backend jax"):
+        check_options(PretrainOptions(train_data="x", model_dir="m", vocab="v", num_processes=2), "tensorflow")
+
+
+def test_a_second_backend_in_one_process_is_refused():
+    import keras
+
+    assert use_backend(keras.backend.backend()) == keras.backend.backend()
+    other = "jax" if keras.backend.backend() == "tensorflow" else "tensorflow"
+    with pytest.raises(UserError, match=f"--backend {other}: Keras is already running"):
+        use_backend(other)
+
+
+def test_a_task_type_not_ready_for_jax_is_one_line_naming_it(tmp_path):
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": str(root)}
+    proc = subprocess.run([sys.executable, "-m", "kbert.finetune", "--backend", "jax", "--task", "conll2003",
+                           "--data-dir", str(tmp_path), "--init", str(tmp_path), "--model-dir", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=root)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "kbert finetune: error: task 'conll2003' (task type 'tagging') cannot be fine-tuned under the jax backend "
+        "yet; it runs under tensorflow")
