@@ -3,7 +3,8 @@ head, token labels on the axes while they stay legible.
 
 CJK tokens need a CJK font: matplotlib falls back to "Noto Sans CJK JP" (Debian ``fonts-noto-cjk``)
 when it is installed; when a token has CJK characters and no such font is found, the PNG is still
-written and a warning names the package.
+written and one warning names the package (matplotlib's own "Glyph ... missing" line per character
+is silenced then: it says the same thing once per glyph).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import numpy as np
 
 from kbert.explore.attention import check_attention
 from kbert.explore.masked_text import _is_cjk
+
+_GLYPH_MISSING = r"Glyph \d+ .* missing from font"
 
 CJK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "Noto Sans CJK TC", "Noto Sans CJK KR")
 MAX_LABELLED_TOKENS = 40  # more labels than this on one panel are unreadable
@@ -65,7 +68,10 @@ def render_attention_png(tokens, attention, path, layers=None, heads=None, title
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:  # the texts keep the fonts they were made with (font_families)
-        fig.savefig(path, dpi=100)
+        with warnings.catch_warnings():
+            if getattr(fig, "kbert_cjk_font_missing", False):
+                warnings.filterwarnings("ignore", message=_GLYPH_MISSING)
+            fig.savefig(path, dpi=100)
     finally:
         plt.close(fig)
     return path
@@ -82,7 +88,11 @@ def attention_figure(tokens, attention, layers=None, heads=None, title="Attentio
     plt = _pyplot()
     single = num_layers == 1 and num_heads == 1
     panel = max(4.0, 0.25 * n) if single else 2.2 if n <= 16 else 3.2 if n <= MAX_LABELLED_TOKENS else 2.2
-    with plt.rc_context({"font.family": font_families(tokens), "font.size": 8}):
+    families = font_families(tokens)
+    cjk_font_missing = any(_is_cjk(c) for t in tokens for c in t) and len(families) == 1
+    with plt.rc_context({"font.family": families, "font.size": 8}), warnings.catch_warnings():
+        if cjk_font_missing:  # font_families warned once already
+            warnings.filterwarnings("ignore", message=_GLYPH_MISSING)
         fig, axes = plt.subplots(num_layers, num_heads, squeeze=False,
                                  figsize=(panel * num_heads + 1, panel * num_layers + 0.8))
         labelled = n <= MAX_LABELLED_TOKENS
@@ -101,4 +111,5 @@ def attention_figure(tokens, attention, layers=None, heads=None, title="Attentio
         width = fig.get_size_inches()[0]
         fig.suptitle(textwrap.fill(title + "  (rows: query tokens, columns: key tokens)", int(width * 13)), fontsize=10)
         fig.tight_layout()
+    fig.kbert_cjk_font_missing = cjk_font_missing
     return fig
