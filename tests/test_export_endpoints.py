@@ -1,4 +1,4 @@
-"""Every keras.layers.TFSMLayer call README documents (the block after ``<!-- tfsmlayer-calls -->``)
+"""Every keras.layers.TFSMLayer call docs/serving.md documents (the block after ``<!-- tfsmlayer-calls -->``)
 runs, in a process without kbert, and gives the same numbers as the exports' TF Serving
 signatures (``signatures["serving_default"]``, called with keyword arguments)."""
 
@@ -11,9 +11,9 @@ from kbert.export.preprocessor import export_preprocessor
 
 
 def documented_calls() -> str:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "serving.md").read_text(encoding="utf-8")
     match = re.search(r"<!-- tfsmlayer-calls -->\s*```python\n(.*?)```", readme, re.S)
-    assert match, "README has no <!-- tfsmlayer-calls --> block"
+    assert match, "docs/serving.md has no <!-- tfsmlayer-calls --> block"
     return match.group(1)
 
 
