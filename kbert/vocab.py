@@ -20,9 +20,9 @@ import time
 
 
 def main(argv=None) -> int:
-    from kbert.cli_support import add_verbose_flag, prog
+    from kbert.cli_support import ArgumentParser, add_verbose_flag, prog
 
-    parser = argparse.ArgumentParser(prog=prog("vocab"), description=__doc__,
+    parser = ArgumentParser(prog=prog("vocab"), description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_verbose_flag(parser)
     parser.add_argument("--input", action="append", required=True, metavar="GLOB",
@@ -62,8 +62,8 @@ def main(argv=None) -> int:
                              max_unique_chars=args.max_unique_chars, min_count=args.min_count or 10,
                              log=sys.stderr)
     except (CorpusError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        return 1
     write_vocab(tokens, args.out)
     ja.record_spec(out_dir, "wordpiece", lower_case, args.out)
     note = ""

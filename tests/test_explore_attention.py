@@ -181,4 +181,5 @@ def test_attention_cli_end_to_end(tiny_model_dir, tmp_path):
     data = json.loads(out.read_text(encoding="utf-8").split('id="attention-data">')[1].split("</script>")[0])
     assert data["layers"] == [1] and data["heads"] == [0]
     run = _explore("attention", tiny_model_dir, "hello", "--out", out, "--layer", "9")
-    assert run.returncode == 2 and "--layer 9 is out of range" in run.stderr
+    assert run.returncode == 1 and "--layer 9 is out of range" in run.stderr
+    assert run.stderr.startswith("kbert explore: error: "), run.stderr

@@ -11,9 +11,9 @@ import sys
 
 
 def main(argv=None):
-    from kbert.cli_support import add_verbose_flag, prog
+    from kbert.cli_support import ArgumentParser, add_verbose_flag, prog
 
-    parser = argparse.ArgumentParser(prog=prog("convert"), description=__doc__,
+    parser = ArgumentParser(prog=prog("convert"), description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_verbose_flag(parser)
     sub = parser.add_subparsers(dest="what", required=True)
@@ -57,7 +57,7 @@ def main(argv=None):
         else:
             out = google.to_google(args.model_dir, args.out_prefix)
     except (ConversionError, ConfigError, ModelDirError, TokenizerSpecError, MecabError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"{prog('convert')}: error: {e}", file=sys.stderr)
         return 1
     print(f"written: {out}")
     return 0

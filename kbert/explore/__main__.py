@@ -25,7 +25,9 @@ import sys
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m kbert.explore", description=__doc__,
+    from kbert.cli_support import ArgumentParser, prog
+
+    parser = ArgumentParser(prog=prog("explore"), description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     fm = sub.add_parser("fill-mask", help="top-k tokens for each [MASK]")
@@ -71,8 +73,7 @@ def fill_mask_command(args) -> int:
     sentencepiece = is_sentencepiece_vocab(vocab)
     for row, (text, masks) in enumerate(zip(args.texts, answers)):
         if not masks:
-            print(f"error: no [MASK] in {text!r} (write [MASK] where a token is missing)", file=sys.stderr)
-            return 2
+            return _error(f"no [MASK] in {text!r} (write [MASK] where a token is missing)")
         if args.json:
             for mask in masks:
                 print(json.dumps(mask, ensure_ascii=False))
@@ -131,8 +132,7 @@ def workshop_data_command(args) -> int:
 
         corpus = (shared_data_dir() or pathlib.Path("../shared/data")) / ene_workshop.CORPUS_NAME
     if not pathlib.Path(corpus).is_file():
-        print(f"error: no corpus at {corpus} (give --corpus: JSQuAD's jsquad_wikipedia.txt)", file=sys.stderr)
-        return 2
+        return _error(f"no corpus at {corpus} (give --corpus: JSQuAD's jsquad_wikipedia.txt)")
     for name, count in ene_workshop.make_dataset(corpus, args.out_dir).items():
         print(f"{pathlib.Path(args.out_dir) / name}: {count} rows")
     return 0
@@ -157,8 +157,15 @@ def main(argv=None) -> int:
     try:
         return commands[args.command](args)
     except (ModelDirError, AttentionUnavailable, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return _error(str(e))
+
+
+def _error(message: str) -> int:
+    """A user's error as every kbert command reports it: one line, exit status 1."""
+    from kbert.cli_support import prog
+
+    print(f"{prog('explore')}: error: {message}", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

@@ -17,9 +17,9 @@ import sys
 
 
 def main(argv=None):
-    from kbert.cli_support import UserError, add_verbose_flag, prog, require_dir
+    from kbert.cli_support import ArgumentParser, UserError, add_verbose_flag, prog, require_dir
 
-    parser = argparse.ArgumentParser(prog=prog("export"), description=__doc__,
+    parser = ArgumentParser(prog=prog("export"), description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_verbose_flag(parser)
     sub = parser.add_subparsers(dest="what", required=True)

@@ -244,8 +244,8 @@ def vocab_main(args, parser) -> int:
             learn_sentencepiece(files, args.size, args.out, log=sys.stderr)
             tokens = None
     except (CorpusError, ValueError, ImportError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        return 1
     if tokens is not None:
         write_vocab(tokens, args.out)
         size = len(tokens)
