@@ -24,11 +24,11 @@ CJK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "Noto Sans CJK TC", "Noto S
 MAX_LABELLED_TOKENS = 40  # more labels than this on one panel are unreadable
 
 
-def _pyplot():
+def _pyplot(what: str = "the attention PNG"):
     try:
         import matplotlib
     except ImportError:
-        raise ImportError("the attention PNG needs matplotlib: pip install 'kbert[explore]'") from None
+        raise ImportError(f"{what} needs matplotlib: pip install 'kbert[explore]'") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
