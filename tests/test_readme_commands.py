@@ -52,7 +52,8 @@ SUBSTITUTIONS = [
 ENV = {"KBERT_DEMO_STEPS": "4"}
 # Lines a user reads as errors although nothing is wrong: none may appear (issue 19 §5).
 NOISE = ("Traceback", "absl::InitializeLog", "cuInit", "oneDNN custom operations", "apitools not found",
-         "python-snappy or google-crc32c", "shuffle=True` was passed", "Your input ran out of data")
+         "python-snappy or google-crc32c", "shuffle=True` was passed", "Your input ran out of data",
+         "`deterministic` argument has no effect", "missing from font(s)", "triggered tf.function retracing")
 
 
 def _strip_comment(line: str) -> str:
