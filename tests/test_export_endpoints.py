@@ -19,7 +19,7 @@ def documented_calls() -> str:
 
 @pytest.fixture(scope="module")
 def exports_dir(tmp_path_factory, tiny_model_dir, task_exports, tiny_encoder_export):
-    """The three exports under the relative paths README uses (the SST-2 one is conftest.task_exports',
+    """The three exports under the relative paths docs/serving.md uses (the SST-2 one is conftest.task_exports',
     the encoder conftest.tiny_encoder_export)."""
     root = tmp_path_factory.mktemp("endpoints")
     for name, export in (("sst2", task_exports["sst2"][1]), ("bert_encoder", tiny_encoder_export)):

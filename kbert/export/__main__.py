@@ -8,7 +8,7 @@
                                        answers out (OUT_DIR like saved_models/NAME/1)
 
 Every export can be called from Keras with ``keras.layers.TFSMLayer(OUT_DIR,
-call_endpoint="serving_default")`` (and ``"serve"``); see README "Serving".
+call_endpoint="serving_default")`` (and ``"serve"``); see docs/serving.md.
 """
 
 import argparse
@@ -33,7 +33,7 @@ def main(argv=None):
                           "tensorflow_text, as TF Hub's encoders)")
     enc.add_argument("--xla-signature", action="store_true",
                      help="add serving_xla: serving_default compiled by XLA, faster one request at a time for "
-                          "small models (TF Serving needs --xla_cpu_compilation_enabled=true; README, Serving latency)")
+                          "small models (TF Serving needs --xla_cpu_compilation_enabled=true; docs/serving.md, Serving latency)")
 
     pre = sub.add_parser("preprocessor", help="TF Hub-style preprocessor SavedModel",
                          description="Raw strings -> input_word_ids, input_mask, input_type_ids "

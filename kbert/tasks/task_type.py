@@ -56,7 +56,7 @@ class TaskType:
     Options = NoOptions
     recipe_class = None  # the Recipe subclass
     default_seq_length = 128
-    # What serving_default takes and returns, per model type (README documents the same).
+    # What serving_default takes and returns, per model type (docs/serving.md documents the same).
     signature_docs: dict = {}
 
     def model_class(self, model_type: str):
