@@ -50,7 +50,7 @@ SUBSTITUTIONS = [
 ]
 # The main job (python -m kbert.pretrain, no arguments) with 4 training steps instead of 1,000.
 ENV = {"KBERT_DEMO_STEPS": "4"}
-# Lines a user reads as errors although nothing is wrong: none may appear (issue 19 §5).
+# Lines a user reads as errors although nothing is wrong: none may appear.
 NOISE = ("Traceback", "absl::InitializeLog", "cuInit", "oneDNN custom operations", "apitools not found",
          "python-snappy or google-crc32c", "shuffle=True` was passed", "Your input ran out of data",
          "`deterministic` argument has no effect", "missing from font(s)", "triggered tf.function retracing")
