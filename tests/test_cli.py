@@ -71,7 +71,8 @@ def test_kbert_lists_every_command_in_one_screen():
                  "explore", "bench"):
         assert any(line.split()[:1] == [name] for line in lines), name
     unknown = _run(["-m", "kbert", "nonsense"])
-    assert unknown.returncode == 2 and "kbert: error: unknown command 'nonsense'" in unknown.stderr
+    assert unknown.returncode == 1 and unknown.stderr.startswith("kbert: error: unknown command 'nonsense'")
+    assert len(unknown.stderr.strip().splitlines()) == 1, unknown.stderr
 
 
 def test_a_missing_directory_is_one_line_saying_it_does_not_exist(tmp_path):
