@@ -70,8 +70,8 @@ def main(argv=None) -> int:
         return 0
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
-        print(f"{usage()}\n\nkbert: error: unknown command {name!r}", file=sys.stderr)
-        return 2
+        print(f"kbert: error: unknown command {name!r} (kbert --help lists the commands)", file=sys.stderr)
+        return 1
     try:
         command_main = load_main(name)
     except MissingCommand as e:

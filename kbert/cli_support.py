@@ -10,14 +10,16 @@
   ``HARMLESS_WARNINGS``, ``HARMLESS_LOG_RECORDS``); anything else, and every real error, still
   shows;
 * turns a user's error (a missing file or directory, a malformed input, a bad value: see
-  ``is_user_error``) into one line ``kbert NAME: error: ...`` on stderr and exit status 1
-  (argparse's usage errors keep their status 2); ``--verbose`` adds the traceback.
+  ``is_user_error``) into one line ``kbert NAME: error: ...`` on stderr and exit status 1;
+  ``--verbose`` adds the traceback. The commands' parsers (``ArgumentParser`` below) report a wrong
+  command line the same way: one line, exit status 1, not argparse's usage text and status 2.
 
 Nothing here is applied when kbert is used as a library: only ``run`` installs the filters.
 """
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import logging
 import os
@@ -66,9 +68,23 @@ def prog(name: str) -> str:
 
 def add_verbose_flag(parser):
     """Lists --verbose in a parser's help (``run`` has already taken it out of the arguments)."""
-    parser.add_argument(VERBOSE_FLAG, action="store_true",
-                        help="show TensorFlow/Beam start-up messages, warnings and tracebacks")
+    if VERBOSE_FLAG not in parser._option_string_actions:
+        parser.add_argument(VERBOSE_FLAG, action="store_true",
+                            help="show TensorFlow/Beam start-up messages, warnings and tracebacks")
     return parser
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """The commands' argument parser: ``--verbose`` in every (sub)command's help, and a wrong
+    command line reported as kbert reports every user error, one line ``PROG: error: ...`` with
+    exit status 1 (argparse prints the whole usage and exits 2)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        add_verbose_flag(self)
+
+    def error(self, message):
+        self.exit(1, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 class UserError(Exception):

@@ -26,9 +26,9 @@ TEXT_KEYS = ("text_a", "text_b")
 
 
 def parse_args(argv=None):
-    from kbert.cli_support import add_verbose_flag, prog
+    from kbert.cli_support import ArgumentParser, add_verbose_flag, prog
 
-    p = argparse.ArgumentParser(prog=prog("features"), description=__doc__,
+    p = ArgumentParser(prog=prog("features"), description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model_dir", metavar="MODEL_DIR", help="kbert model directory (kbert.convert or kbert.pretrain output)")
     p.add_argument("--input", required=True, metavar="ROWS.jsonl", help='one {"text_a": ..., ["text_b": ...]} a line')

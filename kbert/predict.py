@@ -33,10 +33,10 @@ import time
 
 
 def parse_args(argv=None):
-    from kbert.cli_support import add_backend_flag, add_verbose_flag, prog
+    from kbert.cli_support import ArgumentParser, add_backend_flag, add_verbose_flag, prog
     from kbert.tasks.prediction import FORMATS
 
-    p = argparse.ArgumentParser(prog=prog("predict"), description=__doc__,
+    p = ArgumentParser(prog=prog("predict"), description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model_dir", metavar="MODEL_DIR", help="a fine-tuned task model directory")
     p.add_argument("--input", required=True, metavar="FILE", help="the rows to predict")

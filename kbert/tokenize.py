@@ -30,7 +30,9 @@ BATCH_LINES = 256
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kbert.tokenize", description=__doc__,
+    from kbert.cli_support import ArgumentParser, prog
+
+    parser = ArgumentParser(prog=prog("tokenize"), description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("source", metavar="SOURCE", help="model directory, Hugging Face folder, vocab.txt or .model")
     parser.add_argument("--tokenizer", metavar="TYPE",
@@ -54,7 +56,7 @@ def main(argv=None) -> int:
     try:
         tokenizer = open_tokenizer(source, args.tokenizer, args.cased)
     except (ConversionError, ModelDirError, TokenizerSpecError, DataError, ValueError, RuntimeError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"{parser.prog}: error: {e}", file=sys.stderr)
         return 1
     out = sys.stdout
     write = write_words if args.words else write_batch

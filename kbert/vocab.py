@@ -21,10 +21,10 @@ import time
 
 
 def main(argv=None) -> int:
-    from kbert.cli_support import add_verbose_flag, prog
+    from kbert.cli_support import ArgumentParser, add_verbose_flag, prog
     from kbert.text.registry import tokenizer_types
 
-    parser = argparse.ArgumentParser(prog=prog("vocab"), description=__doc__,
+    parser = ArgumentParser(prog=prog("vocab"), description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_verbose_flag(parser)
     parser.add_argument("--input", action="append", required=True, metavar="GLOB",
@@ -62,8 +62,8 @@ def main(argv=None) -> int:
         patterns = args.input if isinstance(args.input, list) else [args.input]
         check_output(args.out, [f for p in patterns for f in glob.glob(p, recursive=True)], overwrite=True)
     except OutputExistsError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        return 1
 
     from kbert.text.registry import record_tokenizer_spec, tokenizer_class
     from kbert.text.vocab_learning import CorpusError, VocabOptions, resolve_corpus
@@ -73,8 +73,8 @@ def main(argv=None) -> int:
     try:
         tokenizer_type = tokenizer_class(args.tokenizer)
     except ImportError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        return 1
     try:
         tokenizer_type.check_vocab_request(args.out, options)
     except ValueError as e:
@@ -83,8 +83,8 @@ def main(argv=None) -> int:
     try:
         spec, size = tokenizer_type.learn_vocab(resolve_corpus(args.input), args.out, options, log=sys.stderr)
     except (CorpusError, ValueError, ImportError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        return 1
     record_tokenizer_spec(out_dir, spec)
     note = ""
     if size < 0.95 * args.size:

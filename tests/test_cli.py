@@ -71,7 +71,8 @@ def test_kbert_lists_every_command_in_one_screen():
                  "explore", "bench"):
         assert any(line.split()[:1] == [name] for line in lines), name
     unknown = _run(["-m", "kbert", "nonsense"])
-    assert unknown.returncode == 2 and "kbert: error: unknown command 'nonsense'" in unknown.stderr
+    assert unknown.returncode == 1 and unknown.stderr.startswith("kbert: error: unknown command 'nonsense'")
+    assert len(unknown.stderr.strip().splitlines()) == 1, unknown.stderr
 
 
 def test_a_missing_directory_is_one_line_saying_it_does_not_exist(tmp_path):
@@ -85,7 +86,8 @@ def test_a_missing_directory_is_one_line_saying_it_does_not_exist(tmp_path):
     assert verbose.returncode == 1 and "Traceback" in verbose.stderr
     assert f"kbert export: error: model directory {missing} does not exist" in verbose.stderr
     usage = _run(["-m", "kbert.export", "task"])
-    assert usage.returncode == 2 and "kbert export task: error: the following arguments are required" in usage.stderr
+    assert usage.returncode == 1 and usage.stderr.startswith("kbert export task: error: the following arguments are required")
+    assert len(usage.stderr.strip().splitlines()) == 1, usage.stderr  # one line, not the usage text
 
 
 def test_start_up_noise_is_filtered_and_verbose_shows_it(tmp_path):

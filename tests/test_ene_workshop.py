@@ -93,3 +93,20 @@ def test_label_table_errors_name_the_line(tmp_path):
     with pytest.raises(ValueError, match=r"no categories for article\(s\) \['C'\]"):
         ene_workshop.make_dataset(corpus, tmp_path / "out", good)
     assert not (tmp_path / "out" / "train.jsonl").exists()
+
+
+def test_the_documented_counts_are_the_label_tables():
+    """docs/japanese.md and the table's header say how many categories and articles the table has."""
+    import re
+
+    from conftest import REPO
+
+    table = ene_workshop.read_label_table()
+    names = {name for labels in table.values() for name in labels}
+    two = sum(len(labels) == 2 for labels in table.values())
+    doc = (REPO / "docs" / "japanese.md").read_text(encoding="utf-8")
+    said = re.search(r"a hand-made table of (\d+) names for the (\d+) articles.*?; (\d+) articles have two", doc, re.S)
+    assert said and [int(g) for g in said.groups()] == [len(names), len(table), two]
+    assert f"（{len(table)} 記事に {len(names)} 種、2 つ持つ記事が {two} つ）" in doc
+    header = ene_workshop.LABELS_FILE.read_text(encoding="utf-8").splitlines()[0]
+    assert f"simplified to {len(names)} names" in header

@@ -84,6 +84,18 @@ def test_png_has_one_panel_per_head_with_the_numbers_and_cjk_glyphs(tmp_path):
     assert len(attention_figure(TOKENS, part, layers, heads).axes) == 1
 
 
+def test_png_without_a_cjk_font_warns_once_naming_the_package_not_once_per_glyph(tmp_path, monkeypatch):
+    from kbert.explore import attention_png
+
+    monkeypatch.setattr(attention_png, "_installed", lambda manager: [])  # as on a machine without the font
+    monkeypatch.setattr("matplotlib.font_manager.findSystemFonts", lambda *a, **k: [])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        render_attention_png(TOKENS, _attention(), tmp_path / "a.png")
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1 and "fonts-noto-cjk" in messages[0], messages
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install chromium)")
 def test_page_renders_in_chromium_and_hover_highlights_what_a_token_attends_to(tmp_path):
     attention = _attention()
@@ -169,4 +181,5 @@ def test_attention_cli_end_to_end(tiny_model_dir, tmp_path):
     data = json.loads(out.read_text(encoding="utf-8").split('id="attention-data">')[1].split("</script>")[0])
     assert data["layers"] == [1] and data["heads"] == [0]
     run = _explore("attention", tiny_model_dir, "hello", "--out", out, "--layer", "9")
-    assert run.returncode == 2 and "--layer 9 is out of range" in run.stderr
+    assert run.returncode == 1 and "--layer 9 is out of range" in run.stderr
+    assert run.stderr.startswith("kbert explore: error: "), run.stderr

@@ -186,7 +186,7 @@ assert not [k for k in sys.modules if k.split(".")[0] in ("kbert", "keras_hub")]
     np.testing.assert_allclose(served["is_next"], next_sentence(english_dir, *PAIRS), rtol=1e-5)
     signatures = {log.predict_log.request.model_spec.signature_name for log in read_warmup_requests(out)}
     assert signatures == {"fill_mask", "next_sentence"}
-    # TensorFlow core and tensorflow-text ops only (the export tests check that list against README)
+    # TensorFlow core and tensorflow-text ops only (the export tests check that list against docs/serving.md)
     assert not [op for op in saved_model_ops(out) if op.startswith(("Py", "EagerPy"))]
 
 

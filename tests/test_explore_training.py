@@ -150,10 +150,10 @@ def test_cli_answers_equal_the_heads_softmax_for_a_model_from_the_main_job(pretr
 def test_cli_errors_name_the_problem(tiny_model_dir, tmp_path):
     run = subprocess.run([sys.executable, "-m", "kbert.explore", "fill-mask", str(tiny_model_dir), "no mask"],
                          capture_output=True, text=True, timeout=600, env=_env(), cwd=REPO)
-    assert run.returncode == 2 and "no 'mlm' head" in run.stderr
+    assert run.returncode == 1 and "kbert explore: error: " in run.stderr and "no 'mlm' head" in run.stderr
     run = subprocess.run([sys.executable, "-m", "kbert.explore", "next-sentence", str(tmp_path / "nothing"), "a", "b"],
                          capture_output=True, text=True, timeout=600, env=_env(), cwd=REPO)
-    assert run.returncode == 2 and "model directory not found" in run.stderr
+    assert run.returncode == 1 and "kbert explore: error: " in run.stderr and "model directory not found" in run.stderr
 
 
 def test_finetune_prints_and_writes_its_curves(sst2_finetune_run):

@@ -1,4 +1,4 @@
-"""Every keras.layers.TFSMLayer call README documents (the block after ``<!-- tfsmlayer-calls -->``)
+"""Every keras.layers.TFSMLayer call docs/serving.md documents (the block after ``<!-- tfsmlayer-calls -->``)
 runs, in a process without kbert, and gives the same numbers as the exports' TF Serving
 signatures (``signatures["serving_default"]``, called with keyword arguments)."""
 
@@ -11,15 +11,15 @@ from kbert.export.preprocessor import export_preprocessor
 
 
 def documented_calls() -> str:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "serving.md").read_text(encoding="utf-8")
     match = re.search(r"<!-- tfsmlayer-calls -->\s*```python\n(.*?)```", readme, re.S)
-    assert match, "README has no <!-- tfsmlayer-calls --> block"
+    assert match, "docs/serving.md has no <!-- tfsmlayer-calls --> block"
     return match.group(1)
 
 
 @pytest.fixture(scope="module")
 def exports_dir(tmp_path_factory, tiny_model_dir, task_exports, tiny_encoder_export):
-    """The three exports under the relative paths README uses (the SST-2 one is conftest.task_exports',
+    """The three exports under the relative paths docs/serving.md uses (the SST-2 one is conftest.task_exports',
     the encoder conftest.tiny_encoder_export)."""
     root = tmp_path_factory.mktemp("endpoints")
     for name, export in (("sst2", task_exports["sst2"][1]), ("bert_encoder", tiny_encoder_export)):

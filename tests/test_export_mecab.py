@@ -393,14 +393,14 @@ def test_tfsmlayer_takes_words(exported):
 
 
 def test_the_readme_requests_give_the_models_answers(exported, capsys):
-    """README's ``kbert.tokenize --words`` line prints what it says, and its curl body (TF Serving's
+    """docs/serving.md's ``kbert.tokenize --words`` line prints what it says, and its curl body (TF Serving's
     row format, a padded row) gives the classifier's answers on the raw texts (kbert.export.rest)."""
     from kbert import tokenize
     from kbert.export.rest import predict
 
     models, _, _ = exported
     model_dir, keras_models, exports = models["mecab-wordpiece"]
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "serving.md").read_text(encoding="utf-8")
     line = re.search(r'^echo "(.+?)" \| python -m kbert\.tokenize \S+ --words +# (.+)$', readme, re.M)
     stdin = sys.stdin
     sys.stdin = io.TextIOWrapper(io.BytesIO((line.group(1) + "\n").encode("utf-8")))

@@ -1,5 +1,9 @@
-"""Every command in README.md's ```bash blocks runs as written (issue 19), in README order, in one
-scratch folder, so that README and the code cannot drift apart. The folder is conftest.readme_scratch:
+"""Every command in the ```bash blocks of README.md and docs/*.md runs as written, in one scratch
+folder, so that the documentation and the code cannot drift apart. The order: README, then the docs
+pages in the order docs/README.md (the index) links them, then any other page alphabetically; a page
+may use what an earlier one made. Every command writes only under runs/ (and saved_models/, where
+exports go by default): test_the_commands_write_only_under_runs checks the folder after all of them.
+The folder is conftest.readme_scratch:
 a test that checks what a README command makes (tests/test_pretrain_demo_ja.py: the Japanese main job)
 may run that command there first; it runs once, and its result is checked here too.
 
@@ -23,6 +27,7 @@ pytestmark = pytest.mark.slow
 SKIP = {
     r"^python -m pip install": "installing is the CI job's first step; these tests run inside that install",
     r"^python -m pytest": "the test suite itself",
+    r"^bash tests/install-system-deps\.sh": "the CI job's first step (apt-get as root); these tests run after it",
     r"^python -m kbert\.convert google CKPT_PREFIX": "a synopsis with optional arguments; "
                                                      "tests/test_convert.py converts Google checkpoints",
     r"--input 'corpus/\*\.txt'": "the at-scale example: corpus/ and vocab.txt are the user's own",
@@ -45,9 +50,10 @@ SUBSTITUTIONS = [
 ]
 # The main job (python -m kbert.pretrain, no arguments) with 4 training steps instead of 1,000.
 ENV = {"KBERT_DEMO_STEPS": "4"}
-# Lines a user reads as errors although nothing is wrong: none may appear (issue 19 §5).
+# Lines a user reads as errors although nothing is wrong: none may appear.
 NOISE = ("Traceback", "absl::InitializeLog", "cuInit", "oneDNN custom operations", "apitools not found",
-         "python-snappy or google-crc32c", "shuffle=True` was passed", "Your input ran out of data")
+         "python-snappy or google-crc32c", "shuffle=True` was passed", "Your input ran out of data",
+         "`deterministic` argument has no effect", "missing from font(s)", "triggered tf.function retracing")
 
 
 def _strip_comment(line: str) -> str:
@@ -94,7 +100,26 @@ def skip_reason(command: str):
     return next((why for pattern, why in SKIP.items() if re.search(pattern, command)), None)
 
 
-COMMANDS = readme_commands((REPO / "README.md").read_text(encoding="utf-8"))
+def documentation_pages() -> list:
+    """README.md, then docs/*.md in the index's order (docs/README.md's links), then the rest alphabetically."""
+    docs = REPO / "docs"
+    pages = sorted(p for p in docs.glob("*.md") if p.name != "README.md")
+    index = (docs / "README.md").read_text(encoding="utf-8") if (docs / "README.md").exists() else ""
+    linked = []
+    for name in re.findall(r"\]\(([\w.-]+\.md)\)", index):
+        if (docs / name).exists() and docs / name not in linked:
+            linked.append(docs / name)
+    return [REPO / "README.md", *linked, *[p for p in pages if p not in linked]]
+
+
+def documented_commands() -> list:
+    return [c for page in documentation_pages() for c in readme_commands(page.read_text(encoding="utf-8"))]
+
+
+COMMANDS = documented_commands()
+# What the commands may leave in the scratch folder: kbert (a link to the checkout, made by the
+# fixture), runs/ (every command's output) and saved_models/ (the exports' default home).
+ALLOWED_IN_ROOT = {"kbert", "runs", "saved_models"}
 
 
 def test_readme_has_commands_and_every_skip_and_substitution_is_used():
@@ -110,7 +135,26 @@ def scratch(readme_scratch):
     """conftest.readme_scratch (the folder the commands run in, their environment: this checkout's
     kbert on PYTHONPATH, ``kbert`` on PATH, ENV above; a command another test asked for first, the
     Japanese main job, ran there once and is checked here from that run) and the commands run so far."""
-    return readme_scratch, set()
+    return readme_scratch, {}
+
+
+def run_once(command, scratch):
+    """The result of ``command`` (prepared) in the scratch folder; None when it is skipped here or
+    the same command ran before it."""
+    if skip_reason(command):
+        return None
+    readme_scratch, done = scratch
+    key = same_command(prepared(command))
+    if key in done and done[key] != command:
+        return None
+    done[key] = command
+    return readme_scratch.run(prepared(command))
+
+
+def test_the_pages_are_read_in_the_index_order():
+    pages = [p.name for p in documentation_pages()]
+    assert pages[0] == "README.md" and "README.md" not in pages[1:]
+    assert pages.index("getting-started.md") < pages.index("hands-on.md") < pages.index("japanese.md")
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=[c[:60] for c in COMMANDS])
@@ -118,11 +162,19 @@ def test_readme_command_runs_as_written(command, scratch):
     reason = skip_reason(command)
     if reason:
         pytest.skip(reason)
-    readme_scratch, done = scratch
-    if same_command(prepared(command)) in done:
+    result = run_once(command, scratch)
+    if result is None:
         pytest.skip("the same command ran above")
-    done.add(same_command(prepared(command)))
-    result = readme_scratch.run(prepared(command))
     assert result.returncode == 0, f"{prepared(command)}\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
     noise = [n for n in NOISE if n in result.stderr]
     assert not noise, f"{command}: {noise}\n{result.stderr[-3000:]}"
+
+
+def test_the_commands_write_only_under_runs(scratch):
+    """After every documented command (each runs once: those that ran above are not run again), the
+    scratch folder holds nothing new outside runs/ and saved_models/."""
+    readme_scratch, _ = scratch
+    for command in COMMANDS:
+        run_once(command, scratch)
+    stray = sorted(p.name for p in readme_scratch.work.iterdir() if p.name not in ALLOWED_IN_ROOT)
+    assert not stray, f"documented commands wrote outside runs/: {stray}"

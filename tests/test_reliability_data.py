@@ -200,6 +200,21 @@ def test_intact_files_read_exactly_as_before(tmp_path):
         assert mine == [r.numpy() for r in tf.data.TFRecordDataset(path)]
 
 
+def test_the_pretraining_datasets_build_without_warnings(tmp_path, text_layers):
+    """Held-out and training data are built without tf.data's "`deterministic` argument has no
+    effect" warning (it reached the main jobs' output)."""
+    import warnings
+
+    write_records(tmp_path / "a.tfrecord", 8, seed=3)
+    pre, masker = text_layers
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for is_training in (False, True):
+            pretraining_dataset(str(tmp_path / "*.tfrecord"), pre, masker, batch_size=4, is_training=is_training,
+                                seed=0)
+    assert not [str(w.message) for w in caught if "deterministic" in str(w.message)]
+
+
 def test_empty_and_missing_inputs_fail_before_any_work(tmp_path, text_layers):
     with pytest.raises(FileNotFoundError, match="no pre-training files match"):
         list_files(str(tmp_path / "none-*.tfrecord"))

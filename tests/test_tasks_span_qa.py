@@ -83,3 +83,28 @@ def test_padding_positions_never_win(tiny_model_dir):
     assert (out["start_logits"].numpy()[0][~mask] == -10000.0).all()
     with pytest.raises(ValueError, match="questions but"):
         model.windows(["a", "b"], ["c"])
+
+
+def test_repeated_predictions_do_not_retrace(tiny_model_dir):
+    """Each evaluation of a fine-tuning run predicts again: the model's traced step is reused, so
+    TensorFlow's "triggered tf.function retracing" warning never comes (it did after a few epochs)."""
+    import logging
+
+    class Records(logging.Handler):
+        def __init__(self):
+            super().__init__(logging.WARNING)
+            self.messages = []
+
+        def emit(self, record):
+            self.messages.append(record.getMessage())
+
+    records = Records()
+    logger = logging.getLogger("tensorflow")  # TensorFlow's logger does not propagate to the root
+    logger.addHandler(records)
+    try:
+        model = SpanQuestionAnswerer.from_model_dir(tiny_model_dir, seq_length=32, doc_stride=8, max_query_length=12)
+        for _ in range(6):  # six "epochs" of evaluation (TensorFlow warns at 5 traces in its last 10 calls)
+            model.answer(QUESTIONS, [CONTEXT] * 3)
+    finally:
+        logger.removeHandler(records)
+    assert not [m for m in records.messages if "retracing" in m], records.messages

@@ -67,12 +67,12 @@ def test_ids_equal_transformers_inside_tf_data(rows, tokenizers, name):
 
 
 def test_the_readme_client_lines_build_what_the_graph_part_takes(rows, tokenizers):
-    """The fugashi lines the README gives clients of an export build its words request (rows padded
+    """The fugashi lines docs/japanese.md gives clients of an export build its words request (rows padded
     with ""); joined in the graph as the exports join them, it gives the reference ids on every line."""
     from conftest import REPO
     from kbert.tasks.words_inputs import join_words
 
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "japanese.md").read_text(encoding="utf-8")
     block = readme.split("builds the request with fugashi:", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     namespace = {}
     exec(block, namespace)

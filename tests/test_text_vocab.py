@@ -92,13 +92,13 @@ def test_cased_learning_keeps_case(tmp_path):
 
 def test_cli_errors_before_any_work(tmp_path, capsys):
     out = str(tmp_path / "vocab.txt")
-    assert vocab_main(["--input", str(tmp_path / "nothing" / "*.txt"), "--size", "100", "--out", out]) == 2
+    assert vocab_main(["--input", str(tmp_path / "nothing" / "*.txt"), "--size", "100", "--out", out]) == 1
     assert "matches no files" in capsys.readouterr().err
     (tmp_path / "empty.txt").write_text("", encoding="utf-8")
-    assert vocab_main(["--input", str(tmp_path / "*.txt"), "--size", "100", "--out", out]) == 2
+    assert vocab_main(["--input", str(tmp_path / "*.txt"), "--size", "100", "--out", out]) == 1
     assert "corpus is empty" in capsys.readouterr().err
     (tmp_path / "blank.txt").write_text(" \n\x00\n\u3000\n", encoding="utf-8")
-    assert vocab_main(["--input", str(tmp_path / "*.txt"), "--size", "100", "--out", out]) == 2
+    assert vocab_main(["--input", str(tmp_path / "*.txt"), "--size", "100", "--out", out]) == 1
     assert "no words" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         vocab_main(["--input", str(tmp_path / "*.txt"), "--size", "100", "--out", str(tmp_path / "no" / "v.txt")])

@@ -2,7 +2,8 @@
 (also python -m kbert.bench ...)
 
 Each benchmark lives in its own module of this package and exposes ``main(argv)``;
-``python -m kbert.bench NAME --help`` lists its arguments.
+``python -m kbert.bench NAME --help`` lists its arguments. --verbose (anywhere on the line) shows
+TensorFlow's start-up messages, warnings and tracebacks.
 """
 
 import importlib
@@ -32,16 +33,15 @@ def main(argv=None):
         print(usage())
         return 0
     if not argv or argv[0] not in BENCHMARKS:
-        print(usage(), file=sys.stderr)
-        print(f"\nkbert bench: error: choose one of: {', '.join(BENCHMARKS)}", file=sys.stderr)
-        return 2
+        print(f"kbert bench: error: choose one of: {', '.join(BENCHMARKS)} (see kbert bench --help)", file=sys.stderr)
+        return 1
     name = argv.pop(0)
     try:
         module = importlib.import_module(f"kbert.bench.{name}_bench")
     except ModuleNotFoundError as e:
         if e.name == f"kbert.bench.{name}_bench":
-            print(f"benchmark {name!r} is not implemented yet", file=sys.stderr)
-            return 2
+            print(f"kbert bench: error: benchmark {name!r} is not implemented yet", file=sys.stderr)
+            return 1
         raise
     return module.main(argv)
 

@@ -350,7 +350,9 @@ class _policy:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m kbert.bench encoder", description=__doc__,
+    from kbert.cli_support import ArgumentParser, prog
+
+    parser = ArgumentParser(prog=f"{prog('bench')} encoder", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     common.add_model_args(parser, config="small", batch_size=32, suites=SUITES)
     parser.add_argument("--bf16-matmul", default="auto", choices=("auto", "native", "float32", "both"),

@@ -51,7 +51,10 @@ DEFAULT_HF_DIR = _shared_data() / "weights" / "all-MiniLM-L6-v2"
 def parse_args(argv):
     from kbert.tasks.options import FinetuneOptions, add_arguments
 
-    p = argparse.ArgumentParser(prog="python -m kbert.bench finetune", description=__doc__,
+    from kbert.cli_support import ArgumentParser, prog
+
+
+    p = ArgumentParser(prog=f"{prog('bench')} finetune", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     # The training flags are kbert.finetune's (one definition: FinetuneOptions), with the bench's defaults.
     add_arguments(p, FinetuneOptions, only=("task", "data_dir", "init"), defaults={"task": "glue/sst2", "init": None},

@@ -129,7 +129,9 @@ def measure_train_rate(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m kbert.bench pipeline", description=__doc__,
+    from kbert.cli_support import ArgumentParser, prog
+
+    parser = ArgumentParser(prog=f"{prog('bench')} pipeline", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", help="TFRecords glob written by pipelines/pretraining_data.py")
     parser.add_argument("--vocab", help="vocab.txt (default: the shared bert-base-uncased vocab)")

@@ -19,7 +19,9 @@ SHARED = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="python -m kbert.bench pretrain", description=__doc__,
+    from kbert.cli_support import ArgumentParser, prog
+
+    p = ArgumentParser(prog=f"{prog('bench')} pretrain", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", default="mini", help="preset (tiny, mini, small, ...)")
     p.add_argument("--vocab", default=str(SHARED / "vocab" / "bert-base-uncased" / "vocab.txt"))
@@ -117,12 +119,12 @@ def _accuracy(model, adapt, batches):
 
 
 def main(argv=None):
+    args = parse_args(argv or [])  # before TensorFlow: --help and a wrong flag answer at once
     import keras
 
     from kbert import BertConfig
     from kbert.text import load_vocab
 
-    args = parse_args(argv or [])
     work = pathlib.Path(args.work_dir or os.path.join(tempfile.gettempdir(), "kbert_bench_pretrain"))
     work.mkdir(parents=True, exist_ok=True)
     _records(args, work)

@@ -66,7 +66,9 @@ def string_signature(loaded, name):
 
 
 def _args(argv):
-    parser = argparse.ArgumentParser(prog="python -m kbert.bench serve", description=__doc__,
+    from kbert.cli_support import ArgumentParser, prog
+
+    parser = ArgumentParser(prog=f"{prog('bench')} serve", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--saved-model", help="SavedModel directory with a string signature")
     parser.add_argument("--hf-dir", help="Hugging Face BERT folder: kbert's exports vs ONNX Runtime on its weights")

@@ -90,7 +90,9 @@ def build_candidates(vocab_file, seq_length, lower_case):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kbert.bench tokenize", description=__doc__,
+    from kbert.cli_support import ArgumentParser, prog
+
+    parser = ArgumentParser(prog=f"{prog('bench')} tokenize", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     shared = common.default_shared_data()
     parser.add_argument("--text", default=str(shared / "corpus" / "en" / "**" / "*.txt") if shared else None,

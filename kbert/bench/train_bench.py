@@ -254,7 +254,9 @@ def loss_curves(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m kbert.bench train", description=__doc__,
+    from kbert.cli_support import ArgumentParser, prog
+
+    parser = ArgumentParser(prog=f"{prog('bench')} train", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     common.add_model_args(parser, config="small", batch_size=32, suites=SUITES)
     parser.add_argument("--predictions", type=int, default=20, help="MLM positions per sequence")

@@ -21,9 +21,9 @@ import sys
 
 
 def main(argv=None):
-    from kbert.cli_support import add_verbose_flag, prog
+    from kbert.cli_support import ArgumentParser, add_verbose_flag, prog
 
-    parser = argparse.ArgumentParser(prog=prog("convert"), description=__doc__,
+    parser = ArgumentParser(prog=prog("convert"), description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_verbose_flag(parser)
     sub = parser.add_subparsers(dest="what", required=True)

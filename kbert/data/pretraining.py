@@ -121,6 +121,8 @@ def pretraining_dataset(
     # Held-out data maps one batch at a time: the masker's random ops are stateful kernels shared by
     # the map's parallel calls, which would draw from them in whatever order the threads run, so the
     # same checkpoint would get other masks (and numbers) from run to run even with a fixed seed.
-    parallel = tf.data.AUTOTUNE if is_training else None
-    ds = ds.map(to_model_inputs, num_parallel_calls=parallel, deterministic=seed is not None or not is_training)
+    if is_training:
+        ds = ds.map(to_model_inputs, num_parallel_calls=tf.data.AUTOTUNE, deterministic=seed is not None)
+    else:  # one call at a time; tf.data warns about a `deterministic` argument without parallel calls
+        ds = ds.map(to_model_inputs)
     return ds.prefetch(tf.data.AUTOTUNE)

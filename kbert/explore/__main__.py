@@ -25,7 +25,9 @@ import sys
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m kbert.explore", description=__doc__,
+    from kbert.cli_support import ArgumentParser, prog
+
+    parser = ArgumentParser(prog=prog("explore"), description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     fm = sub.add_parser("fill-mask", help="top-k tokens for each [MASK]")
@@ -73,12 +75,10 @@ def fill_mask_command(args) -> int:
     cut = heads.preprocessor.seq_length
     for row, (text, masks) in enumerate(zip(args.texts, answers)):
         if not masks and masks_uncut[row]:
-            print(f"error: the [MASK] in {_short(text)} lies past the cut: the model reads {cut} tokens and the "
-                  f"text has {tokens_uncut[row]}; shorten the text before the [MASK]", file=sys.stderr)
-            return 2
+            return _error(f"the [MASK] in {_short(text)} lies past the cut: the model reads {cut} tokens and the "
+                          f"text has {tokens_uncut[row]}; shorten the text before the [MASK]")
         if not masks:
-            print(f"error: no [MASK] in {_short(text)} (write [MASK] where a token is missing)", file=sys.stderr)
-            return 2
+            return _error(f"no [MASK] in {_short(text)} (write [MASK] where a token is missing)")
         if len(masks) < masks_uncut[row]:
             print(f"note: {masks_uncut[row] - len(masks)} of the {masks_uncut[row]} [MASK]s in {_short(text)} lie "
                   f"past the cut ({cut} tokens of {tokens_uncut[row]}) and are not filled", file=sys.stderr)
@@ -161,8 +161,7 @@ def workshop_data_command(args) -> int:
 
         corpus = (shared_data_dir() or pathlib.Path("../shared/data")) / ene_workshop.CORPUS_NAME
     if not pathlib.Path(corpus).is_file():
-        print(f"error: no corpus at {corpus} (give --corpus: JSQuAD's jsquad_wikipedia.txt)", file=sys.stderr)
-        return 2
+        return _error(f"no corpus at {corpus} (give --corpus: JSQuAD's jsquad_wikipedia.txt)")
     for name, count in ene_workshop.make_dataset(corpus, args.out_dir).items():
         print(f"{pathlib.Path(args.out_dir) / name}: {count} rows")
     return 0
@@ -187,8 +186,15 @@ def main(argv=None) -> int:
     try:
         return commands[args.command](args)
     except (ModelDirError, AttentionUnavailable, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return _error(str(e))
+
+
+def _error(message: str) -> int:
+    """A user's error as every kbert command reports it: one line, exit status 1."""
+    from kbert.cli_support import prog
+
+    print(f"{prog('explore')}: error: {message}", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

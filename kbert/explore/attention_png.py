@@ -3,7 +3,8 @@ head, token labels on the axes while they stay legible.
 
 CJK tokens need a CJK font: matplotlib falls back to "Noto Sans CJK JP" (Debian ``fonts-noto-cjk``)
 when it is installed; when a token has CJK characters and no such font is found, the PNG is still
-written and a warning names the package.
+written and one warning names the package (matplotlib's own "Glyph ... missing" line per character
+is silenced then: it says the same thing once per glyph).
 """
 
 from __future__ import annotations
@@ -17,15 +18,17 @@ import numpy as np
 from kbert.explore.attention import check_attention
 from kbert.explore.masked_text import _is_cjk
 
+_GLYPH_MISSING = r"Glyph \d+ .* missing from font"
+
 CJK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "Noto Sans CJK TC", "Noto Sans CJK KR")
 MAX_LABELLED_TOKENS = 40  # more labels than this on one panel are unreadable
 
 
-def _pyplot():
+def _pyplot(what: str = "the attention PNG"):
     try:
         import matplotlib
     except ImportError:
-        raise ImportError("the attention PNG needs matplotlib: pip install 'kbert[explore]'") from None
+        raise ImportError(f"{what} needs matplotlib: pip install 'kbert[explore]'") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -67,7 +70,10 @@ def render_attention_png(tokens, attention, path, layers=None, heads=None, title
     from kbert.model_dir import atomic_write
 
     try:  # the texts keep the fonts they were made with (font_families); the file appears whole
-        atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=100, format=path.suffix[1:].lower() or "png"))
+        with warnings.catch_warnings():
+            if getattr(fig, "kbert_cjk_font_missing", False):
+                warnings.filterwarnings("ignore", message=_GLYPH_MISSING)
+            atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=100, format=path.suffix[1:].lower() or "png"))
     finally:
         plt.close(fig)
     return path
@@ -84,7 +90,11 @@ def attention_figure(tokens, attention, layers=None, heads=None, title="Attentio
     plt = _pyplot()
     single = num_layers == 1 and num_heads == 1
     panel = max(4.0, 0.25 * n) if single else 2.2 if n <= 16 else 3.2 if n <= MAX_LABELLED_TOKENS else 2.2
-    with plt.rc_context({"font.family": font_families(tokens), "font.size": 8}):
+    families = font_families(tokens)
+    cjk_font_missing = any(_is_cjk(c) for t in tokens for c in t) and len(families) == 1
+    with plt.rc_context({"font.family": families, "font.size": 8}), warnings.catch_warnings():
+        if cjk_font_missing:  # font_families warned once already
+            warnings.filterwarnings("ignore", message=_GLYPH_MISSING)
         fig, axes = plt.subplots(num_layers, num_heads, squeeze=False,
                                  figsize=(panel * num_heads + 1, panel * num_layers + 0.8))
         labelled = n <= MAX_LABELLED_TOKENS
@@ -103,4 +113,5 @@ def attention_figure(tokens, attention, layers=None, heads=None, title="Attentio
         width = fig.get_size_inches()[0]
         fig.suptitle(textwrap.fill(title + "  (rows: query tokens, columns: key tokens)", int(width * 13)), fontsize=10)
         fig.tight_layout()
+    fig.kbert_cjk_font_missing = cjk_font_missing
     return fig

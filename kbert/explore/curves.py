@@ -63,7 +63,7 @@ def plot_run_curves(log_dir, path=None, title=None, x_scale=None) -> pathlib.Pat
               if _panel(tag) is not None and not (tag.startswith("epoch_") and (run, "batch_" + tag[6:]) in scalars)}
     if not series:
         return None
-    plt = _pyplot()
+    plt = _pyplot("the loss/accuracy curves")
     path = pathlib.Path(path) if path is not None else log_dir.parent / CURVES_FILE
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
     for (run, tag), points in sorted(series.items()):

@@ -6,7 +6,7 @@ Extended Named Entity (ENE) categories, predicts the unlabelled pages and submit
 scored by micro-F1. Its data cannot ship here; this module builds the same shape of task from the
 Japanese Wikipedia paragraphs of JSQuAD (``../shared/data/corpus/ja/jsquad_wikipedia.txt``, CC BY-SA
 4.0): each paragraph is a row ``{"id", "title", "text", "labels"}`` whose labels are its article's
-categories, assigned by hand in ``kbert/resources/workshop/jsquad_ene_labels.tsv`` (24 names after
+categories, assigned by hand in ``kbert/resources/workshop/jsquad_ene_labels.tsv`` (25 names after
 Sekine's ENE hierarchy; 4 of the 59 articles carry two).
 
 Splits are by **article**, so the unlabelled passages come from pages the model never saw (as on

@@ -14,7 +14,7 @@ named like a TF Serving version (saved_models/NAME/1) also adds NAME to saved_mo
 (entries already there are kept as written).
 
 Every export can be called from Keras with ``keras.layers.TFSMLayer(OUT_DIR,
-call_endpoint="serving_default")`` (and ``"serve"``); see README "Serving".
+call_endpoint="serving_default")`` (and ``"serve"``); see docs/serving.md.
 """
 
 import argparse
@@ -25,9 +25,9 @@ import sys
 
 
 def main(argv=None):
-    from kbert.cli_support import add_verbose_flag, prog
+    from kbert.cli_support import ArgumentParser, add_verbose_flag, prog
 
-    parser = argparse.ArgumentParser(prog=prog("export"), description=__doc__,
+    parser = ArgumentParser(prog=prog("export"), description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_verbose_flag(parser)
     sub = parser.add_subparsers(dest="what", required=True)
@@ -41,7 +41,7 @@ def main(argv=None):
                           "tensorflow_text, as TF Hub's encoders)")
     enc.add_argument("--xla-signature", action="store_true",
                      help="add serving_xla: serving_default compiled by XLA, faster one request at a time for "
-                          "small models (TF Serving needs --xla_cpu_compilation_enabled=true; README, Serving latency)")
+                          "small models (TF Serving needs --xla_cpu_compilation_enabled=true; docs/serving.md, Serving latency)")
 
     pre = sub.add_parser("preprocessor", help="TF Hub-style preprocessor SavedModel",
                          description="Raw strings -> input_word_ids, input_mask, input_type_ids "

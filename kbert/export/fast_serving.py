@@ -3,7 +3,7 @@
 ``serving_xla`` takes and returns exactly what ``serving_default`` does, computed by one
 XLA-compiled function (``tf.function(jit_compile=True)``) instead of TensorFlow's op-by-op
 executor. At batch 1 a small encoder is dominated by the dispatch of its ~265 ops, which XLA fuses
-away; for large batches and BERT-Base oneDNN's fused kernels in the plain graph win (README,
+away; for large batches and BERT-Base oneDNN's fused kernels in the plain graph win (docs/serving.md,
 "Serving latency", has the measured numbers). So the plain ``serving_default`` stays the default
 and the fallback, and a client that sends one request at a time picks ``serving_xla``.
 

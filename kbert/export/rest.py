@@ -6,7 +6,7 @@ https://www.tensorflow.org/tfx/serving/api_rest: instances are stacked along a n
 named inputs come as objects (a signature with one input may take bare values), strings are JSON
 strings (or ``{"b64": ...}``). The response is ``{"predictions": [...]}`` for the row format
 (one object per instance when there are several outputs) and ``{"outputs": ...}`` for the
-columnar one. ``predict`` runs a loaded SavedModel's signature on such a request, so the README's
+columnar one. ``predict`` runs a loaded SavedModel's signature on such a request, so docs/serving.md's
 request/response examples are tested exactly as a server would treat them.
 """
 

@@ -161,7 +161,7 @@ def _closing_brace(text: str):
     return None
 
 
-# TensorFlow Serving's flags for these exports (README, "Serving latency"): the comment at the top
+# TensorFlow Serving's flags for these exports (docs/serving.md, "Serving latency"): the comment at the top
 # of models.config. The thread values are the ones measured on the 2-core machine (kbert.bench serve).
 SERVER_FLAGS_NOTE = (
     "tensorflow_model_server --model_config_file=models.config \\",
@@ -172,7 +172,7 @@ SERVER_FLAGS_NOTE = (
 )
 
 # TF Serving's --enable_batching settings (BatchingParameters text proto), chosen with
-# ``kbert.bench serve --concurrency 1,8`` (README, "Serving latency"): batches of up to 32 rows; no
+# ``kbert.bench serve --concurrency 1,8`` (docs/serving.md, "Serving latency"): batches of up to 32 rows; no
 # waiting for a batch to fill (timeout 0: requests that queued while the previous batch ran go
 # together, so one client alone is not delayed); one batch thread, since the model's intra-op
 # threads already use every core; variable-length id inputs padded to the batch's longest.

@@ -1,6 +1,6 @@
 """Multi-head self-attention with a padding mask (BERT's ``attention/self`` + ``attention/output``).
 
-Written for speed on TensorFlow's oneDNN CPU kernels (see README, Performance) and still in
+Written for speed on TensorFlow's oneDNN CPU kernels (see docs/performance.md) and still in
 ``keras.ops``: activations stay 2-D ``[batch * seq, H]`` between the projections, so every
 projection is one MatMul that TensorFlow fuses with its bias and the residual
 (``kbert.layers.projections``); the scores are ``matmul(q, k_t) * scale + mask_bias`` with the

@@ -3,7 +3,7 @@
 TensorFlow only. Without XLA, TensorFlow runs each element-wise op as its own pass over memory:
 GELU's gradient is about fifteen of them, dropout draws float32 uniforms then compares, selects
 and multiplies, softmax's gradient is four passes. XLA for the whole training step fuses them, but
-on CPU its matmuls and LayerNorm lose more to oneDNN than the fusion wins (README, Performance).
+on CPU its matmuls and LayerNorm lose more to oneDNN than the fusion wins (docs/performance.md).
 So the matmuls stay oneDNN ops and only these element-wise groups are compiled by XLA
 (``tf.function(jit_compile=True)`` called from the ordinary graph), each one loop forward and one
 loop backward. Measured on the 2-vCPU machine, forward + backward: GELU on [4096, 2048]

@@ -1,7 +1,7 @@
 """The one seam between kbert's layers and TensorFlow's fast paths (oneDNN fusions, XLA kernels).
 
 The layers are written in ``keras.ops`` and run as they are on every Keras backend. Where
-TensorFlow runs a different formulation of the same numbers faster (README, Performance), a layer
+TensorFlow runs a different formulation of the same numbers faster (docs/performance.md), a layer
 asks ``available()`` (or ``kernels_enabled(x)`` for the XLA element-wise kernels) and calls the
 function here instead of its plain code. Everything TensorFlow-specific about speed lives in this
 module and in ``kbert.layers.fused`` (the XLA kernels, which only this module imports):

@@ -25,6 +25,21 @@ class EvaluateEachEpoch(keras.callbacks.Callback):
         # predictions), which the CLI subtracts from model.fit's time to report training speed.
         self.epoch_end_seconds = 0.0
         self.epoch_end_cpu_seconds = 0.0
+        self._line = None
+
+    def _show_line(self):
+        if self._line is not None:
+            self.log(self._line, flush=True)
+            self._line = None
+
+    # The epoch's line is shown when the next epoch begins (or training ends): Keras' own epoch line
+    # (model.fit(verbose=2), the CLI's --quiet) is printed by a callback that runs after this one,
+    # and the evaluation of an epoch belongs after the line that reports its training.
+    def on_epoch_begin(self, epoch, logs=None):
+        self._show_line()
+
+    def on_train_end(self, logs=None):
+        self._show_line()
 
     def on_epoch_end(self, epoch, logs=None):
         start, cpu_start = time.time(), time.process_time()
@@ -42,7 +57,7 @@ class EvaluateEachEpoch(keras.callbacks.Callback):
         self.writer.flush()
         improved = self.best is None or main > self.best
         shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
-        self.log(f"epoch {epoch + 1}: {shown}" + ("  (best so far: saved)" if improved else ""), flush=True)
+        self._line = f"epoch {epoch + 1}: {shown}" + ("  (best so far: saved)" if improved else "")
         if improved:
             self.best, self.best_epoch = main, epoch + 1
             info = {**self.recipe.task_info(), "epoch": epoch + 1,

@@ -11,7 +11,7 @@ settings (``preset``: which GLUE task, which SQuAD version, ...). ``kbert.finetu
 ``kbert.export task`` all look tasks up here; none of them knows a task by name.
 
 A new task is one new module that calls ``register_task_type`` and ``register_task`` (see
-README "Adding a task" and tests/test_task_plugins.py). The built-in plug-ins are imported on the
+docs/finetuning.md "Adding a task" and tests/test_task_plugins.py). The built-in plug-ins are imported on the
 first lookup; this module itself imports neither TensorFlow nor Keras.
 """
 

@@ -28,6 +28,7 @@ from kbert.tasks.base import TaskModel, TaskModelError
 from kbert.tasks.batching import length_sorted_batches, trim_to_longest
 from kbert.tasks.datasets import make_dataset
 from kbert.tasks.heads import SequenceHead
+from kbert.tasks.inference_step import inference_step
 from kbert.tasks.squad_postprocess import build_windows, postprocess_example
 
 PADDING_LOGIT = -10000.0
@@ -160,7 +161,7 @@ class SpanQuestionAnswerer(TaskModel):
     def window_logits(self, inputs, batch_size=64, progress=None) -> list:
         """(start, end) logits per window, each of the window's trimmed batch width
         (``progress(windows)`` after each batch)."""
-        step = tf.function(lambda x: self(x, training=False), reduce_retracing=True)
+        step = inference_step(self, _window_logits)
         result = [None] * len(inputs["input_mask"])
         for index, _, batch in length_sorted_batches(inputs, batch_size, trim=self.dynamic_length):
             out = step(batch)
@@ -195,3 +196,7 @@ class SpanQuestionAnswerer(TaskModel):
         (``.text``, ``.start_char``/``.end_char`` in the context, ``.nbest``, ``.score_diff``)."""
         contexts, questions = [_text(c) for c in contexts], [_text(q) for q in questions]
         return self.predict_windows(contexts, self.windows(questions, contexts), batch_size, **overrides)
+
+
+def _window_logits(model, x):
+    return model(x, training=False)

@@ -29,6 +29,7 @@ from kbert.tasks.base import TaskModel, TaskModelError
 from kbert.tasks.batching import length_sorted_batches, trim_to_longest
 from kbert.tasks.datasets import make_dataset
 from kbert.tasks.heads import SequenceHead
+from kbert.tasks.inference_step import inference_step
 from kbert.tasks.ner_alignment import IGNORE_INDEX, entity_spans
 from kbert.text.pre_tokenize import needs_pre_tokenize, pre_tokenize_data
 
@@ -205,7 +206,7 @@ class TokenTagger(TaskModel):
     def _tag_ids(self, inputs, word_ids, num_words, batch_size, progress=None):
         """Word tag ids from packed features, batched by length (``progress(rows)`` after each batch)."""
         results = [None] * len(word_ids)
-        step = tf.function(lambda x: tf.argmax(self(x, training=False), axis=-1), reduce_retracing=True)
+        step = inference_step(self, _tag_ids)
         for index, width, batch in length_sorted_batches(inputs, batch_size):
             predicted = step(batch).numpy()
             for row, i in enumerate(index):
@@ -244,3 +245,7 @@ class TokenTagger(TaskModel):
                         for kind, i, j in (entity_spans(tags) if iob else [])]
             results.append({"words": words, "entities": entities})
         return results
+
+
+def _tag_ids(model, x):
+    return tf.argmax(model(x, training=False), axis=-1)

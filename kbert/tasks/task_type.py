@@ -59,7 +59,7 @@ class TaskType:
     # The Keras backends its models train and predict under (TensorFlow: strings in the graph;
     # others: ids packed on the host, see TaskModel.pack).
     backends: tuple = ("tensorflow", "jax")
-    # What serving_default takes and returns, per model type (README documents the same).
+    # What serving_default takes and returns, per model type (docs/serving.md documents the same).
     signature_docs: dict = {}
 
     def model_class(self, model_type: str):

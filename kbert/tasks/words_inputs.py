@@ -22,7 +22,7 @@ being tokenized wrongly (``words_name``):
 
 A client makes the request with ``words_request(tokenizer, {"text": [...]})`` (this module: lists
 of words padded with ""), ``python -m kbert.tokenize MODEL_DIR --words`` (one ``{"words": [...]}``
-per input line), or the few fugashi lines in README "Japanese". ``serving_ids`` (ids in) is the
+per input line), or the few fugashi lines in docs/japanese.md. ``serving_ids`` (ids in) is the
 same for every tokenizer type. Signatures that answer with character offsets into the raw text
 (``span_qa``, ``token_tagger``) answer in word indices instead, for the SavedModel never sees that
 text (kbert.tasks.words_answers).

@@ -14,7 +14,7 @@ MeCab cannot run inside a TensorFlow graph, so the work is split in two:
     one ASCII space (``WORD_SEPARATOR``): MeCab never puts U+0020 inside a surface (it is MeCab's
     white space), and for ``mecab-wordpiece`` each surface is further split at white space exactly
     as transformers' ``whitespace_tokenize`` does, so no word holds one. A client of an export
-    builds the same string with the few fugashi lines in the README.
+    builds the same string with the few fugashi lines in docs/japanese.md.
   * ``tokenize(pre_tokenized)`` (graph: tf.data, exports): splits at the separator and gives each word
     its pieces with tensorflow-text's ``FastWordpieceTokenizer(no_pretokenization=True)`` (a word
     of more than 100 characters is one ``[UNK]``, transformers' ``max_input_chars_per_word``) or a
