@@ -162,15 +162,6 @@ def run_training(args) -> dict:
         raise SystemExit(e.exit_status) from None
 
 
-def export(model_dir: pathlib.Path, name: str):
-    from kbert.export.encoder import export_encoder
-    from kbert.export.preprocessor import export_preprocessor
-
-    enc = export_encoder(model_dir, pathlib.Path("saved_models") / f"{name}_encoder" / "1")
-    pre = export_preprocessor(model_dir, pathlib.Path("saved_models") / f"{name}_preprocessor" / "1")
-    return enc, pre
-
-
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--demo"] or any(a.startswith("--demo=") for a in argv[:1]):
@@ -189,9 +180,11 @@ def main(argv=None):
     results = run_training(args)
     print(json.dumps(results, indent=2))
     if args.export:
+        from kbert.export.hub_pair import export_hub_pair
+
         if demo:
             print("[4/4] exporting SavedModels", flush=True)
-        enc, pre = export(pathlib.Path(args.model_dir), "kbert_demo" if demo else pathlib.Path(args.model_dir).name)
+        enc, pre = export_hub_pair(pathlib.Path(args.model_dir), "kbert_demo" if demo else pathlib.Path(args.model_dir).name)
         print(f"encoder SavedModel:      {enc}\npreprocessor SavedModel: {pre}")
     print(f"model directory:         {args.model_dir}")
     print(f"TensorBoard:             tensorboard --logdir {pathlib.Path(args.model_dir) / 'logs'}")

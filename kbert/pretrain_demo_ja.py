@@ -96,8 +96,10 @@ def unknown_rate(tokenizer, files) -> tuple[float, int]:
 
 
 def main(argv) -> int:
-    from kbert import pretrain
-    from kbert.training.pretrain import PretrainOptions
+    from kbert.errors import TrainingStopped
+    from kbert.explore.curves import report_curves
+    from kbert.export.hub_pair import export_hub_pair
+    from kbert.training.pretrain import PretrainOptions, pretrain
     from kbert.text.registry import create_tokenizer
     from kbert.text.spec import TokenizerSpec
     from pipelines.pretraining_data import run as write_records
@@ -139,9 +141,13 @@ def main(argv) -> int:
         model_dir=str(model_dir), steps=args.steps, batch_size=32, seq_length=128, learning_rate=5e-4,
         warmup_steps=max(1, args.steps // 10), checkpoint_every=250, seed=0,
         whole_word_masking=kind.startswith("mecab-"))
-    results = pretrain.run_training(options)
+    try:
+        results = pretrain(options)
+    except TrainingStopped as e:  # SIGTERM: the checkpoint is written, a rerun resumes
+        print(str(e), flush=True)
+        raise SystemExit(e.exit_status) from None
     print("[5/5] exporting SavedModels", flush=True)
-    enc, pre = pretrain.export(model_dir, f"kbert_demo_ja_{kind}")
+    enc, pre = export_hub_pair(model_dir, f"kbert_demo_ja_{kind}")
     tokenizer = create_tokenizer(TokenizerSpec(type=kind, lower_case=False, vocab_file=os.path.abspath(vocab)))
     unk, pieces = unknown_rate(tokenizer, eval_files)
     summary = {"tokenizer": kind, "vocab_size": tokenizer.vocab_size, "steps": results["steps"],
@@ -156,5 +162,6 @@ def main(argv) -> int:
     print(f"model directory:         {model_dir}")
     print(f"encoder SavedModel:      {enc}\npreprocessor SavedModel: {pre}")
     print(f"TensorBoard:             tensorboard --logdir {model_dir / 'logs'}")
+    print(f"loss/accuracy curves:    {report_curves(model_dir / 'logs')}")
     print(f"done in {time.time() - t0:.0f} s")
     return 0

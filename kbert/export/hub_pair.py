@@ -1,0 +1,18 @@
+"""The TF Hub pair a pre-training run publishes: ``saved_models/NAME_encoder/1`` and
+``saved_models/NAME_preprocessor/1`` (the main jobs, English and Japanese, end with it)."""
+
+from __future__ import annotations
+
+import pathlib
+
+from kbert.export.encoder import export_encoder
+from kbert.export.preprocessor import export_preprocessor
+
+
+def export_hub_pair(model_dir, name: str, root="saved_models") -> tuple[pathlib.Path, pathlib.Path]:
+    """(encoder, preprocessor) SavedModel paths, each written whole (an earlier kbert export there is
+    replaced)."""
+    root = pathlib.Path(root)
+    enc = export_encoder(model_dir, root / f"{name}_encoder" / "1")
+    pre = export_preprocessor(model_dir, root / f"{name}_preprocessor" / "1")
+    return pathlib.Path(enc), pathlib.Path(pre)
