@@ -24,7 +24,7 @@ import shutil
 from kbert.config import BertConfig
 from kbert.model_metadata import (  # noqa: F401 - the metadata names, also importable from here
     CONFIG_FILE, ENCODER_WEIGHTS, FORMAT_VERSION, METADATA_FILE, VOCAB_FILE, ModelDirError, atomic_write,
-    count_vocab, load_config, read_metadata, resolve_file, write_metadata)
+    count_vocab, fsync_path, load_config, read_metadata, resolve_file, write_metadata)
 from kbert.text.registry import read_tokenizer_spec, record_tokenizer_spec  # noqa: F401
 
 
@@ -58,19 +58,6 @@ def check_output(path, inputs=(), *, overwrite: bool = False, replaceable=None, 
         raise OutputExistsError(f"{path} already exists; pass {option} to replace it whole")
 
 
-def _fsync_path(path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def replace_dir(path, write) -> pathlib.Path:
     """Calls ``write(tmp)`` to fill a new directory ``tmp`` beside ``path`` (``write`` creates it),
     fsyncs every file in it, then puts it in place of ``path`` whole: the old directory (if any) is
@@ -91,8 +78,8 @@ def replace_dir(path, write) -> pathlib.Path:
         write(tmp)
         for root, _, files in os.walk(tmp):
             for name in files:
-                _fsync_path(os.path.join(root, name))
-            _fsync_path(root)
+                fsync_path(os.path.join(root, name))
+            fsync_path(root)
         if path.exists() or path.is_symlink():
             os.rename(path, old)
             moved = True
@@ -102,7 +89,7 @@ def replace_dir(path, write) -> pathlib.Path:
             os.rename(old, path)
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    _fsync_path(path.parent)
+    fsync_path(path.parent)
     if moved:
         if old.is_dir() and not old.is_symlink():
             shutil.rmtree(old, ignore_errors=True)

@@ -73,8 +73,14 @@ def atomic_write(path, write) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    try:  # and the rename itself (POSIX: fsync the directory; not possible on Windows)
-        fd = os.open(path.parent, os.O_RDONLY)
+    fsync_path(path.parent)  # and the rename itself (POSIX; not possible on Windows, then skipped)
+
+
+def fsync_path(path) -> None:
+    """fsync a file or directory where the platform allows it (a directory cannot be opened on
+    Windows): what a rename or write made is on disk before the caller goes on."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return
     try:

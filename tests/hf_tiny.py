@@ -46,3 +46,14 @@ def hf_cache_entry(hub_cache, repo_id: str, folder, commit: str = "0123456789abc
         os.symlink(os.path.join("..", "..", "blobs", blob), snapshot / path.name)
     (root / "refs" / ref).write_text(commit)
     return snapshot
+
+
+def model_weights(model_dir) -> dict:
+    """Every weight of a kbert model directory (encoder and heads) by its path, as numpy arrays."""
+    from kbert.model_dir import load_encoder, load_heads
+
+    encoder = load_encoder(model_dir)
+    arrays = {v.path: v.numpy() for v in encoder.weights}
+    for name, head in load_heads(model_dir, encoder.config).items():
+        arrays.update({f"{name}/{v.path}": v.numpy() for v in head.weights})
+    return arrays

@@ -14,14 +14,7 @@ from kbert.convert import google, hf
 from kbert.convert.names import ConversionError
 from kbert.model_dir import ENCODER_WEIGHTS, load_encoder, load_heads
 from conftest import MINILM_DIR
-
-
-def _weights(model_dir):
-    encoder = load_encoder(model_dir)
-    arrays = {v.path: v.numpy() for v in encoder.weights}
-    for name, head in load_heads(model_dir, encoder.config).items():
-        arrays.update({f"{name}/{v.path}": v.numpy() for v in head.weights})
-    return arrays
+from hf_tiny import model_weights
 
 
 def _assert_bit_identical(a, b):
@@ -75,7 +68,7 @@ def test_round_trip_hf_google_kbert_is_bit_identical_with_heads(tmp_path):
     assert shapes["cls/seq_relationship/output_weights"] == [2, 384]  # Google's [2, H] layout
     assert shapes["bert/encoder/layer_5/intermediate/dense/kernel"] == [384, 1536]
     second = google.convert(tmp_path / "google" / "bert_model.ckpt", tmp_path / "kbert2")
-    _assert_bit_identical(_weights(first), _weights(second))
+    _assert_bit_identical(model_weights(first), model_weights(second))
 
 
 def test_checkpoint_written_by_tf1_saver_under_original_names_loads(tmp_path, minilm_model_dir):
@@ -107,7 +100,7 @@ def test_checkpoint_written_by_tf1_saver_under_original_names_loads(tmp_path, mi
         "intermediate_size", "max_position_embeddings", "num_attention_heads", "num_hidden_layers",
         "type_vocab_size", "vocab_size")} | {"hidden_act": "gelu_exact"}))
     out = google.convert(tmp_path / "bert_model.ckpt", tmp_path / "out", vocab_file=MINILM_DIR / "vocab.txt")
-    _assert_bit_identical(_weights(out), _weights(minilm_model_dir))
+    _assert_bit_identical(model_weights(out), model_weights(minilm_model_dir))
 
 
 def _google_ckpt(tmp_path, arrays):

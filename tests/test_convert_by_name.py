@@ -17,26 +17,18 @@ import pytest
 from kbert.convert import google, hf
 from kbert.convert.__main__ import main as convert_main
 from kbert.convert.hub import is_hub_name, split_name
-from kbert.model_dir import METADATA_FILE, load_encoder, load_heads
-from hf_tiny import hf_cache_entry, make_hf_folder
+from kbert.model_dir import METADATA_FILE, load_encoder
+from hf_tiny import hf_cache_entry, make_hf_folder, model_weights
 
 NAME = "kbert-tests/tiny-bert"
 COMMIT = "89abcdef0123456789abcdef0123456789abcdef"
-
-
-def _weights(model_dir):
-    encoder = load_encoder(model_dir)
-    arrays = {v.path: v.numpy() for v in encoder.weights}
-    for name, head in load_heads(model_dir, encoder.config).items():
-        arrays.update({f"{name}/{v.path}": v.numpy() for v in head.weights})
-    return arrays
 
 
 def _same_model(a, b, google_rules=False):
     """Same weights, heads, vocabulary and tokenizer; ``google_rules``: ``b`` came through a Google
     release, which records google-research/bert's tokenizer rules where ``a`` (from a Hugging Face
     folder) records transformers' (the type and casing must still agree)."""
-    wa, wb = _weights(a), _weights(b)
+    wa, wb = model_weights(a), model_weights(b)
     assert sorted(wa) == sorted(wb)
     for k in wa:
         assert np.array_equal(wa[k], wb[k]), k

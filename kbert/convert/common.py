@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import os
 import pathlib
-import secrets
-import shutil
 
 from kbert.config import BertConfig
 from kbert.convert.names import ConversionError, assign, encoder_variables, head_variables, heads_present
 from kbert.layers.heads import build_head
-from kbert.model_dir import METADATA_FILE, count_vocab, save_model_dir
+from kbert.model_dir import METADATA_FILE, count_vocab, replace_dir, save_model_dir
 
 
 def check_output_dir(out_dir, overwrite: bool = False) -> None:
     """A converter writes a new model directory: ``out_dir`` must not exist or be empty, unless
-    ``overwrite`` (its old content is then replaced whole, see ``replace_dir``)."""
+    ``overwrite`` (its old content is then replaced whole: ``kbert.model_dir.replace_dir``)."""
     out_dir = pathlib.Path(out_dir)
     if not os.path.lexists(out_dir):
         return
@@ -26,23 +24,6 @@ def check_output_dir(out_dir, overwrite: bool = False) -> None:
     what = "a model (kbert.json)" if (out_dir / METADATA_FILE).exists() else "files"
     raise ConversionError(f"the output {out_dir} already holds {what}; pass --overwrite to replace its content "
                           "whole, or name another directory")
-
-
-def replace_dir(new_dir: pathlib.Path, out_dir: pathlib.Path) -> None:
-    """Moves the finished ``new_dir`` to ``out_dir`` (a sibling), replacing what was there whole:
-    the old directory is first renamed aside, so ``out_dir`` is at every moment either the old
-    content or the new one, never a mix."""
-    if not os.path.lexists(out_dir):
-        os.replace(new_dir, out_dir)
-        return
-    old = out_dir.with_name(f".old-{secrets.token_hex(4)}-{out_dir.name}")
-    os.replace(out_dir, old)
-    try:
-        os.replace(new_dir, out_dir)
-    except BaseException:
-        os.replace(old, out_dir)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def write_model_dir(config: BertConfig, arrays: dict, vocab_file, out_dir, tokenizer_spec, source: str,
@@ -80,17 +61,11 @@ def write_model_dir(config: BertConfig, arrays: dict, vocab_file, out_dir, token
         heads[name] = build_head(name, config)
         variables.update(head_variables(name, heads[name]))
     assign(variables, arrays, source)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    new_dir = out_dir.with_name(f".tmp-{secrets.token_hex(4)}-{out_dir.name}")
-    try:
-        save_model_dir(
-            new_dir,
-            encoder,
-            tokenizer_spec=tokenizer_spec,
-            asset_files={tokenizer_spec.vocab_file: vocab_file},
-            heads={name: (layer, {"type": name}) for name, layer in heads.items()},
-        )
-        replace_dir(new_dir, out_dir)
-    finally:
-        shutil.rmtree(new_dir, ignore_errors=True)
+    replace_dir(out_dir, lambda new_dir: save_model_dir(
+        new_dir,
+        encoder,
+        tokenizer_spec=tokenizer_spec,
+        asset_files={tokenizer_spec.vocab_file: vocab_file},
+        heads={name: (layer, {"type": name}) for name, layer in heads.items()},
+    ))
     return out_dir

@@ -56,6 +56,36 @@ def _describe(error) -> str:
     return f"{type(error).__name__}: {text}"
 
 
+def _remove_orphans(directory, log) -> None:
+    """Temporary files of a checkpoint write that was cut off (``ckpt-N_temp/``): nothing points at
+    them, and at the size of a large model they would fill the disk run after run."""
+    for orphan in sorted(directory.glob("ckpt-*_temp")):
+        log(f"removing {orphan}: the partial files of a checkpoint write that did not finish")
+        shutil.rmtree(orphan, ignore_errors=True)
+
+
+def _restore_first_readable(state, candidates, load) -> int:
+    """``load``s the newest of ``candidates`` (newest first) that can be read, reporting each one
+    that cannot; returns the state's step. The files' readers (TensorFlow, h5py, numpy) raise many
+    types for damaged files, so any exception counts as unreadable."""
+    failures = []
+    for path in candidates:
+        try:
+            load(path)
+        except Exception as e:  # noqa: BLE001 - see above
+            reason = _describe(e)[:400]
+            failures.append(f"{path}: {reason}")
+            state.log(f"warning: cannot restore checkpoint {path} ({reason}); trying the one before it")
+            continue
+        if failures:
+            state.log(f"restored {path} instead of the latest checkpoint")
+        return state.step
+    if failures:
+        raise CheckpointRestoreError(
+            f"no checkpoint in {state.directory} could be restored:\n  " + "\n  ".join(failures))
+    return state.step
+
+
 class CheckpointState:
     def __init__(self, directory, model, optimizer, max_to_keep=3, log=print):
         self.directory = pathlib.Path(directory)
@@ -86,26 +116,10 @@ class CheckpointState:
         Temporary files of a write that was cut off (``ckpt-N_temp/``) are removed: nothing points
         at them, and at the size of a large model they would fill the disk run after run.
         """
-        for orphan in sorted(self.directory.glob("ckpt-*_temp")):
-            self.log(f"removing {orphan}: the partial files of a checkpoint write that did not finish")
-            shutil.rmtree(orphan, ignore_errors=True)
-        candidates = list(reversed(self.manager.checkpoints))
-        failures = []
-        for path in candidates:
-            try:
-                self.checkpoint.restore(path).assert_existing_objects_matched()
-            except Exception as e:  # noqa: BLE001 - TF raises OpError, ValueError, IndexError, ... for damaged files
-                reason = _describe(e)[:400]
-                failures.append(f"{path}: {reason}")
-                self.log(f"warning: cannot restore checkpoint {path} ({reason}); trying the one before it")
-                continue
-            if failures:
-                self.log(f"restored {path} instead of the latest checkpoint")
-            return self.step
-        if failures:
-            raise CheckpointRestoreError(
-                f"no checkpoint in {self.directory} could be restored:\n  " + "\n  ".join(failures))
-        return self.step
+        _remove_orphans(self.directory, self.log)
+        return _restore_first_readable(
+            self, list(reversed(self.manager.checkpoints)),
+            lambda path: self.checkpoint.restore(path).assert_existing_objects_matched())
 
     def weights_are_finite(self) -> bool:
         if self._finite is None:
@@ -186,33 +200,19 @@ class KerasCheckpointState:
         return _step_of(self.latest_checkpoint)
 
     def restore(self) -> int:
-        for orphan in sorted(self.directory.glob("ckpt-*_temp")):
-            self.log(f"removing {orphan}: the partial files of a checkpoint write that did not finish")
-            shutil.rmtree(orphan, ignore_errors=True)
+        _remove_orphans(self.directory, self.log)
         latest = self.latest_checkpoint
         candidates = [p for p in reversed(self._written()) if latest is None or _step_of(p) <= _step_of(latest)]
-        failures = []
-        for path in candidates:
-            try:
-                self.model.load_weights(str(pathlib.Path(path) / "model.weights.h5"))
-                with np.load(pathlib.Path(path) / "optimizer.npz") as saved:
-                    values = [saved[f"arr_{i}"] for i in range(len(saved.files))]
-                if len(values) != len(self.optimizer.variables):
-                    raise ValueError(f"{len(values)} optimizer variables saved, {len(self.optimizer.variables)} here")
-                for variable, value in zip(self.optimizer.variables, values):
-                    variable.assign(value)
-            except Exception as e:  # noqa: BLE001 - h5py and numpy raise many types for damaged files
-                reason = _describe(e)[:400]
-                failures.append(f"{path}: {reason}")
-                self.log(f"warning: cannot restore checkpoint {path} ({reason}); trying the one before it")
-                continue
-            if failures:
-                self.log(f"restored {path} instead of the latest checkpoint")
-            return self.step
-        if failures:
-            raise CheckpointRestoreError(
-                f"no checkpoint in {self.directory} could be restored:\n  " + "\n  ".join(failures))
-        return self.step
+        return _restore_first_readable(self, candidates, self._load)
+
+    def _load(self, path) -> None:
+        self.model.load_weights(str(pathlib.Path(path) / "model.weights.h5"))
+        with np.load(pathlib.Path(path) / "optimizer.npz") as saved:
+            values = [saved[f"arr_{i}"] for i in range(len(saved.files))]
+        if len(values) != len(self.optimizer.variables):
+            raise ValueError(f"{len(values)} optimizer variables saved, {len(self.optimizer.variables)} here")
+        for variable, value in zip(self.optimizer.variables, values):
+            variable.assign(value)
 
     def weights_are_finite(self) -> bool:
         return all(np.isfinite(np.asarray(v.numpy(), dtype=np.float32)).all() for v in self.model.variables
