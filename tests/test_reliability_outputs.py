@@ -422,9 +422,9 @@ def test_a_mask_past_the_cut_is_reported_as_such(heads_dir, capsys):
 
     # One WordPiece token per word here: 7 x 40 + 4 tokens, and [CLS] [SEP]; the [MASK] is past 128.
     long_text = "the cat sat on the mat . " * 40 + "the [MASK] ran ."
-    assert main(["fill-mask", str(heads_dir), long_text]) == 2
+    assert main(["fill-mask", str(heads_dir), long_text]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"error: the [MASK] in {_short(long_text)} lies past the cut: the model reads 128 tokens and the "
+    assert err == [f"kbert explore: error: the [MASK] in {_short(long_text)} lies past the cut: the model reads 128 tokens and the "
                    f"text has {7 * 40 + 4 + 2}; shorten the text before the [MASK]"]
     assert main(["fill-mask", str(heads_dir), "a [MASK] b " + long_text, "--json"]) == 0
     captured = capsys.readouterr()
