@@ -11,6 +11,12 @@ Jobs (each writes OUT, an .npz or a model directory):
               OUT/jax_probabilities.npz (its predictions for TEXTS)
   pretrain    pre-train BERT-Tiny for STEPS steps on MODEL_DIR's records into OUT (resuming there)
   served      the TensorFlow SavedModel export of model directory MODEL_DIR answering TEXTS -> npz
+  task-finetune KIND  (KIND: tagging, span_qa, multiple_choice; MODEL_DIR: the initial model, ARGS: the
+              data folder) kbert.training.finetune on small data -> a model directory OUT with
+              OUT/jax_answers.json and OUT/jax_ids.npz: the reloaded model's answers to KIND's inputs
+              from raw text and its outputs for packed ids
+  task-served KIND    (ARGS: the data folder) the TensorFlow export of model directory MODEL_DIR answering
+              the same inputs (serving_default) and the same ids (serving_ids) -> OUT.json, OUT.npz
 """
 
 from __future__ import annotations
@@ -48,8 +54,144 @@ def set_head(model):
         v.assign(rng.normal(0, 0.02, v.shape).astype("float32"))
 
 
+# The tagging texts (CoNLL sentences joined by spaces), SQuAD questions and SWAG rows of task-finetune.
+TAG_SENTENCES = 6
+SQUAD_QUESTIONS = 4
+SWAG_CONTEXTS = ["She opened the fridge.", "He put on his running shoes.", "The kettle whistled.",
+                 "They boarded the plane."]
+SWAG_ENDINGS = [["took out the milk.", "flew to Mars.", "painted the sky.", "ate the door."],
+                ["went for a jog.", "sang to the moon.", "drank the shoes.", "mailed a river."],
+                ["poured the tea.", "buried the kettle.", "ran away.", "read the kettle."],
+                ["took off.", "ate the plane.", "sang.", "knitted a cloud."]]
+
+
+def write_swag(folder):
+    """train.csv and val.csv: each context with its right ending (index 0 above) in each of the 4 slots."""
+    import csv
+
+    folder = pathlib.Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("train.csv", "val.csv"):
+        with open(folder / name, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow(["", "video-id", "fold-ind", "startphrase", "sent1", "sent2", "gold-source",
+                        "ending0", "ending1", "ending2", "ending3", "label"])
+            for i, (context, endings) in enumerate(zip(SWAG_CONTEXTS, SWAG_ENDINGS)):
+                for slot in range(4):
+                    order = [endings[(j - slot) % 4] for j in range(4)]  # endings[0] lands in `slot`
+                    n = 4 * i + slot
+                    w.writerow([n, f"v{n}", str(n), context, context, "", "gold", *order, slot])
+
+
+def task_options(kind, model_dir, out, data):
+    from kbert.tasks.options import FinetuneOptions
+
+    common = dict(init=str(model_dir), model_dir=str(out), seed=0, eval_batch_size=8, warmup_proportion=0.0)
+    if kind == "tagging":
+        return FinetuneOptions(task="conll2003", data_dir=str(data), seq_length=32, batch_size=8, epochs=10,
+                               learning_rate=2e-3, max_train_examples=32, max_eval_examples=16, **common)
+    if kind == "span_qa":
+        from kbert.tasks.plugins.span_qa import SquadOptions
+
+        squad = str(pathlib.Path(data) / "dev-v1.1.json")
+        return FinetuneOptions(task="squad/v1.1", train_file=squad, eval_file=squad, seq_length=64, batch_size=16,
+                               epochs=8, learning_rate=2e-3, max_train_examples=24, max_eval_examples=6,
+                               task_options=SquadOptions(train_articles=":36", eval_articles="36:", doc_stride=32,
+                                                         max_query_length=16), **common)
+    if kind == "multiple_choice":
+        return FinetuneOptions(task="swag", data_dir=str(data), seq_length=32, batch_size=8, epochs=10,
+                               learning_rate=3e-3, **common)
+    raise SystemExit(f"unknown task kind {kind!r}")
+
+
+def task_inputs(kind, data):
+    """The raw inputs both backends answer: a dict of lists."""
+    data = pathlib.Path(data)
+    if kind == "tagging":
+        from kbert.data.conll import read_conll
+
+        sentences = read_conll(data / "valid.txt").examples[:TAG_SENTENCES]
+        return {"text": [" ".join(s["words"]) for s in sentences]}
+    if kind == "span_qa":
+        from kbert.data.squad import read_squad
+        from kbert.tasks.plugins.span_qa import select_articles
+
+        path = data / "dev-v1.1.json"
+        examples = select_articles(read_squad(path).examples, "36:", path)[:SQUAD_QUESTIONS]
+        return {"question": [e["question"] for e in examples], "context": [e["context"] for e in examples]}
+    return {"context": list(SWAG_CONTEXTS), "choices": [list(e) for e in SWAG_ENDINGS]}
+
+
+def jax_answers(kind, model, inputs):
+    """(answers from raw text, {input ids..., outputs...} numpy) of a model under the current backend."""
+    import numpy as np
+
+    if kind == "tagging":
+        answers = model.predict_entities(inputs["text"])
+        ids, _, _ = model.features(model.pieces(texts=inputs["text"]))
+        ids = {k: v.numpy() for k, v in ids.items()}
+        logits = model.predict_ids(ids)
+        e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        return answers, {**ids, "token_probabilities": e / e.sum(axis=-1, keepdims=True)}
+    if kind == "span_qa":
+        predictions = model.answer(inputs["question"], inputs["context"])
+        answers = [{"text": p.text, "start": p.start_char, "end": p.end_char, "probability": p.probability}
+                   for p in predictions]
+        ids, _ = model.window_arrays(model.windows(inputs["question"], inputs["context"]))
+        return answers, {**ids, **model.predict_ids(ids)}
+    logits = model.predict_logits({"text_a": np.array(inputs["context"], dtype=object),
+                                   "choices": np.array(inputs["choices"], dtype=object)})
+    e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return [], {"probabilities": e / e.sum(axis=-1, keepdims=True)}
+
+
+def served_answers(kind, served, inputs, ids):
+    """The same from a TensorFlow export: serving_default on the raw inputs, serving_ids on ``ids``."""
+    import numpy as np
+    import tensorflow as tf
+
+    out = {k: v.numpy() for k, v in served.signatures["serving_default"](
+        **{k: tf.constant(v) for k, v in inputs.items()}).items()}
+    by_ids = {}
+    if kind != "multiple_choice":
+        by_ids = {k: v.numpy() for k, v in served.signatures["serving_ids"](
+            **{k: tf.constant(ids[k]) for k in ("input_word_ids", "input_mask", "input_type_ids")}).items()}
+    if kind == "tagging":
+        answers = []
+        for i, text in enumerate(inputs["text"]):
+            n, m = int(out["num_words"][i]), int(out["num_entities"][i])
+            words = [{"text": text[int(s):int(e)], "start": int(s), "end": int(e), "tag": t.decode()}
+                     for s, e, t in zip(out["word_start"][i][:n], out["word_end"][i][:n], out["tags"][i][:n])]
+            entities = [{"type": out["entity_type"][i][j].decode(), "text": out["entity_text"][i][j].decode(),
+                         "start": int(out["entity_start"][i][j]), "end": int(out["entity_end"][i][j])}
+                        for j in range(m)]
+            answers.append({"words": words, "entities": entities})
+        return answers, {"token_probabilities": by_ids["token_probabilities"]}
+    if kind == "span_qa":
+        answers = [{"text": t.decode(), "start": int(s), "end": int(e), "probability": float(p)}
+                   for t, s, e, p in zip(out["answer_text"], out["answer_start"], out["answer_end"], out["score"])]
+        return answers, {"start_logits": by_ids["start_logits"], "end_logits": by_ids["end_logits"]}
+    return [], {"probabilities": out["probabilities"]}
+
+
 def main(job, model_dir, out, *args):
     import numpy as np
+
+    if job == "task-served":
+        import json
+
+        import tensorflow as tf
+
+        from kbert.export.task import export_task
+
+        kind, data = args
+        served = tf.saved_model.load(str(export_task(model_dir, pathlib.Path(out).with_suffix(".savedmodel"),
+                                                     warmup=False)))
+        ids = dict(np.load(pathlib.Path(model_dir) / "jax_ids.npz"))
+        answers, outputs = served_answers(kind, served, task_inputs(kind, data), ids)
+        pathlib.Path(out).with_suffix(".json").write_text(json.dumps(answers, ensure_ascii=False), encoding="utf-8")
+        np.savez(pathlib.Path(out).with_suffix(".npz"), **outputs)
+        return
 
     if job == "served":
         import tensorflow as tf
@@ -98,6 +240,20 @@ def main(job, model_dir, out, *args):
         model.save_model_dir(out)
         np.savez(pathlib.Path(out) / "jax_probabilities.npz", loss=np.array(history.history["loss"]),
                  probabilities=model.predict_proba(np.array(TEXTS, dtype=object)))
+    elif job == "task-finetune":
+        import json
+
+        from kbert.tasks.base import load_task_model
+        from kbert.training.finetune import finetune
+
+        kind, data = args
+        results = finetune(task_options(kind, model_dir, out, data), progress_bar=False, log=lambda *a, **k: None)
+        model = load_task_model(out)
+        answers, outputs = jax_answers(kind, model, task_inputs(kind, data))
+        (pathlib.Path(out) / "jax_answers.json").write_text(
+            json.dumps({"loss": results["train_loss"], "best": results["best"], "backend": results.get("backend"),
+                        "answers": answers}, ensure_ascii=False), encoding="utf-8")
+        np.savez(pathlib.Path(out) / "jax_ids.npz", **outputs)
     elif job == "pretrain":  # MODEL_DIR: a folder with vocab.txt and train-*.tfrecord; ARGS: steps
         from kbert.training.pretrain import PretrainOptions, pretrain
 

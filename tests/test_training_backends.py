@@ -166,3 +166,55 @@ def test_jax_pretraining_learns_and_resumes_from_its_checkpoint(tmp_path):
     resumed = np.load(tmp_path / "m" / "losses-30.npz")["losses"]
     assert len(resumed) == 10 and resumed[:3].mean() < first[:3].mean() - 0.3
     assert (tmp_path / "m" / "encoder.weights.h5").exists()
+
+
+def _task_round_trip(kind, init, data, tmp_path):
+    """Fine-tunes ``kind`` under JAX (kbert.training.finetune, then the reloaded model answers) and
+    serves the model directory's TensorFlow export: (JAX's record, its outputs, the export's answers
+    and outputs)."""
+    import json
+
+    _worker("jax", "task-finetune", init, tmp_path / "jax_model", kind, data)
+    record = json.loads((tmp_path / "jax_model" / "jax_answers.json").read_text(encoding="utf-8"))
+    assert record["backend"] == "jax"
+    loss = record["loss"]
+    assert loss[-1] < 0.6 * loss[0], loss  # it learns
+    _worker("tensorflow", "task-served", tmp_path / "jax_model", tmp_path / "served", kind, data)
+    served = json.loads((tmp_path / "served.json").read_text(encoding="utf-8"))
+    return record, np.load(tmp_path / "jax_model" / "jax_ids.npz"), served, np.load(tmp_path / "served.npz")
+
+
+@pytest.mark.slow
+def test_jax_tagging_learns_and_its_tensorflow_export_tags_the_same(tiny_model_dir, tmp_path):
+    from conftest import SHARED
+
+    record, jax_out, served, served_out = _task_round_trip("tagging", tiny_model_dir, SHARED / "conll2003", tmp_path)
+    assert set(record["best"]) >= {"precision", "recall", "f1"}
+    np.testing.assert_allclose(served_out["token_probabilities"], jax_out["token_probabilities"], atol=1e-5)
+    assert served == record["answers"]  # the same words, tags and entity spans
+    assert any(w["tag"] != "O" for a in served for w in a["words"])  # not only the majority tag
+
+
+@pytest.mark.slow
+def test_jax_span_qa_learns_and_its_tensorflow_export_answers_the_same(tiny_model_dir, tmp_path):
+    from conftest import SHARED
+
+    record, jax_out, served, served_out = _task_round_trip("span_qa", tiny_model_dir, SHARED / "squad", tmp_path)
+    assert set(record["best"]) >= {"exact_match", "f1"}
+    for key in ("start_logits", "end_logits"):
+        np.testing.assert_allclose(served_out[key], jax_out[key], atol=1e-5)
+    answers = record["answers"]
+    assert [(a["text"], a["start"], a["end"]) for a in served] == [(a["text"], a["start"], a["end"]) for a in answers]
+    np.testing.assert_allclose([a["probability"] for a in served], [a["probability"] for a in answers], atol=1e-5)
+    assert all(a["text"] for a in answers)
+
+
+@pytest.mark.slow
+def test_jax_multiple_choice_learns_and_its_tensorflow_export_answers_the_same(tiny_model_dir, tmp_path):
+    from backend_worker import write_swag
+
+    write_swag(tmp_path / "swag")
+    record, jax_out, _, served_out = _task_round_trip("multiple_choice", tiny_model_dir, tmp_path / "swag", tmp_path)
+    assert record["best"]["accuracy"] > 0.5
+    np.testing.assert_allclose(served_out["probabilities"], jax_out["probabilities"], atol=1e-5)
+    assert (jax_out["probabilities"].argmax(axis=-1) == 0).all()  # the right endings (index 0 as served)

@@ -59,10 +59,21 @@ def test_a_task_type_not_ready_for_jax_is_one_line_naming_it(tmp_path):
 
     root = pathlib.Path(__file__).resolve().parents[1]
     env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": str(root)}
-    proc = subprocess.run([sys.executable, "-m", "kbert.finetune", "--backend", "jax", "--task", "conll2003",
+    # Every built-in type runs under JAX: a plug-in type that declares TensorFlow only stands in.
+    code = ("import sys\n"
+            "from kbert.tasks.plugins.tagging import Tagging\n"
+            "from kbert.tasks.registry import register_task, register_task_type\n"
+            "class TensorFlowOnly(Tagging):\n"
+            "    name, model_types, backends = 'test_tf_only', (), ('tensorflow',)\n"
+            "register_task_type(TensorFlowOnly)\n"
+            "register_task('test_tf_only_task', 'test_tf_only')\n"
+            "from kbert.cli_support import run\n"
+            "from kbert.finetune import main\n"
+            "sys.exit(run('finetune', main))\n")
+    proc = subprocess.run([sys.executable, "-c", code, "--backend", "jax", "--task", "test_tf_only_task",
                            "--data-dir", str(tmp_path), "--init", str(tmp_path), "--model-dir", str(tmp_path / "out")],
                           capture_output=True, text=True, timeout=300, env=env, cwd=root)
-    assert proc.returncode == 1
+    assert proc.returncode == 1, proc.stderr[-3000:]
     assert proc.stderr.strip().splitlines()[-1] == (
-        "kbert finetune: error: task 'conll2003' (task type 'tagging') cannot be fine-tuned under the jax backend "
-        "yet; it runs under tensorflow")
+        "kbert finetune: error: task 'test_tf_only_task' (task type 'test_tf_only') cannot be fine-tuned under the "
+        "jax backend yet; it runs under tensorflow")

@@ -162,10 +162,12 @@ class TaskModel(keras.Model):
     def compile(self, optimizer="adam", loss=None, metrics=None, **kwargs):
         """Keras compile; loss and metrics default to the task's (e.g. cross-entropy)."""
         loss = loss if loss is not None else self.default_loss()
-        if host_packing() and isinstance(loss, keras.losses.Loss):
+        if host_packing():
             # Host batches are padded with rows of weight 0 (see _host_dataset): the mean over the
-            # real rows, as the unpadded batch would give.
-            loss.reduction = "mean_with_sample_weight"
+            # real rows (and labelled positions), as the unpadded batch would give.
+            for each in (loss.values() if isinstance(loss, dict) else [loss]):
+                if isinstance(each, keras.losses.Loss):
+                    each.reduction = "mean_with_sample_weight"
         super().compile(optimizer=optimizer, loss=loss,
                         metrics=metrics if metrics is not None else self.default_metrics(), **kwargs)
 
@@ -202,7 +204,8 @@ class TaskModel(keras.Model):
     # -- other backends: ids packed on the host ----------------------------------------------------
     # Under a backend other than TensorFlow (JAX) a model cannot take strings. fit, evaluate and
     # predict run the same tokenizer and packer layers in tf.data on the host (``pack``) and feed
-    # int32 ids; batches are trimmed to their longest row rounded up to WIDTH_MULTIPLE positions,
+    # int32 ids (a dataset whose inputs are packed ids already, as the tagging and span-QA features
+    # are, is taken as it is); batches are trimmed to their longest row rounded up to WIDTH_MULTIPLE positions,
     # and padded with rows of weight 0 to a multiple of ROW_MULTIPLE rows (and of the devices the
     # batch is split over), so that XLA compiles a few programs, not one per batch shape. In a
     # multi-process run every process packs the same global batch and keeps its contiguous share.
@@ -232,12 +235,12 @@ class TaskModel(keras.Model):
 
         def convert(*element):
             x, rest = element[0], element[1:]
-            ids = {k: tf.cast(v, tf.int32) for k, v in self.pack(x).items()}
-            if dynamic:
-                longest = tf.reduce_max(tf.reduce_sum(ids["input_mask"], axis=1))
+            ids = {k: tf.cast(v, tf.int32) for k, v in (x if self.takes_ids(x) else self.pack(x)).items()}
+            if dynamic:  # the last axis is the sequence ([rows, seq], or [rows, choices, seq])
+                longest = tf.reduce_max(tf.reduce_sum(ids["input_mask"], axis=-1))
                 width = tf.minimum((tf.maximum(longest, 1) + width_multiple - 1) // width_multiple * width_multiple,
                                    seq_length)
-                ids = {k: v[:, :width] for k, v in ids.items()}
+                ids = {k: v[..., :width] for k, v in ids.items()}
             rows = tf.shape(ids["input_word_ids"])[0]
             pad = (rows + multiple - 1) // multiple * multiple - rows
 
@@ -254,11 +257,37 @@ class TaskModel(keras.Model):
             ids = {k: share(pad_rows(v)) for k, v in ids.items()}
             if not rest:
                 return ids
-            labels = tf.nest.map_structure(lambda t: share(pad_rows(t)), rest[0])
             weights = tf.cast(rest[1], tf.float32) if len(rest) > 1 else tf.ones([rows], tf.float32)
-            return ids, labels, share(pad_rows(weights))
+            labels, weights = self.host_labels(rest[0], weights, tf.shape(ids["input_word_ids"])[-1])
+            return ids, tf.nest.map_structure(lambda t: share(pad_rows(t)), labels), share(pad_rows(weights))
 
         return convert
+
+    def host_labels(self, labels, weights, width):
+        """(labels, weights) of a host batch whose ids are ``width`` positions wide; ``weights`` is
+        one per row. Models with a label per position (tagging) cut their labels alike and give
+        each position its row's weight; labels per row stay as they are."""
+        return labels, weights
+
+    def predict_ids(self, batch: dict, per_position: bool = True):
+        """The model's outputs (numpy) for one batch of packed ids ([rows, width] arrays) under a
+        host-packing backend, through ``predict_on_batch`` (a jitted call): rows are padded to the
+        row multiple and the width to WIDTH_MULTIPLE positions, so that XLA compiles a few
+        programs, and both are cut back (the width only of ``per_position`` outputs)."""
+        batch = {k: np.asarray(v, dtype=np.int32) for k, v in batch.items()}
+        rows, width = batch["input_word_ids"].shape[:2]
+        padded_width = width
+        if self.dynamic_length:
+            padded_width = max(width, min(-(-width // self.WIDTH_MULTIPLE) * self.WIDTH_MULTIPLE, self.seq_length))
+        padded_rows = -(-max(rows, 1) // self._row_multiple()) * self._row_multiple()
+        batch = {k: np.pad(v, [(0, padded_rows - rows), (0, padded_width - width)]) for k, v in batch.items()}
+        outputs = self.predict_on_batch(batch)
+
+        def cut(o):
+            o = np.asarray(o)[:rows]
+            return o[:, :width] if per_position else o
+
+        return tf.nest.map_structure(cut, outputs)
 
     def _host_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None):
         """Batches of (ids, labels, weights) (or ids alone without labels) packed in tf.data."""

@@ -6,7 +6,8 @@ Inputs are raw strings: ``{"text_a": [batch], "choices": [batch, num_choices]}``
 packed as the pair ``[CLS] text_a [SEP] choice [SEP]`` in the graph, the batch of
 batch * num_choices pairs goes through the encoder, and ``call`` returns [batch, num_choices]
 logits. For SWAG, text_a is the first sentence and each choice the second sentence's start
-followed by one ending.
+followed by one ending. Under backends other than TensorFlow (JAX) the same packing runs in tf.data
+on the host (``pack``: ids [batch, num_choices, seq]) and ``call`` takes those ids.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kbert.tasks.base import TaskModel, TaskModelError
+from kbert.tasks.base import TaskModel, TaskModelError, host_packing
 from kbert.tasks.batching import in_input_order, length_order, progress_callbacks
 from kbert.tasks.heads import PooledHead
 from kbert.tasks.text_inputs import take_rows
@@ -42,7 +43,8 @@ class MultipleChoiceModel(TaskModel):
     def task_settings(self):
         return {**super().task_settings(), "num_choices": self.num_choices, "dropout": self.head.dropout_rate}
 
-    def call(self, inputs, training=None):
+    def _texts_and_choices(self, inputs):
+        """(text_a [batch], choices [batch, num_choices]) string tensors, checked."""
         if not isinstance(inputs, dict) or sorted(inputs) != sorted(INPUT_KEYS):
             got = sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__
             raise ValueError(f"MultipleChoiceModel takes a dict with keys {list(INPUT_KEYS)}, got {got}")
@@ -54,6 +56,27 @@ class MultipleChoiceModel(TaskModel):
             raise ValueError(f"choices must be [batch, num_choices] strings, got shape {choices.shape}")
         if self.num_choices is not None and choices.shape[1] not in (None, self.num_choices):
             raise ValueError(f"this model scores {self.num_choices} choices, got {choices.shape[1]}")
+        return text_a, choices
+
+    def pack(self, inputs) -> dict:
+        """Packed ids [batch, num_choices, seq_length] of the pairs (text_a, choice), in TensorFlow."""
+        text_a, choices = self._texts_and_choices(inputs)
+        num_choices = tf.shape(choices)[1]
+        packed = self.preprocessor([tf.repeat(text_a, num_choices), tf.reshape(choices, [-1])])
+        return {k: tf.reshape(v, [-1, num_choices, tf.shape(v)[1]]) for k, v in packed.items()}
+
+    def call(self, inputs, training=None):
+        """[batch, num_choices] logits for texts (TensorFlow) or for packed ids [batch, num_choices,
+        seq] (``pack``; any backend)."""
+        if self.takes_ids(inputs):
+            shape = keras.ops.shape(inputs["input_word_ids"])
+            flat = {k: keras.ops.reshape(v, (-1, shape[-1])) for k, v in inputs.items()}
+            scores = self.head(self.encode(flat, training=training)["pooled_output"], training=training)
+            return keras.ops.reshape(scores, (-1, shape[1]))
+        if host_packing():
+            raise TaskModelError(f"MultipleChoiceModel under the {keras.backend.backend()} backend takes packed ids "
+                                 "(model.pack(inputs) in TensorFlow); fit, evaluate and predict pack texts themselves")
+        text_a, choices = self._texts_and_choices(inputs)
         num_choices = tf.shape(choices)[1]
         packed = self.preprocessor([tf.repeat(text_a, num_choices), tf.reshape(choices, [-1])])
         pooled = self.encode(packed, training=training)["pooled_output"]

@@ -24,7 +24,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kbert.tasks.base import TaskModel, TaskModelError
+from kbert.tasks.base import TaskModel, TaskModelError, host_packing
 from kbert.tasks.batching import length_sorted_batches, trim_to_longest
 from kbert.tasks.datasets import make_dataset
 from kbert.tasks.heads import SequenceHead
@@ -87,10 +87,10 @@ class SpanQuestionAnswerer(TaskModel):
     def call(self, inputs, training=None):
         outputs = self.encoder(inputs, training=training)
         logits = self.head(outputs["sequence_output"], training=training)
-        real = tf.cast(inputs["input_mask"], tf.bool)
-        pad = tf.cast(PADDING_LOGIT, logits.dtype)
-        return {"start_logits": tf.where(real, logits[..., 0], pad),
-                "end_logits": tf.where(real, logits[..., 1], pad)}
+        real = keras.ops.cast(inputs["input_mask"], "bool")
+        pad = keras.ops.cast(PADDING_LOGIT, logits.dtype)
+        return {"start_logits": keras.ops.where(real, logits[..., 0], pad),
+                "end_logits": keras.ops.where(real, logits[..., 1], pad)}
 
     def default_loss(self):
         # The mean of the start and end cross-entropies, as run_squad.py.
@@ -153,7 +153,8 @@ class SpanQuestionAnswerer(TaskModel):
         """tf.data of (inputs, {"start_logits": start position, "end_logits": end position})."""
         windows = self.windows(questions, contexts, answer_spans, is_impossible)
         inputs, positions = self.window_arrays(windows)
-        trim = (lambda x, y: (trim_to_longest(x), y)) if self.dynamic_length else None
+        # Host-packed backends cut each batch themselves (to a multiple of WIDTH_MULTIPLE positions).
+        trim = (lambda x, y: (trim_to_longest(x), y)) if self.dynamic_length and not host_packing() else None
         return make_dataset(inputs, positions, batch_size=batch_size, lengths=inputs["input_mask"].sum(axis=1),
                             boundaries=boundaries, shuffle=shuffle, seed=seed, map_batch=trim)
 
@@ -161,11 +162,11 @@ class SpanQuestionAnswerer(TaskModel):
     def window_logits(self, inputs, batch_size=64, progress=None) -> list:
         """(start, end) logits per window, each of the window's trimmed batch width
         (``progress(windows)`` after each batch)."""
-        step = inference_step(self, _window_logits)
+        step = None if host_packing() else inference_step(self, _window_logits)
         result = [None] * len(inputs["input_mask"])
         for index, _, batch in length_sorted_batches(inputs, batch_size, trim=self.dynamic_length):
-            out = step(batch)
-            starts, ends = out["start_logits"].numpy(), out["end_logits"].numpy()
+            out = self.predict_ids(batch) if step is None else {k: v.numpy() for k, v in step(batch).items()}
+            starts, ends = out["start_logits"], out["end_logits"]
             for row, i in enumerate(index):
                 result[i] = (starts[row], ends[row])
             if progress is not None:

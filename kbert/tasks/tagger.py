@@ -25,7 +25,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kbert.tasks.base import TaskModel, TaskModelError
+from kbert.tasks.base import TaskModel, TaskModelError, host_packing
 from kbert.tasks.batching import length_sorted_batches, trim_to_longest
 from kbert.tasks.datasets import make_dataset
 from kbert.tasks.heads import SequenceHead
@@ -66,8 +66,11 @@ class TokenAccuracy(keras.metrics.Mean):
     def update_state(self, y_true, y_pred, sample_weight=None):
         y_true = keras.ops.cast(y_true, "int32")
         labelled = keras.ops.cast(keras.ops.not_equal(y_true, IGNORE_INDEX), self.dtype)
-        if sample_weight is not None:
-            labelled = labelled * keras.ops.cast(sample_weight, self.dtype)
+        if sample_weight is not None:  # per row ([batch]: host batches' padding rows) or per position
+            sample_weight = keras.ops.cast(sample_weight, self.dtype)
+            if len(sample_weight.shape) < len(labelled.shape):
+                sample_weight = keras.ops.expand_dims(sample_weight, -1)
+            labelled = labelled * sample_weight
         correct = keras.ops.equal(keras.ops.cast(keras.ops.argmax(y_pred, axis=-1), "int32"), y_true)
         return super().update_state(keras.ops.cast(correct, self.dtype), sample_weight=labelled)
 
@@ -134,6 +137,10 @@ class TokenTagger(TaskModel):
     def default_loss(self):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE_INDEX)
 
+    def host_labels(self, labels, weights, width):
+        labels = labels[:, :width]  # one label (and weight) per position
+        return labels, weights[:, None] * tf.ones(tf.shape(labels), weights.dtype)
+
     def default_metrics(self):
         return [TokenAccuracy()]
 
@@ -188,8 +195,10 @@ class TokenTagger(TaskModel):
         trimmed to their longest row, and grouped by length when ``boundaries`` is given."""
         inputs, labels, _ = self.numpy_features(words, word_labels, chunk=chunk)
         lengths = inputs["input_mask"].sum(axis=1)
+        # Host-packed backends cut each batch themselves (to a multiple of WIDTH_MULTIPLE positions).
+        trim = self.dynamic_length and not host_packing()
         return make_dataset(inputs, labels, batch_size=batch_size, lengths=lengths, boundaries=boundaries,
-                            shuffle=shuffle, seed=seed, map_batch=trim_to_longest if self.dynamic_length else None)
+                            shuffle=shuffle, seed=seed, map_batch=trim_to_longest if trim else None)
 
     def numpy_features(self, words, word_labels=None, chunk=4096):
         parts = []
@@ -206,9 +215,9 @@ class TokenTagger(TaskModel):
     def _tag_ids(self, inputs, word_ids, num_words, batch_size, progress=None):
         """Word tag ids from packed features, batched by length (``progress(rows)`` after each batch)."""
         results = [None] * len(word_ids)
-        step = inference_step(self, _tag_ids)
+        step = None if host_packing() else inference_step(self, _tag_ids)
         for index, width, batch in length_sorted_batches(inputs, batch_size):
-            predicted = step(batch).numpy()
+            predicted = self.predict_ids(batch).argmax(axis=-1) if step is None else step(batch).numpy()
             for row, i in enumerate(index):
                 results[i] = words_from_tokens(predicted[row], word_ids[i, :width], num_words[i], self.fill_label)
             if progress is not None:

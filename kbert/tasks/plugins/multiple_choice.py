@@ -69,7 +69,6 @@ def _choice_outputs(logits):
 @register_task_type
 class MultipleChoice(TaskType):
     name = "multiple_choice"
-    backends = ("tensorflow",)  # its model is not yet written for host-packed ids under JAX
     model_types = ("multiple_choice",)
     recipe_class = ChoiceRecipe
     signature_docs = {

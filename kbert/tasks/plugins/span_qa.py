@@ -130,7 +130,6 @@ class SquadRecipe(Recipe):
 @register_task_type
 class SpanQA(TaskType):
     name = "span_qa"
-    backends = ("tensorflow",)  # its model is not yet written for host-packed ids under JAX
     model_types = ("span_qa",)
     recipe_class = SquadRecipe
     Options = SquadOptions

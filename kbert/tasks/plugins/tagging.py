@@ -52,7 +52,6 @@ class TaggingRecipe(Recipe):
 @register_task_type
 class Tagging(TaskType):
     name = "tagging"
-    backends = ("tensorflow",)  # its model is not yet written for host-packed ids under JAX
     model_types = ("token_tagger",)
     recipe_class = TaggingRecipe
     signature_docs = {
