@@ -21,7 +21,7 @@ COMMANDS = {
     "convert": ("kbert.convert", "convert weights: Hugging Face or Google checkpoints <-> model directory"),
     "vocab": ("kbert.vocab", "learn a WordPiece vocabulary from text files"),
     "tokenize": ("kbert.tokenize", "show how a model directory's tokenizer splits texts"),
-    "features": ("kbert.features_cli", "per-token features of texts from a frozen encoder (paper §5.4) to .npz"),
+    "features": ("kbert.features", "per-token features of texts from a frozen encoder (paper §5.4) to .npz"),
     "explore": ("kbert.explore", "look inside a model: fill-mask, next sentence, attention"),
     "bench": ("kbert.bench", "benchmarks against keras-hub, transformers, Model Garden"),
 }

@@ -33,7 +33,7 @@ MAIN_PART = "__main__"
 # convert -> text, layers -> config, model-directory metadata, errors, compat.
 LAYERS = [
     ("commands", {MAIN_PART, "cli", "finetune", "predict", "pretrain", "pretrain_demo_ja",
-                  "tokenize", "vocab", "features_cli"}),
+                  "tokenize", "vocab"}),
     ("applications", {"training", "export", "explore", "bench", "features"}),
     ("tasks", {"tasks"}),
     # "kbert": the package's own __init__ (BertConfig, BertEncoder on first use); model_dir: models

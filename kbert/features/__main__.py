@@ -88,7 +88,7 @@ def extract(model_dir, rows: list[dict], seq_length: int = 128, batch_size: int 
     import numpy as np
     import tensorflow as tf
 
-    from kbert.features import COMBINATIONS, FeatureExtractor, check_combinations, combine_layers
+    from kbert.features.extract import COMBINATIONS, FeatureExtractor, check_combinations, combine_layers
     from kbert.tasks.text_inputs import text_segments
 
     from kbert.model_dir import load_config

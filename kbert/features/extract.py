@@ -20,14 +20,6 @@ feature-based model on top can learn a scalar mix from ``hidden_states`` if it w
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # python -m kbert.features: the CLI, before TensorFlow is imported (fast --help)
-    import sys
-
-    from kbert.cli_support import run as _run_cli
-    from kbert.features_cli import main as _main
-
-    sys.exit(_run_cli("features", _main))
-
 import pathlib
 
 import keras
