@@ -4,6 +4,10 @@ A file is downloaded to ``NAME.part`` in the cache folder and renamed to ``NAME`
 interrupted download (a dropped connection, Ctrl-C) resumes from the bytes already there with an
 HTTP ``Range`` request. The SHA-256 of the finished file is returned so that the caller can print
 it, and checked against ``sha256`` when one is given.
+
+Written on the standard library's ``urllib`` because the release zips are plain HTTPS files:
+``huggingface_hub`` (used for Hub names) downloads only from a Hub, and no dependency of kbert offers
+a resumable download of an arbitrary URL.
 """
 
 from __future__ import annotations
