@@ -14,16 +14,16 @@ import sys
 
 # name -> (module, one-line help). Add a job here and give its module a main(argv).
 COMMANDS = {
-    "pretrain": ("kbert.pretrain", "pre-train BERT (masked LM + NSP); no arguments: the built-in demo"),
-    "finetune": ("kbert.finetune", "fine-tune a model directory on a task (GLUE, SQuAD, CoNLL-2003, SWAG, CSV)"),
-    "predict": ("kbert.predict", "predictions of a fine-tuned task model for a file (JSONL, TSV, GLUE, SQuAD)"),
-    "export": ("kbert.export", "write SavedModels: encoder, preprocessor, task (TF Hub / TF Serving)"),
-    "convert": ("kbert.convert", "convert weights: Hugging Face or Google checkpoints <-> model directory"),
-    "vocab": ("kbert.vocab", "learn a WordPiece vocabulary from text files"),
-    "tokenize": ("kbert.tokenize", "show how a model directory's tokenizer splits texts"),
-    "features": ("kbert.features", "per-token features of texts from a frozen encoder (paper §5.4) to .npz"),
-    "explore": ("kbert.explore", "look inside a model: fill-mask, next sentence, attention"),
-    "bench": ("kbert.bench", "benchmarks against keras-hub, transformers, Model Garden"),
+    "pretrain": ("kbert.commands.pretrain", "pre-train BERT (masked LM + NSP); no arguments: the built-in demo"),
+    "finetune": ("kbert.commands.finetune", "fine-tune a model directory on a task (GLUE, SQuAD, CoNLL-2003, SWAG, CSV)"),
+    "predict": ("kbert.commands.predict", "predictions of a fine-tuned task model for a file (JSONL, TSV, GLUE, SQuAD)"),
+    "export": ("kbert.commands.export", "write SavedModels: encoder, preprocessor, task (TF Hub / TF Serving)"),
+    "convert": ("kbert.commands.convert", "convert weights: Hugging Face or Google checkpoints <-> model directory"),
+    "vocab": ("kbert.commands.vocab", "learn a WordPiece vocabulary from text files"),
+    "tokenize": ("kbert.commands.tokenize", "show how a model directory's tokenizer splits texts"),
+    "features": ("kbert.commands.features", "per-token features of texts from a frozen encoder (paper §5.4) to .npz"),
+    "explore": ("kbert.commands.explore", "look inside a model: fill-mask, next sentence, attention"),
+    "bench": ("kbert.commands.bench", "benchmarks against keras-hub, transformers, Model Garden"),
 }
 
 
@@ -42,7 +42,7 @@ class MissingCommand(Exception):
 
 
 def load_main(name: str):
-    """The ``main`` of a command's module (of its ``__main__`` for a package)."""
+    """The ``main`` of a command's module (kbert/commands/NAME.py)."""
     module_name = COMMANDS[name][0]
     try:
         module = importlib.import_module(module_name)  # module names from a fixed table
@@ -51,8 +51,6 @@ def load_main(name: str):
             raise MissingCommand(f"'kbert {name}' is not available in this installation "
                                  f"(module {module_name} not found)") from None
         raise
-    if not hasattr(module, "main") and hasattr(module, "__path__"):
-        module = importlib.import_module(module_name + ".__main__")  # module names from a fixed table
     if not hasattr(module, "main"):
         raise MissingCommand(f"'kbert {name}': module {module_name} has no main(argv)")
     return module.main

@@ -1,94 +1,12 @@
-"""python -m kbert.finetune: fine-tune a BERT model directory on a task (the paper's §4).
+"""``python -m kbert.finetune``: the command ``kbert finetune`` (it lives in ``kbert/commands/finetune.py``).
 
-    python -m kbert.finetune --task glue/sst2 --data-dir GLUE/SST-2 --init MODEL_DIR --model-dir OUT
-
-The training loop is ``kbert.training.finetune.finetune(FinetuneOptions)``; this command parses the
-flags into those options. ``--backend jax`` trains under Keras' JAX backend (every local device;
-several hosts with --coordinator-address/--num-processes/--process-id, or --tpu).
-
-AdamW with linear warmup and decay (kbert.training.optimization), model.fit with a progress bar,
-evaluation on the dev split after every epoch (metrics to TensorBoard under OUT/logs and to
-OUT/eval_results.json); the best epoch's model is kept in OUT as a model directory (encoder, task
-head, kbert.json with the task settings: ``kbert.tasks.load_task_model(OUT)`` reloads it, the
-export CLI serves it) together with its predictions in the benchmark's submission format.
-
-Tasks (kbert.tasks.registry; a new task is a plug-in module, see README "Adding a task"):
+Kept so that ``python -m kbert.finetune ARGS...`` works as the design and the lectures write it; it
+imports nothing until it runs as the program.
 """
 
-from __future__ import annotations
-
-import argparse
-import dataclasses
-import pathlib
-import sys
-
-
-def parse_args(argv=None):
-    from kbert.tasks.options import FinetuneOptions, add_arguments
-    from kbert.tasks.registry import task_listing, task_types
-
-    from kbert.cli_support import add_backend_flag, add_verbose_flag, prog
-
-    p = argparse.ArgumentParser(prog=prog("finetune"), description=__doc__ + task_listing(),
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_verbose_flag(p)
-    add_backend_flag(p)
-    add_arguments(p, FinetuneOptions)
-    p.add_argument("--quiet", action="store_true", help="one line per epoch instead of a progress bar")
-    for task_type in task_types():
-        if dataclasses.fields(task_type.Options):
-            add_arguments(p, task_type.Options, title=f"{task_type.name} options ({task_type.Options.__doc__.strip()})")
-    return p.parse_args(argv)
-
-
-def finetune_options(args):
-    """FinetuneOptions (with the task type's options) from parsed arguments; FinetuneOptions pass
-    through. The task's default seq_length is filled in."""
-    from kbert.tasks.options import FinetuneOptions, from_args
-    from kbert.tasks.registry import get_task
-
-    if isinstance(args, FinetuneOptions):
-        options = args
-        task_type = get_task(options.task).task_type
-    else:
-        task_type = get_task(args.task).task_type
-        options = from_args(FinetuneOptions, args, task_options=from_args(task_type.Options, args))
-    return dataclasses.replace(options, seq_length=options.seq_length or task_type.default_seq_length)
-
-
-def run(args) -> dict:
-    """kbert.training.finetune.finetune for parsed arguments (or FinetuneOptions)."""
-    from kbert.training.finetune import finetune
-
-    return finetune(finetune_options(args), progress_bar=not getattr(args, "quiet", False))
-
-
-def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv)
-    from kbert.cli_support import require_dir, use_backend
-
-    use_backend(args.backend)  # before anything imports Keras
-
-    require_dir(args.init, "--init model directory")  # "does not exist" before any other work
-    if args.data_dir:
-        require_dir(args.data_dir, "--data-dir")
-    results = run(args)
-    best = results["best"]
-    skip = ("epoch", "train_loss", "eval_seconds", "save_seconds")
-    shown = ", ".join(f"{k} {v:.4f}" for k, v in best.items() if k not in skip)
-    print(f"best epoch {results['best_epoch']}: {shown}")
-    print(f"model directory: {results['model_dir']}  (metrics: eval_results.json, "
-          f"predictions: {', '.join(pathlib.Path(p).name for p in results['predictions'])})")
-    print(f"TensorBoard: tensorboard --logdir {pathlib.Path(results['model_dir']) / 'logs'}")
-    from kbert.explore.curves import report_curves
-
-    steps_per_epoch = results["steps"] // max(results["epochs"], 1)  # eval is logged at step = epoch
-    print(f"loss/accuracy curves: {report_curves(pathlib.Path(results['model_dir']) / 'logs', {'eval': steps_per_epoch})}")
-    return 0
-
-
 if __name__ == "__main__":
-    from kbert.cli_support import run as run_cli
+    import sys
 
-    # A bad input file (DataError: the message names file, line and field) is one line, exit 1.
-    sys.exit(run_cli("finetune", main))
+    from kbert.cli import main
+
+    sys.exit(main(["finetune", *sys.argv[1:]]))

@@ -179,7 +179,7 @@ def uncased_preprocessor_export(tmp_path_factory) -> pathlib.Path:
     """The bert-base-uncased preprocessor at sequence length 64, exported once through the CLI entry point
     (``python -m kbert.export preprocessor VOCAB OUT --seq-length 64``, in-process): test_text_preprocessor
     loads it in a fresh process, test_reliability_text feeds it any input."""
-    from kbert.export.__main__ import main
+    from kbert.commands.export import main
 
     out = tmp_path_factory.mktemp("export") / "preprocessor"
     assert main(["preprocessor", str(UNCASED_VOCAB), str(out), "--seq-length", "64"]) == 0

@@ -16,7 +16,7 @@ RATIO = re.compile(r"worst ratio kbert / fastest peer: (\d+\.\d\d|n/a)")
 
 
 def _run(capsys, *argv):
-    from kbert.bench.__main__ import main
+    from kbert.commands.bench import main
 
     code = main(list(argv))
     return code, capsys.readouterr().out

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from kbert.convert import google, hf
-from kbert.convert.__main__ import main as convert_main
+from kbert.commands.convert import main as convert_main
 from kbert.convert.hub import is_hub_name, split_name
 from kbert.model_dir import METADATA_FILE, load_encoder
 from hf_tiny import hf_cache_entry, make_hf_folder, model_weights
@@ -284,7 +284,7 @@ def test_online_a_name_downloads_safetensors_only_and_a_bin_only_when_there_is_n
            "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
     for key in ("HF_HUB_OFFLINE", "HF_HUB_CACHE", "HF_TOKEN"):
         env.pop(key, None)
-    script = ("import sys; from kbert.convert.__main__ import main; "
+    script = ("import sys; from kbert.commands.convert import main; "
               "sys.exit(10 * main(['hf', 'org/both', sys.argv[1]]) + main(['hf', 'org/bin-only', sys.argv[2]]) "
               "+ 100 * (main(['hf', 'org/missing', sys.argv[3]]) != 1))")
     try:

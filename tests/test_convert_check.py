@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from kbert.convert import hf
-from kbert.convert.__main__ import main as convert_main
+from kbert.commands.convert import main as convert_main
 from kbert.convert import check
 from kbert.convert.check import check_conversion
 from conftest import MINILM_DIR, SHARED

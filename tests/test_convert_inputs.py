@@ -11,7 +11,7 @@ import signal
 import numpy as np
 import pytest
 
-from kbert.convert.__main__ import main as convert_main
+from kbert.commands.convert import main as convert_main
 from kbert.model_dir import METADATA_FILE, load_encoder, load_heads, read_metadata
 from hf_tiny import hf_cache_entry, make_hf_folder
 

@@ -215,7 +215,7 @@ def _cli_lines(texts):
 
 def test_tokenize_cli_gives_the_same_ids(converted, texts, monkeypatch, capsys):
     """A non-default combination (uncased, accents kept, CJK inside words) through ``kbert.tokenize``."""
-    from kbert import tokenize as tokenize_cli
+    from kbert.commands import tokenize as tokenize_cli
 
     folder, model_dir = converted[True, False, False]
     lines = _cli_lines(texts)

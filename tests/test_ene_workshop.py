@@ -6,7 +6,7 @@ import json
 import pytest
 
 from kbert.explore import ene_workshop
-from kbert.explore.__main__ import main as explore_main
+from kbert.commands.explore import main as explore_main
 
 
 def read_jsonl(path):

@@ -395,7 +395,7 @@ def test_tfsmlayer_takes_words(exported):
 def test_the_readme_requests_give_the_models_answers(exported, capsys):
     """docs/serving.md's ``kbert.tokenize --words`` line prints what it says, and its curl body (TF Serving's
     row format, a padded row) gives the classifier's answers on the raw texts (kbert.export.rest)."""
-    from kbert import tokenize
+    from kbert.commands import tokenize
     from kbert.export.rest import predict
 
     models, _, _ = exported

@@ -12,7 +12,7 @@ import pytest
 
 from kbert.data.glue import read_glue
 from kbert.errors import DataError
-from kbert.finetune import main
+from kbert.commands.finetune import main
 from kbert.tasks import load_task_model
 from conftest import REPO, SHARED, read_scalars
 

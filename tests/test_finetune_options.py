@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 from kbert.bench.finetune_bench import parse_args as bench_parse_args
-from kbert.finetune import finetune_options, parse_args
+from kbert.commands.finetune import finetune_options, parse_args
 from kbert.tasks.options import FinetuneOptions
 from kbert.tasks.plugins.classification import TableOptions
 from kbert.tasks.plugins.span_qa import SquadOptions

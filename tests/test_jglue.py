@@ -28,7 +28,7 @@ from conftest import REFERENCE, SHARED  # noqa: E402
 
 from kbert.data import jglue  # noqa: E402
 from kbert.errors import DataError  # noqa: E402
-from kbert.finetune import main  # noqa: E402
+from kbert.commands.finetune import main  # noqa: E402
 from kbert.tasks import SpanQuestionAnswerer, TokenTagger, load_task_model  # noqa: E402
 
 JGLUE = SHARED / "jglue"
@@ -342,7 +342,7 @@ def test_data_dir_files_and_bad_rows_through_the_command_line(tmp_path, mecab_di
 def test_predict_reads_jglue_files_and_agrees_with_evaluation(finetuned, mecab_dir, task, tmp_path):
     """The fine-tuned model directory through kbert.predict on the evaluated rows of the JGLUE file
     without their labels: the same answers fine-tuning wrote for them, in input order."""
-    from kbert.predict import predict_file
+    from kbert.tasks.predict import predict_file
 
     out, _ = finetuned(task, mecab_dir)
     evaluated = {p["id"]: p for p in read_jsonl(out / "predictions.jsonl")}

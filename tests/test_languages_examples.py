@@ -24,8 +24,8 @@ def _commands(prefix):
 
 @pytest.mark.parametrize("prefix, labels", [("ko_", {"da-ending", "other"}), ("ru_", {"masculine", "feminine"})])
 def test_the_documented_example_trains_and_its_model_predicts(tmp_path, monkeypatch, tiny_model_dir, prefix, labels):
-    from kbert.finetune import main as finetune
-    from kbert.predict import main as predict
+    from kbert.commands.finetune import main as finetune
+    from kbert.commands.predict import main as predict
     from kbert.tasks import load_task_model
 
     (tmp_path / "runs").mkdir()

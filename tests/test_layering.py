@@ -32,7 +32,9 @@ MAIN_PART = "__main__"
 # Top to bottom (DESIGN.md): commands -> training, export, explore, bench -> tasks -> data, models,
 # convert -> text, layers -> config, model-directory metadata, errors, compat.
 LAYERS = [
-    ("commands", {MAIN_PART, "cli", "finetune", "predict", "pretrain", "pretrain_demo_ja",
+    # commands: kbert/commands/ (one module per subcommand), kbert.cli (the table) and the shims that keep
+    # `python -m kbert.NAME` working (they import only when run as the program)
+    ("commands", {MAIN_PART, "cli", "commands", "finetune", "predict", "pretrain",
                   "tokenize", "vocab"}),
     ("applications", {"training", "export", "explore", "bench", "features"}),
     ("tasks", {"tasks"}),
@@ -241,3 +243,48 @@ def test_the_checks_catch_a_cycle_a_two_way_part_and_an_upward_import():
     assert "parts tasks and text import each other" in two_way_parts(edges)[0]
     assert upward_imports(edges) == ["kbert/text/a.py:3: kbert.text.a (text and layers) imports kbert.tasks.b (tasks), "
                                      "a higher layer"]
+
+
+# -- one home for the commands --------------------------------------------------------------------
+# Programs that may parse flags and exit: kbert/commands/, the `kbert` dispatcher and its error
+# reporting, and the benchmarks (each a program of its own under `kbert bench NAME`).
+_PROGRAMS = ("kbert/commands/", "kbert/cli.py", "kbert/cli_support.py", "kbert/bench/")
+
+
+def _exits(source: str, where: str) -> list[str]:
+    """``where:line`` of every ``sys.exit(...)``, ``raise SystemExit`` and ``.parse_args(...)`` in
+    ``source``, outside ``if __name__ == "__main__":`` blocks."""
+    tree = ast.parse(source, where)
+    main_nodes = {id(n) for block in ast.walk(tree) if _is_main_block(block) for n in ast.walk(block)}
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in main_nodes:
+            continue
+        call = node.exc if isinstance(node, ast.Raise) and node.exc is not None else node
+        name = getattr(getattr(call, "func", call), "attr", None) or getattr(getattr(call, "func", call), "id", None)
+        if (isinstance(node, ast.Call) and name in ("exit", "parse_args")) or (isinstance(node, ast.Raise)
+                                                                                and name == "SystemExit"):
+            found.append((node.lineno, f"{where}:{node.lineno}"))
+    return [hit for _, hit in sorted(found)]
+
+
+def test_only_the_commands_parse_flags_or_exit():
+    found = [hit for path in sorted(PACKAGE.rglob("*.py")) if not str(path.relative_to(ROOT)).startswith(_PROGRAMS)
+             for hit in _exits(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))]
+    assert not found, "library code that parses flags or exits (move it into kbert/commands/):\n" + "\n".join(found)
+
+
+def test_every_subcommand_is_a_module_of_kbert_commands_and_runs_as_python_m():
+    from kbert.cli import COMMANDS
+
+    for name, (module, _) in COMMANDS.items():
+        assert module == f"kbert.commands.{name}" and (PACKAGE / "commands" / f"{name}.py").is_file(), name
+        # `python -m kbert.NAME` (the design's spelling) stays: a shim that hands over to `kbert NAME`
+        shim = PACKAGE / f"{name}.py" if (PACKAGE / f"{name}.py").is_file() else PACKAGE / name / "__main__.py"
+        assert f'main(["{name}", *sys.argv[1:]])' in shim.read_text(encoding="utf-8"), shim
+
+
+def test_the_exit_scan_sees_what_it_looks_for():
+    source = ("import sys\ndef f(p):\n    p.parse_args([])\n    raise SystemExit('no')\n"
+              "def g():\n    sys.exit(1)\nif __name__ == '__main__':\n    sys.exit(f(None))\n")
+    assert _exits(source, "sample.py") == ["sample.py:3", "sample.py:4", "sample.py:6"]

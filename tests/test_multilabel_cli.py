@@ -98,8 +98,8 @@ def _micro_f1_by_hand(predicted, gold):
 
 
 def test_finetune_multi_label_then_predict_round_trips_the_lists(tiny_model_dir, tmp_path):
-    from kbert.finetune import main as finetune
-    from kbert.predict import main as predict
+    from kbert.commands.finetune import main as finetune
+    from kbert.commands.predict import main as predict
     from kbert.tasks import load_task_model
 
     rng = np.random.default_rng(0)

@@ -54,7 +54,7 @@ def test_demo_corpus_found_from_an_installed_wheel(wheel, tmp_path):
     """The zero-argument ``python -m kbert.pretrain`` reads its corpus from the installed package."""
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
-    code = ("import kbert.pretrain as p, pathlib; c = p.demo_corpus_dir(); "
+    code = ("import kbert.commands.pretrain as p, pathlib; c = p.demo_corpus_dir(); "
             "print(c); print(len(list(pathlib.Path(c).glob('*.txt'))))")
     env = dict(os.environ, PYTHONPATH=str(site), TF_CPP_MIN_LOG_LEVEL="3")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,

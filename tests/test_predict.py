@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from kbert.errors import DataError
-from kbert.predict import predict_file
+from kbert.tasks.predict import predict_file
 from kbert.tasks import load_task_model
 from kbert.tasks.prediction import PredictOptions
 from conftest import REPO
@@ -249,7 +249,7 @@ def test_command_line_one_line_errors_and_a_run(dirs, tmp_path, capsys):
     assert bad.stderr.strip().splitlines() == [
         f"kbert predict: error: {src}, line 4: field 'text': got 3; expected a string"]
     src.write_text("".join(json.dumps({"text": t}) + "\n" for t in TEXTS[:3]))
-    from kbert.predict import main  # the same command in this process (a second TensorFlow start-up costs ~20 s)
+    from kbert.commands.predict import main  # the same command in this process (a second TensorFlow start-up costs ~20 s)
 
     assert main([str(dirs / "multi"), "--input", str(src), "--output", str(tmp_path / "o.tsv"), "--format", "tsv",
                  "--probabilities", "--quiet"]) == 0

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from conftest import run_fresh_python
-from kbert import pretrain_demo_ja as demo
+from kbert.commands import pretrain_demo_ja as demo
 
 pytest.importorskip("sentencepiece")
 

@@ -156,7 +156,7 @@ def test_packer_word_starts_follow_truncation_for_every_truncator():
 
 
 def test_pretrain_command_runs_with_mecab_wordpiece(tmp_path):
-    from kbert import pretrain
+    from kbert.commands import pretrain
 
     lines = [line for line in (SHARED / "corpus" / "ja" / "jsquad_wikipedia.txt").read_text(encoding="utf-8")
              .splitlines() if line.strip()][:64]

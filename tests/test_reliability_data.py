@@ -299,7 +299,7 @@ def test_task_data_reader_refuses_missing_and_empty_shards_before_work(tmp_path)
 
 # -- python -m kbert.pretrain on damaged data ---------------------------------------------------------
 def _pretrain(tmp_path, vocab, data, *extra):
-    from kbert.pretrain import main
+    from kbert.commands.pretrain import main
 
     return main(["--config", "tiny", "--vocab", str(vocab), "--train-data", str(data),
                  "--model-dir", str(tmp_path / "m"), "--seq-length", "32", "--max-predictions", "5",

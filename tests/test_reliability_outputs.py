@@ -54,17 +54,15 @@ def tree(root) -> dict:
 def cli(monkeypatch, capsys):
     """cli(name, argv) -> (status, stderr lines): the command through kbert.cli_support.run, in this
     process (its stderr filter, which needs a process of its own, left out)."""
-    import importlib
-
     import kbert.cli_support as cli_support
-    from kbert.cli import COMMANDS
+    from kbert.cli import load_main
 
     monkeypatch.setattr(cli_support, "quiet_setup", lambda: None)
 
     def call(name, argv):
-        module = importlib.import_module(COMMANDS[name][0] + ("" if name != "export" else ".__main__"))
+        command_main = load_main(name)
         capsys.readouterr()
-        status = cli_support.run(name, module.main, [str(a) for a in argv])
+        status = cli_support.run(name, command_main, [str(a) for a in argv])
         return status, capsys.readouterr().err.strip().splitlines()
 
     return call
@@ -169,7 +167,7 @@ def test_every_reader_refuses_two_rows_with_one_id(models, tmp_path):
     """Readers whose ids come from the file itself (here SQuAD-like rows through the generic check of
     kbert.predict): two rows with one id would be two predictions under one name."""
     from kbert.errors import DataError
-    from kbert.predict import _check_unique_ids
+    from kbert.tasks.predict import check_unique_ids as _check_unique_ids
 
     with pytest.raises(DataError, match=r"x\.jsonl \(whole file\): field 'id': got 'b'; expected a unique id per "
                                         r"row \(rows 2 and 4 share it\)"):
@@ -352,7 +350,7 @@ def test_sigterm_during_an_export_leaves_the_old_version_loadable(models, tmp_pa
             "    time.sleep(600)\n"
             "task.write_warmup_requests = slow\n"
             "from kbert.cli_support import run\n"
-            "from kbert.export.__main__ import main\n"
+            "from kbert.commands.export import main\n"
             f"sys.exit(run('export', main, ['task', {str(models / 'cls')!r}, {str(out)!r}]))\n")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -418,7 +416,7 @@ def heads_dir(tmp_path_factory):
 
 
 def test_a_mask_past_the_cut_is_reported_as_such(heads_dir, capsys):
-    from kbert.explore.__main__ import main
+    from kbert.commands.explore import main
 
     # One WordPiece token per word here: 7 x 40 + 4 tokens, and [CLS] [SEP]; the [MASK] is past 128.
     long_text = "the cat sat on the mat . " * 40 + "the [MASK] ran ."
@@ -436,13 +434,13 @@ def test_a_mask_past_the_cut_is_reported_as_such(heads_dir, capsys):
 
 
 def _short(text):
-    from kbert.explore.__main__ import _short
+    from kbert.commands.explore import _short
 
     return _short(text)
 
 
 def test_next_sentence_and_attention_say_once_that_the_text_was_cut(heads_dir, tmp_path, capsys):
-    from kbert.explore.__main__ import main
+    from kbert.commands.explore import main
 
     long_text = "the cat sat on the mat . " * 40
     assert main(["next-sentence", str(heads_dir), long_text, "a dog ran .", "--json"]) == 0

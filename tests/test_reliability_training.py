@@ -265,7 +265,7 @@ def test_non_finite_weights_are_never_checkpointed(tmp_path):
 
 
 def _pretrain(tmp_path, *extra):
-    from kbert.pretrain import main
+    from kbert.commands.pretrain import main
     from test_reliability_data import write_records, write_vocab
 
     if not (tmp_path / "vocab.txt").exists():

@@ -163,7 +163,7 @@ def _batching_proto():
 
 # -- the serving bench --------------------------------------------------------------------------
 def _bench(capsys, *argv):
-    from kbert.bench.__main__ import main
+    from kbert.commands.bench import main
 
     code = main(list(argv))
     return code, capsys.readouterr().out

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from kbert.export.serving import read_warmup_requests
 from kbert.export.task import export_task
-from kbert.finetune import finetune_options, parse_args, run
+from kbert.commands.finetune import finetune_options, parse_args, run
 from kbert.tasks import load_task_model
 from kbert.tasks.classifier import TextRegressor
 from kbert.tasks.options import FinetuneOptions, option

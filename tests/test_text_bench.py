@@ -8,7 +8,7 @@ from conftest import SHARED, UNCASED_VOCAB
 
 
 def test_tokenize_bench_smoke(capsys):
-    from kbert.bench.__main__ import main
+    from kbert.commands.bench import main
 
     text = str(SHARED / "glue" / "SST-2" / "dev.tsv")
     assert main(["tokenize", "--text", text, "--vocab", str(UNCASED_VOCAB), "--batch-size", "32",
@@ -26,7 +26,7 @@ def test_tokenize_bench_japanese_rows(capsys):
     import pytest
 
     pytest.importorskip("fugashi")
-    from kbert.bench.__main__ import main
+    from kbert.commands.bench import main
 
     assert main(["tokenize", "--tokenizer", "mecab-wordpiece", "--batch-size", "16", "--batches", "2",
                  "--rounds", "1"]) == 0
@@ -40,7 +40,7 @@ def test_tokenize_bench_sentencepiece_rows(capsys):
     import pytest
 
     pytest.importorskip("sentencepiece")
-    from kbert.bench.__main__ import main
+    from kbert.commands.bench import main
 
     assert main(["tokenize", "--tokenizer", "sentencepiece", "--batch-size", "16", "--batches", "2",
                  "--rounds", "1"]) == 0

@@ -137,7 +137,7 @@ def test_command_line_flags_give_the_spec(tmp_path):
 
 
 def test_kbert_vocab_records_the_spec_beside_the_vocabulary(tmp_path):
-    from kbert.vocab import main
+    from kbert.commands.vocab import main
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("The cat sat on the mat. " * 50 + "Dogs bark loudly at cats. " * 50, encoding="utf-8")

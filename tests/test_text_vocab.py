@@ -9,7 +9,7 @@ from kbert.errors import DataError
 from kbert.text import BertTokenizer, VocabError, load_vocab
 from kbert.text.vocab import as_token_list
 from kbert.text.vocab_learning import count_words, learn_from_counts, learn_vocab, reserved_tokens, split_words
-from kbert.vocab import main as vocab_main
+from kbert.commands.vocab import main as vocab_main
 from google_bert_oracle import GoogleBertTokenizer, reference_lines, to_lists
 
 CORPUS = SHARED / "corpus" / "en"

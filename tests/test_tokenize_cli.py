@@ -46,7 +46,7 @@ def test_sentencepiece_model_through_the_command_line():
 
 
 def _main(args, stdin: bytes):
-    from kbert import tokenize
+    from kbert.commands import tokenize
 
     out = io.StringIO()
     old = sys.stdin, sys.stdout

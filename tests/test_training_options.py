@@ -68,7 +68,7 @@ def test_a_task_type_not_ready_for_jax_is_one_line_naming_it(tmp_path):
             "register_task_type(TensorFlowOnly)\n"
             "register_task('test_tf_only_task', 'test_tf_only')\n"
             "from kbert.cli_support import run\n"
-            "from kbert.finetune import main\n"
+            "from kbert.commands.finetune import main\n"
             "sys.exit(run('finetune', main))\n")
     proc = subprocess.run([sys.executable, "-c", code, "--backend", "jax", "--task", "test_tf_only_task",
                            "--data-dir", str(tmp_path), "--init", str(tmp_path), "--model-dir", str(tmp_path / "out")],

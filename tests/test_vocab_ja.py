@@ -11,7 +11,7 @@ from conftest import SHARED
 from kbert.text import vocab_learning_ja as ja
 from kbert.text.registry import load_tokenizer
 from kbert.text.vocab import load_vocab
-from kbert.vocab import main as vocab_main
+from kbert.commands.vocab import main as vocab_main
 from pipelines.cjk_text import prepare
 
 SOSEKI = SHARED / "corpus" / "ja" / "wagahaiwa_nekodearu.txt"

@@ -20,6 +20,7 @@ feature-based model on top can learn a scalar mix from ``hidden_states`` if it w
 
 from __future__ import annotations
 
+import json
 import pathlib
 
 import keras
@@ -27,7 +28,8 @@ import numpy as np
 import tensorflow as tf
 
 from kbert import compat
-from kbert.model_dir import load_encoder
+from kbert.errors import DataError
+from kbert.model_dir import load_config, load_encoder
 from kbert.tasks.base import trim_to_longest
 from kbert.tasks.text_inputs import take_rows, text_lengths, text_segments
 from kbert.text import BertPreprocessor
@@ -148,3 +150,82 @@ def _pad_axis(array, axis, width):
     pad = [(0, 0)] * array.ndim
     pad[axis] = (0, width - array.shape[axis])
     return np.pad(array, pad)
+
+
+TEXT_KEYS = ("text_a", "text_b")
+
+
+def read_rows(path) -> list[dict]:
+    """The rows of a JSONL file; a DataError names the line and field of anything malformed."""
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(2, "No such file", str(path))
+    rows = []
+    expected = 'a JSON object {"text_a": "...", "text_b": "..." (optional)}'
+    with path.open(encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(path, expected, line=number, value=f"{line.strip()[:80]} ({e.msg})") from None
+            if not isinstance(row, dict):
+                raise DataError(path, expected, line=number, value=row)
+            unknown = sorted(set(row) - set(TEXT_KEYS))
+            if unknown:
+                raise DataError(path, "only the keys 'text_a' and 'text_b'", line=number, field=unknown[0],
+                                value=row[unknown[0]])
+            for key in TEXT_KEYS:
+                if key in row and not isinstance(row[key], str) or key == "text_a" and key not in row:
+                    raise DataError(path, "a string", line=number, field=key,
+                                    **({"value": row[key]} if key in row else {}))
+            rows.append(row)
+    if not rows:
+        raise DataError(path, "at least one row")
+    return rows
+
+
+def extract_arrays(model_dir, rows: list[dict], seq_length: int = 128, batch_size: int = 32) -> dict:
+    """The arrays ``kbert features`` writes (see kbert/commands/features.py), for ``rows`` (dicts with
+    text_a[, text_b]): the packed inputs, sequence_output, pooled_output and every combination of
+    COMBINATIONS the encoder has blocks for, row i of each array for ``rows[i]``, zeros at padding."""
+    num_blocks = load_config(model_dir).num_hidden_layers
+    names = []
+    for name in COMBINATIONS:
+        try:
+            names.append(check_combinations((name,), num_blocks)[0])
+        except ValueError:  # e.g. concat of the last four blocks of a 2-block encoder
+            pass
+    singles = FeatureExtractor.from_model_dir(model_dir, seq_length=seq_length, num_segments=1, dynamic_length=False,
+                                              combinations=tuple(names))
+    encoder = singles.encoder
+    tokenizer = singles.preprocessor.tokenizer
+    # A tokenizer with a Python step (MeCab) gets its words here; the graph part takes them.
+    prepare = (lambda texts: texts) if getattr(tokenizer, "in_graph", True) else tokenizer.pre_tokenize
+    # One pass gives the pooled output and every layer (the embedding output, then each block).
+    all_outputs = keras.Model(encoder.inputs, [encoder.output["pooled_output"], encoder.embeddings.output,
+                                               *encoder.output["encoder_outputs"]])
+
+    @tf.function(reduce_retracing=True)
+    def step(segments):
+        packed = singles.preprocessor(segments)
+        pooled, *layers = all_outputs(packed, training=False)
+        mask = tf.cast(packed["input_mask"], layers[0].dtype)[:, :, None]
+        combos = {k: v * mask for k, v in combine_layers(layers, names).items()}
+        return {**packed, "sequence_output": layers[-1] * mask, "pooled_output": pooled, **combos}
+
+    result = {}
+    for num_segments in (1, 2):
+        index = [i for i, row in enumerate(rows) if ("text_b" in row) == (num_segments == 2)]
+        for start in range(0, len(index), batch_size):
+            chunk = index[start:start + batch_size]
+            texts = {key: tf.constant(prepare([rows[i][key] for i in chunk]), tf.string)
+                     for key in TEXT_KEYS[:num_segments]}
+            out = step(text_segments(texts, num_segments, "kbert.features"))
+            for key, value in out.items():
+                value = value.numpy()
+                if key not in result:
+                    result[key] = np.zeros((len(rows), *value.shape[1:]), value.dtype)
+                result[key][chunk] = value
+    return result

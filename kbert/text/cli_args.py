@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from kbert.text.registry import create_tokenizer, read_tokenizer_spec, tokenizer_types
-from kbert.text.spec import TokenizerSpec
+from kbert.text.spec import TokenizerSpec, TokenizerSpecError
 
 
 def add_tokenizer_arguments(parser, dir_flag: str | None = "--model-dir", vocab_required=False):
@@ -40,7 +40,7 @@ def tokenizer_spec_from_args(args, dir_attr: str | None = "model_dir"):
         return spec, None
     if not directory:
         flag = f" or --{dir_attr.replace('_', '-')}" if dir_attr else ""
-        raise SystemExit(f"error: --vocab{flag} is required (the tokenizer)")
+        raise TokenizerSpecError(f"--vocab{flag} is required (the tokenizer)")
     spec = read_tokenizer_spec(directory)
     changes = {"type": args.tokenizer} if args.tokenizer else {}
     if args.cased:

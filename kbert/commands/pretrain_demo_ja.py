@@ -28,20 +28,19 @@ import sys
 import time
 
 DEMO_DIR = pathlib.Path("runs/pretrain_demo_ja")
-CORPUS = pathlib.Path(__file__).parent / "resources" / "corpus" / "ja"
+CORPUS = pathlib.Path(__file__).parents[1] / "resources" / "corpus" / "ja"
 SOURCES = {"wagahaiwa_nekodearu.txt": True, "jsquad_wikipedia.txt": False}  # file -> has Aozora markup
 HELD_OUT = 0.1
 VOCAB_SIZE = 8000
-TYPES = ("sentencepiece", "wordpiece", "mecab-wordpiece", "mecab-character")
-VOCAB_FILES = {"sentencepiece": "spm.model", "wordpiece": "vocab.txt", "mecab-wordpiece": "vocab.txt",
-               "mecab-character": "vocab.txt"}
 
 
 def parse_args(argv):
+    from kbert.text.registry import tokenizer_types  # every registered type can learn its vocabulary
+
     p = argparse.ArgumentParser(prog="python -m kbert.pretrain --demo ja", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--demo", required=True, choices=("ja",), help="the Japanese main job")
-    p.add_argument("--tokenizer", default="sentencepiece", choices=TYPES, help="vocabulary type (default sentencepiece)")
+    p.add_argument("--tokenizer", default="sentencepiece", choices=tokenizer_types(), help="vocabulary type (default sentencepiece)")
     p.add_argument("--steps", type=int, default=1000, help="pre-training steps (default 1000)")
     args = p.parse_args(argv)
     if args.steps < 1:
@@ -72,20 +71,11 @@ def prepare_corpus(text_dir: pathlib.Path) -> None:
 
 
 def learn_vocabulary(kind: str, files, out: pathlib.Path) -> None:
-    if kind == "sentencepiece":
-        from kbert.text.vocab_learning_ja import learn_sentencepiece
+    """The type's own vocabulary learning (its ``learn_vocab``; never lower-cased: Japanese)."""
+    from kbert.text.registry import tokenizer_class
+    from kbert.text.vocab_learning import VocabOptions
 
-        learn_sentencepiece(files, VOCAB_SIZE, out, log=sys.stderr)
-    elif kind.startswith("mecab-"):
-        from kbert.text.vocab_learning import write_vocab
-        from kbert.text.vocab_learning_ja import learn_mecab_characters, learn_mecab_wordpiece
-
-        learn = learn_mecab_wordpiece if kind == "mecab-wordpiece" else learn_mecab_characters
-        write_vocab(learn(files, VOCAB_SIZE), out)
-    else:
-        from kbert.text.vocab_learning import learn_vocab, write_vocab
-
-        write_vocab(learn_vocab(files, VOCAB_SIZE, lower_case=False), out)
+    tokenizer_class(kind).learn_vocab(files, out, VocabOptions(vocab_size=VOCAB_SIZE, lower_case=False), log=sys.stderr)
 
 
 def unknown_rate(tokenizer, files) -> tuple[float, int]:
@@ -109,7 +99,9 @@ def main(argv) -> int:
     kind = args.tokenizer
     root = DEMO_DIR / kind
     data, text_dir = root / "data", root / "data" / "text"
-    vocab = data / VOCAB_FILES[kind]
+    from kbert.text.registry import tokenizer_class
+
+    vocab = data / tokenizer_class(kind).vocab_file_name
     if not (text_dir / "eval").is_dir():
         print(f"[1/5] preparing the Japanese text from {CORPUS} (Aozora markup stripped, NFKC, 10% held out)",
               flush=True)

@@ -1,0 +1,131 @@
+"""python -m kbert.convert {hf,google,to-google} ...
+
+  hf SOURCE OUT_MODEL_DIR [--check] [--overwrite]
+          SOURCE: a Hugging Face BERT folder, or a model name ORG/NAME[@REVISION] fetched through
+          huggingface_hub (its cache, HF_HOME, HF_TOKEN, HF_HUB_OFFLINE=1 for the cache alone).
+          --check compares the result with transformers (needs torch and transformers).
+  google SOURCE OUT_MODEL_DIR [--sha256 HEX] [--config bert_config.json --vocab vocab.txt] [--cased]
+          [--tokenizer TYPE] [--overwrite]
+          SOURCE: a google-research/bert release zip by URL (downloaded with resume, its sha256
+          printed and checked against --sha256) or path, a release folder, or a checkpoint prefix.
+  to-google MODEL_DIR OUT_PREFIX          kbert model directory -> Google's TF1 checkpoint
+
+An output directory that already holds files is refused unless --overwrite, which replaces its
+content whole; the new model is written beside it and renamed into place, so a failed conversion
+leaves the output as it was.
+"""
+
+import argparse
+import pathlib
+import sys
+
+
+def main(argv=None):
+    from kbert.cli_support import ArgumentParser, add_verbose_flag, prog
+
+    parser = ArgumentParser(prog=prog("convert"), description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_verbose_flag(parser)
+    sub = parser.add_subparsers(dest="what", required=True)
+    hf = sub.add_parser("hf", help="Hugging Face BERT folder or model name -> model directory")
+    hf.add_argument("hf_dir", metavar="SOURCE", help="a folder, or a Hub model name ORG/NAME[@REVISION]")
+    hf.add_argument("out_dir")
+    hf.add_argument("--check", action="store_true",
+                    help="compare ids and encoder outputs with transformers on sentences in English, Japanese, "
+                         "Chinese, Korean and Russian; a mismatch exits 1 (needs torch and transformers)")
+    g = sub.add_parser("google",
+                       help="Google TF1 checkpoint (release zip URL or path, folder, prefix) -> model directory")
+    g.add_argument("ckpt_prefix", metavar="SOURCE", help="a release zip's URL or path, a release folder, or a "
+                                                         "checkpoint prefix (bert_model.ckpt)")
+    g.add_argument("out_dir")
+    g.add_argument("--sha256", help="the zip's expected SHA-256 (the download is refused if it differs)")
+    g.add_argument("--config", help="bert_config.json (default: beside the checkpoint)")
+    g.add_argument("--vocab", help="vocab.txt (default: beside the checkpoint)")
+    g.add_argument("--cased", action="store_true", help="the vocab is cased (do_lower_case=False); google-research/"
+                                                        "bert's releases are recognised by name")
+    g.add_argument("--tokenizer", default="wordpiece", metavar="TYPE",
+                   help="tokenizer type the checkpoint was trained with: wordpiece (default), mecab-wordpiece, "
+                        "mecab-character, sentencepiece (then --vocab is the .model)")
+    g.add_argument("--mecab-dic", default="unidic_lite", help="MeCab dictionary of the mecab-* types (default unidic_lite)")
+    for p in (hf, g):
+        p.add_argument("--overwrite", action="store_true",
+                       help="replace an output directory that already holds files (its old content goes, whole)")
+    t = sub.add_parser("to-google", help="model directory -> Google TF1 checkpoint")
+    t.add_argument("model_dir")
+    t.add_argument("out_prefix")
+    args = parser.parse_args(argv)
+    from kbert.cli_support import require_dir
+
+    if args.what == "to-google":
+        require_dir(args.model_dir, "model directory")
+
+    from kbert.convert import google, hf as hf_convert
+    from kbert.convert.common import check_output_dir
+    from kbert.convert.hub import hub_snapshot, is_hub_name
+    from kbert.convert.names import ConversionError
+    from kbert.config import ConfigError
+    from kbert.model_dir import ModelDirError
+    from kbert.text.mecab import MecabError
+    from kbert.text.spec import TokenizerSpecError
+
+    try:
+        if args.what == "hf":
+            check_output_dir(args.out_dir, args.overwrite)  # before any download
+            if is_hub_name(args.hf_dir):
+                source = hub_snapshot(args.hf_dir)
+            else:
+                source = require_dir(args.hf_dir, "Hugging Face model directory")
+            out = hf_convert.convert(source, args.out_dir, overwrite=args.overwrite)
+        elif args.what == "google":
+            source = args.ckpt_prefix
+            check_output_dir(args.out_dir, args.overwrite)
+            if _is_url(source) or source.endswith(".zip"):
+                source = _release_zip(source, args.sha256)
+            elif args.sha256:
+                raise ConversionError("--sha256 checks a release zip (a URL or a .zip path)")
+            out = google.convert(source, args.out_dir, args.config, args.vocab, False if args.cased else None,
+                                 tokenizer=args.tokenizer, mecab_dic=args.mecab_dic, overwrite=args.overwrite)
+        else:
+            out = google.to_google(args.model_dir, args.out_prefix)
+    except (ConversionError, ConfigError, ModelDirError, TokenizerSpecError, MecabError) as e:
+        print(f"{prog('convert')}: error: {e}", file=sys.stderr)
+        return 1
+    print(f"written: {out}")
+    if args.what == "hf" and args.check:
+        from kbert.convert.check import check_conversion
+
+        try:
+            report = check_conversion(source, out)
+        except ConversionError as e:
+            print(f"{prog('convert')}: error: {e}", file=sys.stderr)
+            return 1
+        for line in report.lines():
+            print(line)
+        if not report.passed:
+            print(f"{prog('convert')}: error: {out} does not reproduce transformers on {source}", file=sys.stderr)
+            return 1
+    return 0
+
+
+def _is_url(source: str) -> bool:
+    from kbert.convert.download import is_url
+
+    return is_url(source)
+
+
+def _release_zip(source: str, sha256):
+    """The zip on disk (downloaded first for a URL); its sha256 is printed and checked."""
+    from kbert.convert.download import download, sha256_of
+    from kbert.convert.names import ConversionError
+
+    if _is_url(source):
+        path, digest = download(source, sha256=sha256, progress=True)
+    else:
+        path = pathlib.Path(source)
+        if not path.is_file():
+            raise ConversionError(f"release zip {path} does not exist")
+        digest = sha256_of(path)
+        if sha256 and digest != sha256.lower():
+            raise ConversionError(f"{path} has sha256 {digest}, expected {sha256.lower()}")
+    print(f"sha256: {digest}  {path}")
+    return path

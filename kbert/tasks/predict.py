@@ -1,0 +1,68 @@
+"""``predict_file``: a fine-tuned task model over a file of unlabelled rows, one prediction per row
+(the library behind ``kbert predict``; the formats are described there and in kbert.tasks.prediction).
+
+The task type named in the model directory's kbert.json reads the input, predicts and formats; this
+module checks the output path, the model directory and the rows' ids before the model is loaded.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import time
+
+from kbert import model_dir as model_dir_lib
+from kbert.errors import DataError
+from kbert.tasks.base import TaskModelError
+from kbert.tasks.prediction import PredictOptions, RowProgress, write_text
+from kbert.tasks.registry import UnknownTaskError, task_type_for_model
+
+
+def predict_file(model_dir, input_path, output_path, fmt="jsonl", options=None, show_progress=False,
+                 model=None, overwrite: bool = False) -> dict:
+    """Reads ``input_path``, predicts every row with the model in ``model_dir`` and writes
+    ``output_path`` atomically. ``model``: that directory's model if already loaded
+    (load_task_model), to predict several files without reloading it. An existing ``output_path``
+    is refused (kbert.model_dir.OutputExistsError) unless ``overwrite``; one that is the input or a
+    file of the model directory always. Returns {"rows", "model_type", "output", "seconds"}."""
+    options = options or PredictOptions()
+    model_files = [p for p in pathlib.Path(model_dir).iterdir()] if pathlib.Path(model_dir).is_dir() else []
+    model_dir_lib.check_output(output_path, [input_path, model_dir, *model_files], overwrite=overwrite)
+    task_meta = model_dir_lib.read_metadata(model_dir).get("task")
+    where = f"{model_dir}/{model_dir_lib.METADATA_FILE}"
+    if not isinstance(task_meta, dict) or "type" not in task_meta:
+        raise TaskModelError(f"{where} has no 'task' object: {model_dir} is not a fine-tuned task model")
+    try:
+        task_type = task_type_for_model(task_meta["type"])
+    except UnknownTaskError as e:
+        raise TaskModelError(f"{where}: {e}") from None
+    formats = task_type.output_formats(task_meta)
+    if fmt not in formats:
+        raise ValueError(f"--format {fmt}: a {task_meta['type']} model writes {', '.join(formats)}")
+    # Every row is read and checked before the model is even loaded.
+    data = task_type.read_prediction_input(task_meta, input_path, options)
+    check_unique_ids(input_path, data.examples)
+    from kbert.tasks import load_task_model
+
+    start = time.time()
+    model = model if model is not None else load_task_model(model_dir)
+    predictions = task_type.predict(model, data, options, RowProgress(show_progress))
+    if len(predictions) != len(data.examples):  # a plug-in's predict must answer every row
+        raise RuntimeError(f"{type(task_type).__name__}.predict returned {len(predictions)} predictions "
+                           f"for {len(data.examples)} rows")
+    write_text(output_path, task_type.format_predictions(task_meta, data, predictions, fmt))
+    return {"rows": len(predictions), "model_type": task_meta["type"], "output": str(output_path),
+            "seconds": round(time.time() - start, 1)}
+
+
+def check_unique_ids(path, examples) -> None:
+    """Two rows with one id would give two predictions under one name (or one lost in a {id: answer}
+    file): refused, naming the id and both rows (their positions in the input, from 1)."""
+    first = {}
+    for number, example in enumerate(examples, start=1):
+        rid = example.get("id") if isinstance(example, dict) else None
+        if rid is None:
+            continue
+        if rid in first:
+            raise DataError(path, f"a unique id per row (rows {first[rid]} and {number} share it)", field="id",
+                            value=rid)
+        first[rid] = number
