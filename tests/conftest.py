@@ -85,6 +85,21 @@ def pytest_make_collect_report(collector):
             report.outcome, report.longrepr = "skipped", (str(collector.path), 0, reason)
 
 
+@pytest.fixture(autouse=True)
+def _same_random_state_whatever_ran_before():
+    """Every test starts from seed 0 (Python, NumPy and, once imported, Keras/TensorFlow), so a test
+    that builds a model before seeding gets the same weights alone, in any order and on any xdist
+    worker. TensorFlow is not imported here for a test that does not use it."""
+    import random
+
+    import numpy as np
+
+    random.seed(0)
+    np.random.seed(0)
+    if "keras" in sys.modules:
+        sys.modules["keras"].utils.set_random_seed(0)
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> pathlib.Path:
     return SHARED

@@ -93,6 +93,7 @@ def test_encoder_bench_attentions_row_beside_the_plain_row(capsys):
     assert re.match(r"ratio kbert / fastest peer: \d+\.\d\d  \(kbert \(no XLA\) vs keras-hub", lines[-2])
 
 
+@pytest.mark.slow
 def test_hf_peer_in_a_subprocess(capsys):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
@@ -117,6 +118,7 @@ def test_model_garden_peer_in_its_own_environment(capsys):
     assert re.search(r"^Model Garden \S+ \(no XLA\), AdamW\s+[\d,.]+", out, re.M)
 
 
+@pytest.mark.slow
 def test_train_bench_table(capsys):
     code, out = _run(capsys, "train", *TINY, "--vs", "keras-hub", "--xla", "off", "--predictions", "3")
     assert code == 0
@@ -126,6 +128,7 @@ def test_train_bench_table(capsys):
     assert RATIO.match(out.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_pipeline_bench_table(capsys, pretraining_records):
     # Any pre-training records do: conftest's, Persuasion written by the Beam pipeline once per session.
     prefix = pretraining_records / "eval-"

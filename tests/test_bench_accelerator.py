@@ -96,6 +96,7 @@ def _check(lines, cases, systems):
     assert all(ln["attention_impl"] == "fused" and not ln["attention_dropout_applied"] for ln in kbert)
 
 
+@pytest.mark.slow
 def test_tiny_pretraining_runs_without_tensorflow(tmp_path):
     systems = _systems()
     _check(_tiny_run(tmp_path, ["pretrain-base-128"], systems), ["pretrain-base-128"], systems)

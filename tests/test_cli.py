@@ -75,6 +75,7 @@ def test_kbert_lists_every_command_in_one_screen():
     assert len(unknown.stderr.strip().splitlines()) == 1, unknown.stderr
 
 
+@pytest.mark.slow
 def test_a_missing_directory_is_one_line_saying_it_does_not_exist(tmp_path):
     missing = tmp_path / "runs" / "sst2" / "model"
     for args in (["-m", "kbert.export", "task", str(missing), str(tmp_path / "out" / "1")],
@@ -90,6 +91,7 @@ def test_a_missing_directory_is_one_line_saying_it_does_not_exist(tmp_path):
     assert len(usage.stderr.strip().splitlines()) == 1, usage.stderr  # one line, not the usage text
 
 
+@pytest.mark.slow
 def test_start_up_noise_is_filtered_and_verbose_shows_it(tmp_path):
     quiet = _run(["-m", "kbert.export", "preprocessor", str(UNCASED_VOCAB), str(tmp_path / "pre"),
                   "--seq-length", "16"])
@@ -110,6 +112,7 @@ def test_start_up_noise_is_filtered_and_verbose_shows_it(tmp_path):
     assert all(line.startswith("pretraining_data: ") for line in beam.stderr.splitlines()), beam.stderr
 
 
+@pytest.mark.slow
 def test_pretraining_is_quiet_shows_one_progress_display_and_evaluates_repeatably(tmp_path, pretrain_run):
     # conftest.pretrain_run: python -m kbert.pretrain run in a user's environment (as _run does), 250
     # steps in two checkpoint intervals (two Keras epochs), evaluated on held-out records.

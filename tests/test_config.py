@@ -18,6 +18,7 @@ def test_presets_follow_the_published_sizes(name, layers, hidden, heads):
     assert c.vocab_size == 30522
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, expected", [("base", 109_482_240), ("large", 335_141_888)])
 def test_parameter_counts_match_the_paper(name, expected):
     assert BertEncoder(BertConfig.preset(name)).count_params() == expected

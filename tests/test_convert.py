@@ -56,6 +56,7 @@ def _hf_with_heads(tmp_path):
     return folder, state
 
 
+@pytest.mark.slow
 def test_round_trip_hf_google_kbert_is_bit_identical_with_heads(tmp_path):
     folder, state = _hf_with_heads(tmp_path)
     first = hf.convert(folder, tmp_path / "kbert1")
@@ -71,6 +72,7 @@ def test_round_trip_hf_google_kbert_is_bit_identical_with_heads(tmp_path):
     _assert_bit_identical(model_weights(first), model_weights(second))
 
 
+@pytest.mark.slow
 def test_checkpoint_written_by_tf1_saver_under_original_names_loads(tmp_path, minilm_model_dir):
     # Written here independently of kbert.convert.google.to_google: plain TF1 Saver, original names,
     # plus the optimizer slots and global_step that Google's pre-training checkpoints carry.
@@ -113,6 +115,7 @@ def _google_ckpt(tmp_path, arrays):
     return tmp_path / "bad.ckpt"
 
 
+@pytest.mark.slow
 def test_mismatched_checkpoint_lists_every_difference(tmp_path, minilm_model_dir):
     google.to_google(minilm_model_dir, tmp_path / "g" / "model.ckpt")
     arrays = google.read_checkpoint(tmp_path / "g" / "model.ckpt")
@@ -130,6 +133,7 @@ def test_mismatched_checkpoint_lists_every_difference(tmp_path, minilm_model_dir
     assert not (tmp_path / "out" / ENCODER_WEIGHTS).exists()
 
 
+@pytest.mark.slow
 def test_vocab_size_mismatch_is_an_error(tmp_path, minilm_model_dir):
     google.to_google(minilm_model_dir, tmp_path / "g" / "model.ckpt")
     short_vocab = tmp_path / "vocab.txt"
@@ -157,6 +161,7 @@ def test_hf_config_that_is_not_bert_is_refused(tmp_path):
         hf.convert(folder, tmp_path / "out")
 
 
+@pytest.mark.slow
 def test_command_line(tmp_path):
     run = lambda *a: subprocess.run([sys.executable, "-m", "kbert.convert", *a],  # noqa: E731
                                     capture_output=True, text=True, timeout=300)

@@ -101,6 +101,7 @@ def test_a_name_missing_from_the_offline_cache_is_one_line(tmp_path, offline_cac
     assert f"'{NAME}@v9'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_missing_name_in_a_fresh_process_has_no_traceback(tmp_path):
     env = {**os.environ, "HF_HOME": str(tmp_path / "hf_home"), "HF_HUB_OFFLINE": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}

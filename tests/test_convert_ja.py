@@ -136,6 +136,7 @@ def test_character_and_wordpiece_folders(tmp_path):
     assert (spec.type, spec.vocab_file, path.name) == ("sentencepiece", "spm.model", "spiece.model")
 
 
+@pytest.mark.slow
 def test_google_converter_takes_the_tokenizer_type(tmp_path, ja_model_dir):
     prefix = google.to_google(ja_model_dir, tmp_path / "ckpt" / "bert_model.ckpt")
     out = google.convert(prefix, tmp_path / "back", tokenizer="mecab-wordpiece")
@@ -146,6 +147,7 @@ def test_google_converter_takes_the_tokenizer_type(tmp_path, ja_model_dir):
     assert result.returncode == 1 and "unknown tokenizer type 'juman'" in result.stderr
 
 
+@pytest.mark.slow
 def test_features_cli_reproduces_transformers_from_raw_japanese(ja_model_dir, tmp_path):
     """Issue 16's end to end: ``kbert.convert hf`` then ``python -m kbert.features`` on the raw rows."""
     spec = json.loads((REFERENCE / "ja_tiny_bert_inputs.json").read_text(encoding="utf-8"))

@@ -154,6 +154,7 @@ def _explore(*args):
                           text=True, timeout=600, cwd=REPO, env={**__import__("os").environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
 
 
+@pytest.mark.slow
 def test_attention_cli_end_to_end(tiny_model_dir, tmp_path):
     from kbert.explore.attention import encoder_attentions
     from kbert.model_dir import load_encoder

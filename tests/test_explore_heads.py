@@ -154,6 +154,7 @@ def test_missing_head_is_named(tiny_model_dir):
         next_sentence(tiny_model_dir, "a", "b")
 
 
+@pytest.mark.slow
 def test_export_signatures_equal_the_python_path_in_a_tensorflow_only_process(english_dir, tmp_path):
     from kbert.export.encoder import export_encoder
     from kbert.export.serving import read_warmup_requests, saved_model_ops

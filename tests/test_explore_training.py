@@ -117,6 +117,7 @@ def _explore(*args):
     return run.stdout
 
 
+@pytest.mark.slow
 def test_cli_answers_equal_the_heads_softmax_for_a_model_from_the_main_job(pretrain_run):
     from kbert.explore.heads_model import PretrainingHeads
 
@@ -147,6 +148,7 @@ def test_cli_answers_equal_the_heads_softmax_for_a_model_from_the_main_job(pretr
                                                        rel=1e-5)
 
 
+@pytest.mark.slow
 def test_cli_errors_name_the_problem(tiny_model_dir, tmp_path):
     run = subprocess.run([sys.executable, "-m", "kbert.explore", "fill-mask", str(tiny_model_dir), "no mask"],
                          capture_output=True, text=True, timeout=600, env=_env(), cwd=REPO)
@@ -156,6 +158,7 @@ def test_cli_errors_name_the_problem(tiny_model_dir, tmp_path):
     assert run.returncode == 1 and "kbert explore: error: " in run.stderr and "model directory not found" in run.stderr
 
 
+@pytest.mark.slow
 def test_finetune_prints_and_writes_its_curves(sst2_finetune_run):
     out, stdout = sst2_finetune_run  # conftest: python -m kbert.finetune --task glue/sst2 ... --epochs 2
     assert f"loss/accuracy curves: {out / 'curves.png'}" in stdout

@@ -89,6 +89,7 @@ def test_keras3_tfsmlayer_consumes_the_export(tiny_with_mlm):
     np.testing.assert_allclose(out["pooled_output"], tiny_with_mlm[1](x)["pooled_output"], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_hub_keraslayer_fine_tunes_the_encoder_in_tf_keras(tiny_with_mlm, tmp_path):
     from conftest import run_fresh_python
 

@@ -9,6 +9,8 @@ import pytest
 from conftest import REPO, run_fresh_python
 from kbert.export.preprocessor import export_preprocessor
 
+pytestmark = pytest.mark.slow  # the whole module: its shared fixture alone outlasts the fast tier
+
 
 def documented_calls() -> str:
     readme = (REPO / "docs" / "serving.md").read_text(encoding="utf-8")

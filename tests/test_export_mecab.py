@@ -23,6 +23,8 @@ import tensorflow as tf
 pytest.importorskip("fugashi")
 pytest.importorskip("unidic_lite")
 
+pytestmark = pytest.mark.slow  # the whole module: its shared fixture alone outlasts the fast tier
+
 from conftest import REFERENCE, REPO, run_fresh_python  # noqa: E402
 from kbert.tasks.words_inputs import join_words, words_name, words_request  # noqa: E402
 

@@ -46,6 +46,7 @@ def test_classifier_strings_in_labels_out_equal_the_keras_model(exports):
     assert out["probabilities"].shape == (len(texts), 2)
 
 
+@pytest.mark.slow
 def test_bad_input_gives_defined_outputs(exports):
     _, path = exports["sst2"]
     out = _call(path, text=np.array(BAD_BYTES + [b""], dtype=object))
@@ -63,6 +64,7 @@ def test_bad_input_gives_defined_outputs(exports):
         loaded.signatures["serving_default"](texts=tf.constant(["a"]))  # wrong input name
 
 
+@pytest.mark.slow
 def test_pairs_regression_and_ids_signature(exports):
     model, path = exports["stsb"]
     a, b = _reference_texts(8), _reference_texts(16)[8:]
@@ -76,6 +78,7 @@ def test_pairs_regression_and_ids_signature(exports):
     assert np.abs(by_ids["probabilities"].numpy() - by_text["probabilities"]).max() <= 1e-5
 
 
+@pytest.mark.slow
 def test_tagger_words_tags_and_entity_offsets_equal_the_python_path(exports):
     model, path = exports["ner"]
     texts = ["John Smith lives in Zürich, Switzerland.", "", "Ünïcode — 中文 and emoji \U0001F600 here."]
@@ -104,6 +107,7 @@ def test_multiple_choice(exports):
     assert out["choice_ids"].tolist() == expected.argmax(-1).tolist()
 
 
+@pytest.mark.slow
 def test_fresh_process_with_only_tensorflow_and_tensorflow_text(exports, tmp_path):
     model, path = exports["sst2"]
     texts = _reference_texts() + BAD
@@ -133,6 +137,7 @@ def test_rest_requests_as_tf_serving_builds_them(exports):
         rest.predict(loaded, {"instances": [], "inputs": {}})
 
 
+@pytest.mark.slow
 def test_warmup_requests_replay(exports):
     for name, (_, path) in exports.items():
         logs = read_warmup_requests(path)
@@ -144,6 +149,7 @@ def test_warmup_requests_replay(exports):
             fn(**{k: tf.make_ndarray(v) for k, v in request.inputs.items()})
 
 
+@pytest.mark.slow
 def test_only_core_and_tensorflow_text_ops(exports):
     ops = sorted(set().union(*(saved_model_ops(p) for _, p in exports.values())))
     out = run_fresh_python(f"""
@@ -165,6 +171,7 @@ print("TEXT", ",".join(text)); print("MISSING", ",".join(missing))
             assert op in readme, f"docs/serving.md's list of tensorflow-text ops lacks {op}"
 
 
+@pytest.mark.slow
 def test_saved_model_cli_matches_readme(exports):
     import subprocess
     import sys
@@ -183,6 +190,7 @@ def test_saved_model_cli_matches_readme(exports):
         assert signature(shown) and signature(shown) == signature(documented.group(1))
 
 
+@pytest.mark.slow
 def test_span_qa_export_answers_like_the_python_path(tmp_path, tiny_model_dir):
     from kbert.tasks import SpanQuestionAnswerer
 

@@ -10,6 +10,8 @@ import pytest
 
 from conftest import REFERENCE, REPO
 
+pytestmark = pytest.mark.slow  # the whole module: its shared fixture alone outlasts the fast tier
+
 ROWS = [48, 0, 1, 72, 24, 49]  # pairs and single texts mixed; none truncated at 128
 
 

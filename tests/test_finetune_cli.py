@@ -49,6 +49,7 @@ def test_sst2_command_line_end_to_end(sst2_finetune_run):
     assert accuracy == pytest.approx(results["best"]["accuracy"])
 
 
+@pytest.mark.slow
 def test_stsb_regression_writes_scores(tiny_model_dir, tmp_path):
     main(["--task", "glue/stsb", "--data-dir", str(SHARED / "glue"), "--init", str(tiny_model_dir),
           "--model-dir", str(tmp_path / "stsb"), "--max-train-examples", "32", "--max-eval-examples", "24",
@@ -94,6 +95,7 @@ def test_ner_metrics_reach_tensorboard(tiny_model_dir, tmp_path):
     assert "epoch_learning_rate" in train and len(train["epoch_token_accuracy"]) == 1
 
 
+@pytest.mark.slow
 def test_squad_on_held_out_articles(tiny_model_dir, tmp_path):
     out = tmp_path / "squad"
     dev_file = SHARED / "squad" / "dev-v1.1.json"
@@ -150,6 +152,7 @@ def test_csv_task(tiny_model_dir, tmp_path):
     assert (out / "predictions.tsv").read_text().splitlines()[0] == "index\tprediction"
 
 
+@pytest.mark.slow
 def test_malformed_data_names_file_and_line(tiny_model_dir, tmp_path):
     glue_dir = tmp_path / "SST-2"
     glue_dir.mkdir()

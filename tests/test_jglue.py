@@ -158,6 +158,7 @@ def test_jcommonsenseqa_accuracy_from_the_predictions_file(finetuned, mecab_dir)
     assert results["best"]["accuracy"] == pytest.approx(accuracy, abs=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["mecab", "sp"])
 def test_jsquad_exact_match_and_character_f1_from_the_predictions_file(finetuned, model, request):
     out, results = finetuned("jsquad", request.getfixturevalue(f"{model}_dir"))
@@ -176,6 +177,7 @@ def test_jsquad_exact_match_and_character_f1_from_the_predictions_file(finetuned
 
 
 # -- export (SentencePiece models take raw strings) --------------------------------------------------
+@pytest.mark.slow
 def test_sentencepiece_jsquad_model_exports_and_serves_raw_strings(finetuned, sp_dir, tmp_path):
     """The fine-tuned directory of a SentencePiece model through kbert.export task: raw question and
     context strings in, the answers of the Python model out (the tokenizer and offsets in the graph)."""

@@ -22,6 +22,7 @@ def _commands(prefix):
     return commands
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prefix, labels", [("ko_", {"da-ending", "other"}), ("ru_", {"masculine", "feminine"})])
 def test_the_documented_example_trains_and_its_model_predicts(tmp_path, monkeypatch, tiny_model_dir, prefix, labels):
     from kbert.commands.finetune import main as finetune

@@ -97,6 +97,7 @@ def tensorflow_run(minilm_model_dir, minilm_reference, tiny_with_heads, shared_d
     return path, expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 def test_backend_gives_tensorflow_and_transformers_outputs(backend, tensorflow_run, minilm_model_dir,
                                                            minilm_reference, tiny_with_heads, shared_data, tmp_path):

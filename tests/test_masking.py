@@ -53,6 +53,7 @@ def test_rates_over_100k_tokens(packed):
     np.testing.assert_array_equal(out["input_word_ids"][untouched], packed["input_word_ids"][untouched])
 
 
+@pytest.mark.slow
 def test_special_tokens_and_padding_are_never_masked_and_positions_unique(packed):
     out = _mask(packed, max_predictions=20)
     for row in range(len(out["masked_lm_positions"])):
@@ -76,6 +77,7 @@ def test_configurable_rates(packed):
         MlmMasker(VOCAB, mask_token_rate=0.9, random_token_rate=0.2)
 
 
+@pytest.mark.slow
 def test_whole_word_masking_masks_every_piece_of_a_word(packed):
     out = _mask(packed, max_predictions=64, whole_word=True)
     is_cont = np.array([t.startswith("##") for t in VOCAB])

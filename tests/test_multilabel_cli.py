@@ -97,6 +97,7 @@ def _micro_f1_by_hand(predicted, gold):
     return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
 
 
+@pytest.mark.slow
 def test_finetune_multi_label_then_predict_round_trips_the_lists(tiny_model_dir, tmp_path):
     from kbert.commands.finetune import main as finetune
     from kbert.commands.predict import main as predict

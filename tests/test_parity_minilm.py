@@ -1,6 +1,7 @@
 """Real pretrained weights (all-MiniLM-L6-v2) against the stored outputs of Hugging Face transformers."""
 
 import numpy as np
+import pytest
 
 from kbert.model_dir import load_encoder
 from conftest import REFERENCE, run_fresh_python
@@ -33,6 +34,7 @@ def test_keras_encoder_reproduces_transformers(minilm_model_dir, minilm_referenc
     _check(encoder(_inputs(minilm_reference)), minilm_reference)
 
 
+@pytest.mark.slow
 def test_exported_savedmodel_reproduces_transformers_in_a_fresh_process(minilm_model_dir, tmp_path):
     from kbert.export.encoder import export_encoder
 

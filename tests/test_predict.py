@@ -239,6 +239,7 @@ def test_bad_row_is_named_and_nothing_is_written(dirs, loaded, predict, tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl", "good.jsonl", "out.jsonl"]
 
 
+@pytest.mark.slow
 def test_command_line_one_line_errors_and_a_run(dirs, tmp_path, capsys):
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps({"text": t}) + "\n" for t in TEXTS[:3]) + '{"text": 3}\n')

@@ -11,6 +11,7 @@ import pytest
 from conftest import REPO, cli_env as _env, pretrain_command as _cmd
 
 
+@pytest.mark.slow
 def test_it_learns_and_writes_a_model_directory(tmp_path, pretraining_records, small_vocab, pretrain_run):
     model_dir = pretrain_run.model_dir  # 250 steps, evaluated on the held-out records (conftest)
     # Step 0 baseline: evaluate the untrained model (1 step at learning rate ~0), as the run does.
@@ -45,6 +46,7 @@ def _wait_for(path_glob, proc, timeout=600):
     raise AssertionError("timed out waiting for a checkpoint")
 
 
+@pytest.mark.slow
 def test_sigkill_then_rerun_resumes_from_the_last_checkpoint(tmp_path, pretraining_records, small_vocab):
     model_dir = tmp_path / "m"
     cmd = _cmd(pretraining_records, small_vocab, model_dir, "--steps", "60", "--checkpoint-every", "10")
@@ -65,6 +67,7 @@ def test_sigkill_then_rerun_resumes_from_the_last_checkpoint(tmp_path, pretraini
     assert rerun.stdout.count("Epoch ") <= (60 - saved_step) // 10
 
 
+@pytest.mark.slow
 def test_sigterm_writes_a_checkpoint_before_exit(tmp_path, pretraining_records, small_vocab):
     model_dir = tmp_path / "m"
     cmd = _cmd(pretraining_records, small_vocab, model_dir, "--steps", "1000", "--checkpoint-every", "500")
@@ -81,6 +84,7 @@ def test_sigterm_writes_a_checkpoint_before_exit(tmp_path, pretraining_records, 
     assert 0 < step < 500  # written on the signal, not at an interval
 
 
+@pytest.mark.slow
 def test_a_glob_matching_nothing_fails_before_work(tmp_path, small_vocab):
     result = subprocess.run([sys.executable, "-m", "kbert.pretrain", "--config", "tiny", "--vocab", str(small_vocab),
                              "--train-data", str(tmp_path / "none-*.tfrecord"), "--model-dir", str(tmp_path / "m")],

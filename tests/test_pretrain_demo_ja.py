@@ -15,6 +15,7 @@ pytest.importorskip("sentencepiece")
 # summary fields, exports, the held-out split) does not depend on the step count.
 
 
+@pytest.mark.slow
 def test_demo_writes_everything_and_reports(demo_ja_run):
     cwd, out, steps = demo_ja_run
     model_dir = cwd / "runs" / "pretrain_demo_ja" / "sentencepiece" / "model"
@@ -35,6 +36,7 @@ def test_demo_writes_everything_and_reports(demo_ja_run):
     assert "《" not in (text / "train" / "wagahaiwa_nekodearu.txt").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_exported_preprocessor_takes_raw_japanese_in_a_fresh_process(demo_ja_run):
     import sentencepiece as spm
 

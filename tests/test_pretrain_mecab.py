@@ -155,6 +155,7 @@ def test_packer_word_starts_follow_truncation_for_every_truncator():
     assert set(packer([a])) == {"input_word_ids", "input_mask", "input_type_ids"}  # only when asked
 
 
+@pytest.mark.slow
 def test_pretrain_command_runs_with_mecab_wordpiece(tmp_path):
     from kbert.commands import pretrain
 

@@ -92,6 +92,7 @@ def test_no_nsp_trains_mlm_alone():
     assert set(out) == {"mlm_logits"} and set(model.heads()) == {"mlm"}
 
 
+@pytest.mark.slow
 def test_fit_reduces_the_loss_on_a_fixed_batch():
     keras.utils.set_random_seed(1)
     config = BertConfig.preset("tiny", vocab_size=1000, max_position_embeddings=32)
@@ -186,6 +187,7 @@ def _wait(proc, timeout=600):
     assert proc.returncode == 0, out[-3000:]
 
 
+@pytest.mark.slow
 def test_mirrored_strategy_on_two_cpus_matches_one_device(tmp_path):
     _wait(_run_strategy(tmp_path, "single", tmp_path / "single.npz"))
     _wait(_run_strategy(tmp_path, "mirrored", tmp_path / "mirrored.npz"))
@@ -201,6 +203,7 @@ def _free_port():
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_multi_worker_mirrored_two_local_workers_end_with_the_same_weights(tmp_path):
     ports = [_free_port(), _free_port()]
     cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}

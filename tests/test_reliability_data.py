@@ -306,6 +306,7 @@ def _pretrain(tmp_path, vocab, data, *extra):
                  "--batch-size", "16", "--seed", "0", "--learning-rate", "1e-3", *extra])
 
 
+@pytest.mark.slow
 def test_pretrain_cli_names_the_file_keeps_the_steps_and_resumes_with_skip(tmp_path, vocab, capfd):
     """The damaged record lies past the 10,000-record shuffle buffer: training has run some steps
     when it is reached. Those steps are checkpointed, then a rerun with --skip-bad-records resumes."""

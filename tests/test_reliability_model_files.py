@@ -103,6 +103,7 @@ def _with_config(model_dir, tmp_path, **changes):
     ({"num_hidden_layers": 1}, [r"in the file but not in bert_config.json: .*transformer.*1"]),
     ({"intermediate_size": 256}, [r"intermediate.*file \[128, 512\].*config \[128, 256\]"]),
 ])
+@pytest.mark.slow
 def test_weights_of_another_architecture_list_what_differs(model_dir, tmp_path, changes, differences):
     m = _with_config(model_dir, tmp_path, **changes)
     FAULTS["checkpoint of another architecture (encoder)"] += 1

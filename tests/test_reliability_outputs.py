@@ -262,6 +262,7 @@ def _load_signature_inputs(path):
     return sorted(loaded.signatures["serving_default"].structured_input_signature[1])
 
 
+@pytest.mark.slow
 def test_an_export_over_an_earlier_one_replaces_it_whole(cli, models, tmp_path):
     out = tmp_path / "saved_models" / "cls" / "1"
     status, _ = cli("export", ["task", models / "cls", out])
@@ -280,6 +281,7 @@ def test_an_export_over_an_earlier_one_replaces_it_whole(cli, models, tmp_path):
     FAULTS["export over an earlier export (old warm-ups, stray file)"] += 1
 
 
+@pytest.mark.slow
 def test_an_export_refuses_a_folder_it_did_not_make_and_the_model_itself(cli, models, tiny_model_dir, tmp_path):
     out = tmp_path / "saved_models" / "enc" / "1"
     out.mkdir(parents=True)
@@ -299,6 +301,7 @@ def test_an_export_refuses_a_folder_it_did_not_make_and_the_model_itself(cli, mo
     FAULTS["export into (or over) the model directory"] += 2
 
 
+@pytest.mark.slow
 def test_models_config_keeps_hand_edits_and_lists_every_export(cli, models, tiny_model_dir, tmp_path):
     from kbert.export.serving import write_models_config
 

@@ -142,6 +142,7 @@ def test_any_unicode_pairs_through_the_preprocessor(preprocessor, pairs):
     check_packed(out, len(pairs), 2)
 
 
+@pytest.mark.slow
 @generates("bytes")
 @settings(max_examples=PLAN["bytes"][0], **SETTINGS)
 @given(data=st.lists(BYTES, **BATCH))
@@ -174,6 +175,7 @@ def test_bert_pack_inputs_any_segments_any_length(preprocessor, segments, seq_le
     check_packed(out, 32, len(segments), seq_length=seq_length)
 
 
+@pytest.mark.slow
 @generates("exported")
 @settings(max_examples=PLAN["exported"][0], **SETTINGS)
 @given(data=st.lists(st.one_of(BYTES, TEXT.map(lambda t: t.encode("utf-8"))), **BATCH),

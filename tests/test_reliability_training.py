@@ -107,6 +107,7 @@ print("not killed", flush=True)
 """
 
 
+@pytest.mark.slow
 def test_process_killed_half_way_through_a_checkpoint_write(tmp_path):
     """The kernel kills the writer when the new data file reaches half its size: a real
     interrupted write. The previous checkpoint restores bit for bit; the next save works."""
@@ -276,6 +277,7 @@ def _pretrain(tmp_path, *extra):
                  "--seq-length", "32", "--max-predictions", "5", "--batch-size", "8", "--seed", "0", *extra])
 
 
+@pytest.mark.slow
 def test_pretrain_cli_diverging_at_learning_rate_1e30_exits_naming_the_step(tmp_path, capfd):
     assert _pretrain(tmp_path, "--steps", "2", "--checkpoint-every", "2") == 0
     weights = (tmp_path / "m" / "encoder.weights.h5").read_bytes()

@@ -62,6 +62,7 @@ def test_xla_export_has_a_warmup_request_for_its_signature(xla_export):
     assert shape == [1, 128]
 
 
+@pytest.mark.slow
 def test_xla_export_loads_in_a_tensorflow_only_process(xla_export):
     out = run_fresh_python(f"""
 import sys
@@ -198,6 +199,7 @@ def test_serve_bench_with_concurrency_on_a_tiny_export(capsys, tmp_path):
 ORT = importlib.util.find_spec("onnxruntime") and importlib.util.find_spec("transformers")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not ORT, reason="onnxruntime / transformers not installed (pip install kbert[bench] transformers)")
 def test_encoder_bench_has_the_onnx_runtime_rows(capsys):
     code, out = _bench(capsys, "encoder", "--config", "tiny", "--batch-size", "2", "--seq-length", "16",

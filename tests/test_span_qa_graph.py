@@ -149,6 +149,7 @@ def test_squad_v2_null_answers(model_v2):
     assert python[3].score_diff == np.inf and graph["null_score_diff"].numpy()[3] == np.inf
 
 
+@pytest.mark.slow
 def test_saved_model_runs_without_kbert(model_v2, tmp_path):
     path = export_answer_model(model_v2, tmp_path / "qa")
     expected = build_answer_fn(model_v2)(tf.constant(QUESTIONS), tf.constant(CONTEXTS))

@@ -24,6 +24,7 @@ def _text(value):
     return value.decode("utf-8")
 
 
+@pytest.mark.slow
 def test_cli_mrpc_dev(tmp_path):
     """The documented command line, in a fresh process."""
     prefix = tmp_path / "mrpc-dev"

@@ -115,6 +115,7 @@ def _write_data(folder, n, seed, field):
             f.write(json.dumps({"text": " ".join(words), field: int((words == "good").sum())}) + "\n")
 
 
+@pytest.mark.slow
 def test_a_task_defined_here_fine_tunes_reloads_and_exports(tiny_model_dir, tmp_path):
     assert TASK in task_names() and get_task(TASK.upper()).type == "test_good_count"
     assert task_type_for_model("test_good_counter").name == "test_good_count"

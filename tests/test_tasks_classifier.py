@@ -24,6 +24,7 @@ def _fit_losses(model, x, y, epochs=12, lr=2e-3):
     return model.fit(x, y, epochs=epochs, batch_size=8, verbose=0, shuffle=False).history["loss"]
 
 
+@pytest.mark.slow
 def test_classifier_learns_tiny_data_and_reloads(tiny_model_dir, tmp_path):
     model = TextClassifier.from_model_dir(tiny_model_dir, label_names=["negative", "positive"], seq_length=16)
     losses = _fit_losses(model, TEXTS, LABELS)  # a plain list of str works as Keras input
@@ -104,6 +105,7 @@ def test_reload_refuses_another_head_size(tiny_model_dir, tmp_path):
         load_task_model(tiny_model_dir)
 
 
+@pytest.mark.slow
 def test_regressor_learns_scores(tiny_model_dir, tmp_path):
     model = TextRegressor.from_model_dir(tiny_model_dir, num_segments=2, seq_length=24)
     x = {"text_a": np.array(TEXTS, dtype=object), "text_b": np.array(TEXTS[::-1], dtype=object)}

@@ -35,6 +35,7 @@ def test_scores_each_choice_from_its_own_pair(tiny_model_dir):
         model({"context": inputs()["text_a"], "choices": inputs()["choices"]})
 
 
+@pytest.mark.slow
 def test_trains_and_reloads(tiny_model_dir, tmp_path):
     model = MultipleChoiceModel.from_model_dir(tiny_model_dir, seq_length=32, num_choices=4)
     # Put the right answer in a different slot for each example.

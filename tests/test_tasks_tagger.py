@@ -56,6 +56,7 @@ def test_word_level_round_trip(tagger, sentences):
     assert len(pieces) == 2 and len(pieces[0]) == 4
 
 
+@pytest.mark.slow
 def test_training_lowers_the_loss_and_predictions_go_back_to_words(tiny_model_dir, sentences, tmp_path):
     model = TokenTagger.from_model_dir(tiny_model_dir, label_names=TAGS, seq_length=32)
     train = sentences[:16]

@@ -251,6 +251,7 @@ def test_a_one_megabyte_text():
     assert np.mean(np.array(ids) == tokenizer.special_token_ids["unknown_id"]) < 0.01
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(TYPES))
 def test_graph_part_runs_from_a_savedmodel_in_a_tensorflow_only_process(tmp_path, rows, tokenizers, name):
     """The graph part (pre-tokenized strings -> ids) saved and run where neither kbert nor MeCab is imported."""

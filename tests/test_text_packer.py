@@ -100,6 +100,7 @@ def _round_robin(lengths, budget):
 THREE_SEGMENT_PACKERS = {t: BertPacker(128, CLS, SEP, PAD, truncator=t) for t in ("round_robin", "waterfall")}
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(rows=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30), st.integers(0, 30)),
                      min_size=1, max_size=20),

@@ -115,6 +115,7 @@ def test_resolve_tokenizer(tmp_path):
         resolve_tokenizer(tmp_path)
 
 
+@pytest.mark.slow
 def test_exported_preprocessor_in_a_fresh_process(exported, preprocessor, texts):
     """Loads with only tensorflow + tensorflow_text imported; same ids as eager kbert."""
     strings = texts[0][:200]
@@ -163,6 +164,7 @@ print(json.dumps({{
         assert f.read() == g.read()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shards", [2, 3])
 def test_batches_cut_into_parallel_slices_give_the_serial_result(shards):
     """In a graph the tokenizer and preprocessor cut a batch into slices worked on in parallel

@@ -8,6 +8,7 @@ it differently. Every assigned code point was checked to agree one by one when t
 
 from __future__ import annotations
 
+import pytest
 import tensorflow as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -30,6 +31,7 @@ def _fold_sigma(s):
     return s.replace("ς", "σ")
 
 
+@pytest.mark.slow
 @settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=st.lists(TEXT, min_size=1, max_size=24))
 def test_unicode_text_matches_oracle(uncased_tokenizer, google_oracle, texts):
@@ -53,6 +55,7 @@ def test_unicode_text_matches_oracle(uncased_tokenizer, google_oracle, texts):
 BYTES = st.lists(st.one_of(st.binary(max_size=12), TEXT.map(lambda t: t.encode("utf-8"))), max_size=6).map(b"".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.lists(BYTES, min_size=1, max_size=24))
 def test_invalid_utf8_is_dropped_like_the_original(uncased_tokenizer, google_oracle, data):
@@ -71,6 +74,7 @@ def test_degenerate_strings(uncased_tokenizer):
     assert all(r.flat_values.shape[0] == 0 for r in out)
 
 
+@pytest.mark.slow
 def test_megabyte_strings(uncased_tokenizer, google_oracle):
     lines = [line["text"] for line in reference_lines()]
     mixed = ""

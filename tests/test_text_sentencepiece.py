@@ -132,6 +132,7 @@ def test_config_round_trip(tokenizer, processor):
     assert clone.tokenize_flat(["吾輩は猫である"]).to_list() == [processor.encode("吾輩は猫である")]
 
 
+@pytest.mark.slow
 def test_saved_model_in_a_fresh_tensorflow_only_process(tokenizer, reference, tmp_path):
     module = tf.Module()
     module.tokenizer = tokenizer

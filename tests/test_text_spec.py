@@ -132,7 +132,7 @@ def test_command_line_flags_give_the_spec(tmp_path):
     spec, _ = tokenizer_spec_from_args(parser.parse_args(["--model-dir", str(tmp_path), "--cased",
                                                            "--tokenizer", "wordpiece"]))
     assert (spec.type, spec.lower_case) == ("wordpiece", False)
-    with pytest.raises(SystemExit, match="--vocab or --model-dir is required"):
+    with pytest.raises(TokenizerSpecError, match="--vocab or --model-dir is required"):
         tokenizer_spec_from_args(parser.parse_args([]))
 
 

@@ -59,6 +59,7 @@ def _same_head(model, reference):
     reference.head.set_weights(model.head.get_weights())
 
 
+@pytest.mark.slow
 def test_in_graph_type_through_preprocessor_task_model_and_export(tmp_path, model_dirs):
     from kbert.export.task import export_task
     from kbert.tasks import TextClassifier, load_task_model
@@ -94,6 +95,7 @@ def test_in_graph_type_through_preprocessor_task_model_and_export(tmp_path, mode
     assert loaded.do_lower_case.numpy()
 
 
+@pytest.mark.slow
 def test_python_step_type_runs_pre_tokenize_in_fit_predict_and_features(tmp_path, model_dirs, tiny_model_dir):
     from kbert.export.task import export_task
     from kbert.features import FeatureExtractor

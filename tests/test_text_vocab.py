@@ -49,6 +49,7 @@ def test_split_words_are_the_tokenizers_words():
     assert words == [cased.basic_tokenize(t) for t in texts[:200]]
 
 
+@pytest.mark.slow
 def test_learned_vocab_round_trips_on_held_out_text(tmp_path, capsys):
     out = tmp_path / "vocab.txt"
     code = vocab_main(["--input", str(CORPUS / "northangerabbey.txt"), "--size", "3000", "--unused", "2",

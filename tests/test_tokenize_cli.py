@@ -28,6 +28,7 @@ def _run(args, text: str):
     ("mecab-wordpiece", "ja-mecab-wordpiece/vocab.txt", "mecab_wordpiece_ids"),
     ("mecab-character", "ja-char/vocab.txt", "char_ids"),
 ])
+@pytest.mark.slow
 def test_every_reference_line_through_the_command_line(tokenizer, vocab, key):
     pytest.importorskip("fugashi")
     rows = _rows()
@@ -39,6 +40,7 @@ def test_every_reference_line_through_the_command_line(tokenizer, vocab, key):
     assert all(o["tokens"] == [vocab_tokens[i] for i in o["ids"]] for o in out)
 
 
+@pytest.mark.slow
 def test_sentencepiece_model_through_the_command_line():
     rows = _rows()
     out = _run([str(SHARED / "vocab" / "ja-sentencepiece" / "spm.model")], "".join(r["text"] + "\n" for r in rows))

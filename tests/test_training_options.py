@@ -51,6 +51,7 @@ def test_a_second_backend_in_one_process_is_refused():
         use_backend(other)
 
 
+@pytest.mark.slow
 def test_a_task_type_not_ready_for_jax_is_one_line_naming_it(tmp_path):
     import os
     import pathlib

@@ -18,8 +18,8 @@ than oneDNN's emulated bf16 matmul); ``--bf16-matmul both`` adds the native-bf16
 In float32 a "floor" row times kbert's dense projections alone (no attention, LayerNorm, transposes):
 not a candidate, a bound on what any layout change could buy (``--no-floor`` to skip).
 ``--attentions`` adds beside each kbert row the same encoder returning every layer's attention
-probabilities (issue 18: what asking costs; not a candidate).
-``--suite issue7`` runs the four rows of issue 7. The last line is the worst ratio kbert / fastest peer.
+probabilities (what asking for them costs; not a candidate).
+``--suite issue7`` runs the four rows the speed targets are set on (docs/performance.md). The last line is the worst ratio kbert / fastest peer.
 """
 
 from __future__ import annotations
@@ -244,7 +244,7 @@ def _floor_notes(rows):
 
 
 def _attentions_row(encoder, kin, plain_name, jit, bf16_mode, case, flops):
-    """The plain kbert row's encoder called with ``output_attentions=True`` (issue 18), the sequence output
+    """The plain kbert row's encoder called with ``output_attentions=True``, the sequence output
     and every layer's ``[batch, heads, seq, seq]`` probabilities fetched. Not a candidate (its own group):
     beside the plain row it shows what returning them costs, and the plain row, run against a tree from
     before ``output_attentions`` existed, that not asking for them costs nothing."""
@@ -362,7 +362,7 @@ def main(argv=None):
                         help="skip the 'projections only' floor row (float32; a bound, not a candidate)")
     parser.add_argument("--attentions", action="store_true",
                         help="add a row per kbert row with output_attentions=True (every layer's attention "
-                             "probabilities returned; issue 18): not a candidate, a note gives its cost")
+                             "probabilities returned): not a candidate, a note gives its cost")
     args = parser.parse_args(argv)
     peers = common.peers(args)
     cases = common.parse_cases(args, SUITES)
