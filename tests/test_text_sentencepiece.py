@@ -172,3 +172,17 @@ def test_arbitrary_input_gives_defined_ids(tokenizer, processor, rows):
 def test_a_one_megabyte_string(tokenizer, processor):
     text = "吾輩は猫である。" * (1_000_000 // 24)
     assert tokenizer.tokenize_flat([text]).to_list()[0] == processor.encode(text)
+
+
+def test_offsets_survive_tf_random_set_seed(processor):
+    """tf.random.set_seed (keras.utils.set_random_seed, as every training script calls it) clears
+    TensorFlow's kernel cache; tensorflow-text's SentencePiece resource lived in it, so a tokenizer
+    made before the seed failed with NotFoundError on its next offsets call."""
+    import tensorflow as tf
+
+    tokenizer = create_tokenizer(TokenizerSpec(type="sentencepiece", lower_case=False, vocab_file="spm.model"), MODEL_DIR)
+    text = "吾輩は猫である。名前はまだ無い。"
+    before = [t.merge_dims(-2, -1).to_list() for t in tokenizer.tokenize_with_offsets([text])]
+    tf.random.set_seed(0)
+    after = [t.merge_dims(-2, -1).to_list() for t in tokenizer.tokenize_with_offsets([text])]
+    assert after == before and after[0] == [processor.encode(text)]

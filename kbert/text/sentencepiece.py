@@ -32,10 +32,12 @@ Offsets point into the input as it was given (before normalization), as the pack
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 
 import tensorflow as tf
 import tensorflow_text as tf_text
+from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece
 
 from kbert.text.inputs import Untracked, default_shards, entry_graphs
 from kbert.text.registry import asset_path, register_tokenizer
@@ -47,6 +49,27 @@ WORD_MARK = "\u2581"
 DEFAULT_MODEL_FILE = "spm.model"
 # Other spellings of a special token in SentencePiece models (ALBERT's spm: <pad>, <unk>).
 _ALIASES = {"[PAD]": ("<pad>",), "[UNK]": ("<unk>",)}
+
+
+class _SharedModelResource(tf.saved_model.experimental.TrackableResource):
+    """The SentencePiece model resource of the offsets kernel, under a ``shared_name``.
+
+    tensorflow-text makes it owned by the kernel that created it (its own TODO, b/318839908), and
+    ``tf.random.set_seed`` (so ``keras.utils.set_random_seed``) clears TensorFlow's kernel cache: the
+    resource is gone and every later ``tokenize_with_offsets`` fails with NotFoundError. Named, it
+    lives in the resource manager for the life of the process (or of the SavedModel's session). The
+    name is the model's SHA-256, so one name is always one model and two loads may share it."""
+
+    def __init__(self, model: bytes):
+        super().__init__()
+        self._model = model
+        self._shared_name = "kbert_sentencepiece_" + hashlib.sha256(model).hexdigest()[:32]
+        _ = self.resource_handle  # created now, as tensorflow-text does
+
+    def _create_resource(self):
+        # The op tensorflow-text's own resource runs (its generated wrapper, loaded with the kernels).
+        op = tf_text_sentencepiece.gen_sentencepiece_tokenizer.sentencepiece_op
+        return op(model=self._model, shared_name=self._shared_name)
 
 
 @register_tokenizer("sentencepiece")
@@ -121,6 +144,7 @@ class SentencePieceTokenizer(TokenizerLayer):
             os.path.basename(self._model_path) if self._model_path else DEFAULT_MODEL_FILE)
         try:
             self._sp = tf_text.SentencepieceTokenizer(model=proto, out_type=tf.int32)
+            self._sp._model_resource = _SharedModelResource(proto)  # see _SharedModelResource
             # Not a trackable object: its model is a constant that traced graphs capture.
             self._fast = Untracked(tokenizer=tf_text.FastSentencepieceTokenizer(proto))
             size = int(self._sp.vocab_size())
