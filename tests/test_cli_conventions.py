@@ -1,7 +1,6 @@
 """Every subcommand (and each of its own subcommands) follows kbert's command-line conventions:
 a wrong flag is one line ``kbert COMMAND: error: ...`` with exit status 1 (not argparse's usage text
-and status 2), and ``--help`` lists ``--verbose``. pretrain and finetune are checked by their own
-CLI tests."""
+and status 2), and ``--help`` lists ``--verbose``."""
 
 import subprocess
 import sys
@@ -12,6 +11,9 @@ from conftest import REPO
 
 # (argv after `python -m kbert`, the program name the error line starts with)
 COMMANDS = [
+    (["pretrain"], "kbert pretrain"),
+    (["pretrain", "--demo", "ja"], "kbert pretrain --demo ja"),
+    (["finetune"], "kbert finetune"),
     (["predict"], "kbert predict"),
     (["export"], "kbert export"),
     (["export", "encoder"], "kbert export encoder"),

@@ -20,11 +20,12 @@ from __future__ import annotations
 import argparse
 import pathlib
 
+
 def parse_args(argv=None):
     from kbert.cli_support import ArgumentParser, add_verbose_flag, prog
 
     p = ArgumentParser(prog=prog("features"), description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model_dir", metavar="MODEL_DIR", help="kbert model directory (kbert.convert or kbert.pretrain output)")
     p.add_argument("--input", required=True, metavar="ROWS.jsonl", help='one {"text_a": ..., ["text_b": ...]} a line')
     p.add_argument("--output", required=True, metavar="OUT.npz",

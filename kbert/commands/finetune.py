@@ -27,11 +27,10 @@ def parse_args(argv=None):
     from kbert.tasks.options import FinetuneOptions, add_arguments
     from kbert.tasks.registry import task_listing, task_types
 
-    from kbert.cli_support import add_backend_flag, add_verbose_flag, prog
+    from kbert.cli_support import ArgumentParser, add_backend_flag, prog
 
-    p = argparse.ArgumentParser(prog=prog("finetune"), description=__doc__ + task_listing(),
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_verbose_flag(p)
+    p = ArgumentParser(prog=prog("finetune"), description=__doc__ + task_listing(),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     add_backend_flag(p)
     add_arguments(p, FinetuneOptions)
     p.add_argument("--quiet", action="store_true", help="one line per epoch instead of a progress bar")

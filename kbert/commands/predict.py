@@ -36,7 +36,7 @@ def parse_args(argv=None):
     from kbert.tasks.prediction import FORMATS
 
     p = ArgumentParser(prog=prog("predict"), description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model_dir", metavar="MODEL_DIR", help="a fine-tuned task model directory")
     p.add_argument("--input", required=True, metavar="FILE", help="the rows to predict")
     p.add_argument("--output", required=True, metavar="FILE",

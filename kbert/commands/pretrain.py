@@ -26,12 +26,10 @@ DEMO_DIR = pathlib.Path("runs/pretrain_demo")
 
 
 def parse_args(argv=None):
-    from kbert.cli_support import add_backend_flag, add_verbose_flag, prog
+    from kbert.cli_support import ArgumentParser, add_backend_flag, prog
     from kbert.text.cli_args import add_tokenizer_arguments
 
-    p = argparse.ArgumentParser(prog=prog("pretrain"), description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_verbose_flag(p)
+    p = ArgumentParser(prog=prog("pretrain"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_backend_flag(p)
     p.add_argument("--tpu", default=None,
                    help="tensorflow: TPU name or grpc:// address (selects TPUStrategy); jax: on a Cloud TPU VM, "

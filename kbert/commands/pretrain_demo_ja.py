@@ -35,10 +35,11 @@ VOCAB_SIZE = 8000
 
 
 def parse_args(argv):
+    from kbert.cli_support import ArgumentParser, prog
     from kbert.text.registry import tokenizer_types  # every registered type can learn its vocabulary
 
-    p = argparse.ArgumentParser(prog="python -m kbert.pretrain --demo ja", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(prog=f"{prog('pretrain')} --demo ja", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--demo", required=True, choices=("ja",), help="the Japanese main job")
     p.add_argument("--tokenizer", default="sentencepiece", choices=tokenizer_types(), help="vocabulary type (default sentencepiece)")
     p.add_argument("--steps", type=int, default=1000, help="pre-training steps (default 1000)")
