@@ -9,6 +9,20 @@ import sys
 from conftest import REPO
 
 
+def user_bin(bin_dir: pathlib.Path) -> pathlib.Path:
+    """``bin_dir`` with ``python``, ``python3`` and ``kbert`` as a user's shell finds them after
+    installing kbert: small scripts that exec this interpreter (``sys.executable``). Not symlinks: a
+    venv's ``python`` is itself a link to the base interpreter, and Python finds its venv from the
+    ``pyvenv.cfg`` beside the path it was started as, so a link elsewhere would start the base
+    interpreter without kbert's dependencies. Returns ``bin_dir``, to put first on PATH."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    scripts = {"python": '"$@"', "python3": '"$@"', "kbert": '-m kbert "$@"'}
+    for name, args in scripts.items():
+        (bin_dir / name).write_text(f'#!/bin/sh\nexec "{sys.executable}" {args}\n')
+        (bin_dir / name).chmod(0o755)
+    return bin_dir
+
+
 class ReadmeScratch:
     """The folder tests/test_readme_commands.py runs README's ```bash commands in (in README order),
     their environment, and each command's result. A test that checks what a README command makes
@@ -16,12 +30,7 @@ class ReadmeScratch:
     whichever test comes first, and the README test checks the same result."""
 
     def __init__(self, root: pathlib.Path, env_overrides: dict):
-        bin_dir = root / "bin"
-        bin_dir.mkdir()
-        # a ``kbert`` command on PATH (what the install's entry point does) and ``python`` for README's
-        (bin_dir / "kbert").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m kbert "$@"\n')
-        (bin_dir / "kbert").chmod(0o755)
-        (bin_dir / "python").symlink_to(sys.executable)
+        bin_dir = user_bin(root / "bin")  # README's ``kbert`` and ``python``, this interpreter's
         self.work = root / "work"
         self.work.mkdir()
         (self.work / "kbert").symlink_to(REPO / "kbert")  # README's paths into the checkout (kbert/resources/...)

@@ -3,12 +3,14 @@ a few steps: the data commands build the JSONL files, fine-tuning writes a model
 the one its own predictions give, and `kbert predict` reloads it and answers with the file's labels."""
 
 import json
+import os
 import shlex
 import subprocess
 
 import pytest
 
 from conftest import REPO, SHARED
+from readme_scratch import user_bin
 from test_readme_commands import readme_commands
 
 DOC = REPO / "docs" / "languages.md"
@@ -44,7 +46,8 @@ def test_the_documented_example_trains_and_its_model_predicts(tmp_path, monkeypa
             assert predict(shlex.split(command)[3:]) == 0
             output = tmp_path / shlex.split(command)[shlex.split(command).index("--output") + 1]
         else:
-            result = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120)
+            env = {**os.environ, "PATH": f"{user_bin(tmp_path / 'bin')}{os.pathsep}{os.environ.get('PATH', '')}"}
+            result = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120, env=env)
             assert result.returncode == 0, (command, result.stderr)
 
     gold = [json.loads(line)["label"] for line in eval_file.read_text(encoding="utf-8").splitlines()]
