@@ -136,3 +136,20 @@ def max_context_mask(windows: dict):
     best_k = tf.reduce_min(tf.where(inside & (score == best), k, k_max), axis=1)
     mine = tf.equal(tf.gather(row_first, flat_window) + best_k, flat_window)
     return pieces.with_flat_values(mine)
+
+
+def model_settings(task_type, task_meta: dict, long_documents=None, doc_stride=None) -> dict:
+    """The load_task_model settings for ``long_documents`` / ``doc_stride`` given to kbert predict or
+    the task export instead of what the model directory recorded (None: keep it). ValueError for
+    windows on a task type that cannot combine them, or a stride not below the model's seq_length."""
+    import inspect
+
+    seq_length = task_meta.get("seq_length")
+    check_long_documents(long_documents or "truncate", doc_stride, seq_length)
+    if long_documents is not None and long_documents not in task_type.long_documents:
+        raise ValueError(f"--long-documents {long_documents}: a {task_meta.get('type')} model (task type "
+                         f"{task_type.name!r}) cannot combine windows into one answer; it takes "
+                         f"{', '.join(task_type.long_documents)}")
+    accepted = inspect.signature(task_type.model_class(task_meta["type"]).__init__).parameters
+    given = {"long_documents": long_documents, "doc_stride": doc_stride}
+    return {k: v for k, v in given.items() if v is not None and k in accepted}
