@@ -142,7 +142,10 @@ class ClassificationRecipe(Recipe):
                                                                          "training")
         labels = self.labels(self.train)
         if model.windows:  # every window a training example with its document's label
-            x, document = model.window_ids(x)
+            try:
+                x, document = model.window_ids(x)
+            except ValueError as e:  # a text A that leaves no room: name the file
+                raise ValueError(f"{self.options.train_file or self.options.data_dir}: {e}") from None
             labels, lengths = labels[document], x["input_mask"].sum(axis=1)
             self.num_windows = len(document)
             self.long_document_notes.append(f"windows: {len(document)} training windows of {len(full)} texts "
