@@ -84,7 +84,8 @@ def window_rows(tokens, window_tokens, stride):
     ``window_tokens``: the room of a window, a scalar or one per row ([batch], e.g. less text A);
     ``stride``: a scalar. Returns a dict: ``pieces`` RaggedTensor [windows, (pieces)], ``document``
     int64 [windows] (the row each window comes from), ``start`` int64 [windows] (its first piece's
-    index in the row), ``num_windows`` int64 [batch].
+    index in the row), ``num_windows`` int64 [batch], ``positions`` RaggedTensor [windows, (pieces)]
+    (each piece's index in ``tokens.flat_values``, to gather what goes with the pieces).
     """
     import tensorflow as tf
 
@@ -102,7 +103,8 @@ def window_rows(tokens, window_tokens, stride):
     first = tf.gather(tokens.row_starts(), document) + start
     positions = tf.ragged.range(first, first + length)
     pieces = tf.gather(tokens.flat_values, positions)
-    return {"pieces": pieces, "document": document, "start": start, "num_windows": num_windows}
+    return {"pieces": pieces, "document": document, "start": start, "num_windows": num_windows,
+            "positions": positions}
 
 
 def max_context_mask(windows: dict):
