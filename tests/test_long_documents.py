@@ -104,3 +104,21 @@ def test_settings_reload_from_the_model_directory(tiny_model_dir, tmp_path):
 def test_bad_settings(tiny_model_dir, settings, message):
     with pytest.raises(TaskModelError, match=message):
         TextClassifier.from_model_dir(tiny_model_dir, seq_length=32, num_classes=2, **settings)
+
+
+@pytest.mark.parametrize("meta, settings, message", [
+    ({"type": "multiple_choice", "seq_length": 64}, {"long_documents": "windows"},
+     "--long-documents windows: a multiple_choice model \\(task type 'multiple_choice'\\) cannot combine windows"),
+    ({"type": "text_classifier", "seq_length": 64}, {"doc_stride": 64}, "--doc-stride 64 must be below --seq-length 64"),
+])
+def test_predict_and_export_refuse_what_cannot_work(meta, settings, message):
+    from kbert.tasks.registry import task_type_for_model
+    from kbert.tasks.windows import model_settings
+
+    with pytest.raises(ValueError, match=message):
+        model_settings(task_type_for_model(meta["type"]), meta, **settings)
+    # what they pass to load_task_model: only the settings the model class takes
+    assert model_settings(task_type_for_model("text_classifier"), {"type": "text_classifier", "seq_length": 64},
+                          "windows", 16) == {"long_documents": "windows", "doc_stride": 16}
+    assert model_settings(task_type_for_model("span_qa"), {"type": "span_qa", "seq_length": 64}, "windows", 16) == \
+        {"doc_stride": 16}

@@ -152,6 +152,8 @@ def model_settings(task_type, task_meta: dict, long_documents=None, doc_stride=N
         raise ValueError(f"--long-documents {long_documents}: a {task_meta.get('type')} model (task type "
                          f"{task_type.name!r}) cannot combine windows into one answer; it takes "
                          f"{', '.join(task_type.long_documents)}")
-    accepted = inspect.signature(task_type.model_class(task_meta["type"]).__init__).parameters
+    # the constructor arguments of the model class and the classes it passes **kwargs on to
+    accepted = {name for klass in task_type.model_class(task_meta["type"]).__mro__ if "__init__" in vars(klass)
+                for name in inspect.signature(klass.__init__).parameters}
     given = {"long_documents": long_documents, "doc_stride": doc_stride}
     return {k: v for k, v in given.items() if v is not None and k in accepted}
