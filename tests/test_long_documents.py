@@ -122,3 +122,24 @@ def test_predict_and_export_refuse_what_cannot_work(meta, settings, message):
                           "windows", 16) == {"long_documents": "windows", "doc_stride": 16}
     assert model_settings(task_type_for_model("span_qa"), {"type": "span_qa", "seq_length": 64}, "windows", 16) == \
         {"doc_stride": 16}
+
+
+@pytest.mark.slow
+def test_jax_predicts_the_same_windows_from_host_ids(tiny_model_dir, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from conftest import REPO, cli_env
+
+    _, model = _pair(tiny_model_dir, TextClassifier, {"num_classes": 3})
+    model.save_model_dir(tmp_path / "m")
+    texts = [LONG, "short", LONG[:150]]
+    code = ("import json, sys, numpy as np\nfrom kbert.tasks import load_task_model\n"
+            f"m = load_task_model({str(tmp_path / 'm')!r})\n"
+            f"print(json.dumps(m.predict_logits(np.array({texts!r}, dtype=object)).tolist()))\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=600,
+                         env={**cli_env(), "KERAS_BACKEND": "jax"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    jax_logits = np.array(json.loads(run.stdout.strip().splitlines()[-1]))
+    np.testing.assert_allclose(jax_logits, model.predict_logits(np.array(texts, dtype=object)), atol=1e-5)
