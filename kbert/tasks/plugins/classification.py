@@ -140,6 +140,10 @@ class ClassificationRecipe(Recipe):
         full = token_lengths(model.tokenizer, segments, 2 ** 62)
         self.truncated, self.long_document_notes = long_document_report(model.seq_length, full, model.windows,
                                                                          "training")
+        _, dev_segments = self.inputs(self.dev)
+        self.long_document_notes += long_document_report(model.seq_length,
+                                                         token_lengths(model.tokenizer, dev_segments, 2 ** 62),
+                                                         model.windows, "evaluation")[1]
         labels = self.labels(self.train)
         if model.windows:  # every window a training example with its document's label
             try:
