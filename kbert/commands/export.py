@@ -62,6 +62,11 @@ def main(argv=None):
                       help="where to write the SavedModel: saved_models/NAME/VERSION (NAME is added to "
                            "models.config beside it)")
     task.add_argument("--no-warmup", action="store_true", help="skip assets.extra warm-up requests")
+    task.add_argument("--long-documents", default=None, choices=("truncate", "windows"),
+                      help="texts longer than the model's seq_length: cut, or read in windows cut in the graph "
+                           "(one answer per input string; default: what the model was fine-tuned with)")
+    task.add_argument("--doc-stride", type=int, default=None,
+                      help="windows: word pieces between the starts of a text's windows (default: the model's)")
 
     for p in (enc, pre, task):
         p.add_argument("--overwrite", action="store_true",
@@ -90,7 +95,8 @@ def _export(args):
     if args.what == "task":
         from kbert.export.task import export_task
 
-        path = export_task(args.model_dir, args.out_dir, warmup=not args.no_warmup, overwrite=args.overwrite)
+        path = export_task(args.model_dir, args.out_dir, warmup=not args.no_warmup, overwrite=args.overwrite,
+                           long_documents=args.long_documents, doc_stride=args.doc_stride)
     elif args.what == "encoder":
         from kbert.export.encoder import export_encoder
 

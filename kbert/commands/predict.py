@@ -51,6 +51,11 @@ def parse_args(argv=None):
     p.add_argument("--text-columns", default=None, help="table input: the text column(s), comma-separated "
                                                         "(default: those the model was fine-tuned on)")
     p.add_argument("--id-column", default=None, help="table input: the column of each row's id (default: line number)")
+    p.add_argument("--long-documents", default=None, choices=("truncate", "windows"),
+                   help="texts longer than the model's seq_length: cut them or read them in windows, one answer "
+                        "per text (default: what the model was fine-tuned with)")
+    p.add_argument("--doc-stride", type=int, default=None,
+                   help="windows: word pieces between the starts of a text's windows (default: the model's)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_verbose_flag(p)
     add_backend_flag(p)
@@ -81,7 +86,8 @@ def main(argv=None) -> int:
                             f"under {', '.join(task_type.backends)} only, not --backend {backend}")
     options = PredictOptions(task_format=args.task_format,
                              text_columns=comma_list(args.text_columns) if args.text_columns else None,
-                             id_column=args.id_column, probabilities=args.probabilities, batch_size=args.batch_size)
+                             id_column=args.id_column, probabilities=args.probabilities, batch_size=args.batch_size,
+                             long_documents=args.long_documents, doc_stride=args.doc_stride)
     result = predict_file(args.model_dir, args.input, args.output, args.format, options,
                           show_progress=not args.quiet, overwrite=args.overwrite)
     print(f"{result['rows']} predictions ({result['model_type']}, {result['seconds']} s) -> {result['output']}")

@@ -57,13 +57,23 @@ def _takes_words_itself(serve) -> bool:
     return all(name.endswith("words") or name.startswith("words_") for name in serve.input_signature[0])
 
 
-def export_task(model_dir, out_dir, warmup: bool = True, overwrite: bool = False) -> pathlib.Path:
+def export_task(model_dir, out_dir, warmup: bool = True, overwrite: bool = False, long_documents=None,
+                doc_stride=None) -> pathlib.Path:
     """Writes the task SavedModel to ``out_dir`` whole (kbert.export.serving.write_export: an earlier
-    kbert export there is replaced, anything else refused unless ``overwrite``)."""
+    kbert export there is replaced, anything else refused unless ``overwrite``). ``long_documents``,
+    ``doc_stride``: instead of what the model directory recorded (kbert.tasks.windows); with
+    windows the signature cuts each string into windows in the graph and answers once per string."""
+    from kbert import model_dir as model_dir_lib
     from kbert.tasks import load_task_model
+    from kbert.tasks.windows import model_settings
 
     model_dir, out_dir = pathlib.Path(model_dir), pathlib.Path(out_dir)
-    model = load_task_model(model_dir)
+    settings = {}
+    if long_documents is not None or doc_stride is not None:
+        task_meta = model_dir_lib.read_metadata(model_dir).get("task") or {}
+        if "type" in task_meta:
+            settings = model_settings(task_type_for_model(task_meta["type"]), task_meta, long_documents, doc_stride)
+    model = load_task_model(model_dir, **settings)
     module = _TaskModule(model)
     task_type = task_type_for_model(model.task_type)
     serve, serve_ids = task_type.signatures(module)

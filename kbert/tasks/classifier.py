@@ -21,17 +21,26 @@ from kbert.tasks.base import TaskModel, TaskModelError, host_packing
 from kbert.tasks.batching import in_input_order, length_order, progress_callbacks
 from kbert.tasks.heads import PooledHead
 from kbert.tasks.text_inputs import take_rows, text_lengths, text_segments
+from kbert.tasks.windows import check_long_documents, default_stride
 
 
 class _PooledTextModel(TaskModel):
     head_name = "classifier"
 
     def __init__(self, encoder, tokenizer, lower_case=None, *, num_outputs, num_segments=1, dropout=0.1,
-                 **kwargs):
+                 long_documents="truncate", doc_stride=None, **kwargs):
         super().__init__(encoder, tokenizer, lower_case, **kwargs)
         if num_segments not in (1, 2):
             raise TaskModelError(f"num_segments must be 1 (one text) or 2 (a pair), got {num_segments!r}")
         self.num_segments = int(num_segments)
+        # Texts longer than seq_length: cut ("truncate") or read in windows whose outputs are
+        # combined into one answer per text (kbert.tasks.window_inputs).
+        try:
+            check_long_documents(long_documents, doc_stride, self.seq_length)
+        except ValueError as e:
+            raise TaskModelError(str(e)) from None
+        self.long_documents = long_documents
+        self.doc_stride = int(doc_stride) if doc_stride is not None else default_stride(self.seq_length)
         config = encoder.config
         self.head = PooledHead(config.hidden_size, num_outputs, dropout=dropout,
                                initializer_range=config.initializer_range, name=self.head_name)
@@ -39,30 +48,83 @@ class _PooledTextModel(TaskModel):
 
     def task_settings(self):
         return {**super().task_settings(), "num_segments": self.num_segments,
-                "dropout": self.head.dropout_rate}
+                "dropout": self.head.dropout_rate, "long_documents": self.long_documents,
+                "doc_stride": self.doc_stride}
+
+    @property
+    def windows(self) -> bool:
+        return self.long_documents == "windows"
 
     def pack(self, inputs) -> dict:
         return self.preprocessor(text_segments(inputs, self.num_segments, type(self).__name__))
 
     def call(self, inputs, training=None):
-        """Logits for texts (TensorFlow) or for packed ids (``pack``; any backend)."""
+        """Logits for texts (TensorFlow; one row per text, its windows combined under
+        ``long_documents="windows"``) or for packed ids (``pack``, or each window's; any backend)."""
+        document = None
         if self.takes_ids(inputs):
             packed = inputs
         elif host_packing():
             raise TaskModelError(f"{type(self).__name__} under the {keras.backend.backend()} backend takes packed ids "
                                  "(model.pack(texts) in TensorFlow); fit, evaluate and predict pack texts themselves")
+        elif self.windows:
+            from kbert.tasks.window_inputs import window_inputs
+
+            packed, document = window_inputs(self, inputs, check=False)
         else:
             packed = self.pack(inputs)
         outputs = self.encode(packed, training=training)
-        return self.head(outputs["pooled_output"], training=training)
+        logits = self.head(outputs["pooled_output"], training=training)
+        if document is None:
+            return logits
+        from kbert.tasks.window_inputs import COMBINE, combine_graph
+
+        num_documents = tf.cast(tf.reduce_max(tf.concat([document, [-1]], 0)) + 1, tf.int32)
+        return combine_graph(logits, document, num_documents, COMBINE[self.task_type])
+
+    def window_ids(self, inputs):
+        """(packed numpy ids of every window, document of each) for raw texts, on the host."""
+        from kbert.tasks.window_inputs import host_windows
+
+        return host_windows(self, inputs)
 
     def predict_logits(self, inputs, batch_size=64, progress=None) -> np.ndarray:
         """call(inputs) for many examples, batched in order of length (little padding), returned
-        in the input order; ``progress(rows)`` is called after each batch."""
+        in the input order; ``progress(rows)`` is called after each batch. Under
+        ``long_documents="windows"`` the windows of all texts are batched together and combined
+        into one row per text."""
+        if self.windows:
+            from kbert.tasks.window_inputs import COMBINE, combine_numpy
+
+            packed, document = self.window_ids(inputs)
+            order = length_order(packed["input_mask"].sum(axis=1))
+            callbacks = progress_callbacks(_document_progress(progress, document, order, batch_size),
+                                           len(order), batch_size)
+            outputs = in_input_order(self.predict({k: v[order] for k, v in packed.items()}, batch_size=batch_size,
+                                                  verbose=0, callbacks=callbacks), order)
+            return combine_numpy(outputs, document, len(text_lengths(inputs, self.num_segments)),
+                                 COMBINE[self.task_type])
         order = length_order(text_lengths(inputs, self.num_segments))
         callbacks = progress_callbacks(progress, len(order), batch_size)
         return in_input_order(self.predict(take_rows(inputs, order), batch_size=batch_size, verbose=0,
                                            callbacks=callbacks), order)
+
+
+def _document_progress(progress, document, order, batch_size):
+    """``progress(windows done)`` -> ``progress(documents whose last window is done)``."""
+    if progress is None:
+        return None
+    last = np.zeros(int(document.max(initial=-1)) + 1, dtype=np.int64)
+    np.maximum.at(last, document[order], np.arange(len(order)))
+    done = {"windows": 0, "documents": 0}
+
+    def report(windows):
+        done["windows"] += windows
+        finished = int((last < done["windows"]).sum())
+        progress(finished - done["documents"])
+        done["documents"] = finished
+
+    return report
 
 
 def _label_names(num_classes, label_names, who):

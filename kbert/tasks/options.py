@@ -76,6 +76,13 @@ class FinetuneOptions:
                                                         "process 0 (jax.distributed.initialize)")
     num_processes: int | None = option(None, type=int, help="--backend jax: number of processes of the run")
     process_id: int | None = option(None, type=int, help="--backend jax: this process's id, 0 .. N-1")
+    # Texts longer than --seq-length (kbert.tasks.windows); recorded in the model directory.
+    long_documents: str = option("truncate", help="texts longer than --seq-length: truncate (cut them; the run "
+                                                  "reports how many) or windows (read each in overlapping windows, "
+                                                  "one answer per text; classification, regression, multi-label)")
+    doc_stride: int | None = option(None, type=int, help="windows: word pieces between the starts of a text's "
+                                                         "windows, below --seq-length (default: half a window; "
+                                                         "span QA: 128)")
     task_options: object = dataclasses.field(default=None, metadata={"cli": False})
 
     def __post_init__(self):
@@ -112,6 +119,11 @@ def add_arguments(parser, cls, *, only=None, defaults=None, helps=None, title=No
     target = parser.add_argument_group(title) if title else parser
     for name in (only or list(fields)):
         field = fields[name]
+        # A flag that an earlier dataclass made for a field of the same name is shared, made once
+        # (--doc-stride: the windows of any task, span QA's own); from_args gives each its value.
+        existing = parser._option_string_actions.get(_flag(field))
+        if existing is not None and existing.dest == name:
+            continue
         default = defaults.get(name, field.default)
         help_text = helps.get(name, field.metadata.get("help"))
         kwargs = {"dest": name, "help": help_text}
@@ -135,4 +147,7 @@ def add_arguments(parser, cls, *, only=None, defaults=None, helps=None, title=No
 def from_args(cls, args: argparse.Namespace, **extra):
     """``cls`` from the parsed namespace (fields it lacks keep their defaults)."""
     values = {f.name: getattr(args, f.name) for f in cli_fields(cls) if hasattr(args, f.name)}
+    for f in cli_fields(cls):  # a shared flag left out (None) keeps this field's own default
+        if values.get(f.name, 0) is None and f.default is not None and f.default is not dataclasses.MISSING:
+            del values[f.name]
     return cls(**values, **extra)

@@ -38,13 +38,16 @@ def predict_file(model_dir, input_path, output_path, fmt="jsonl", options=None, 
     formats = task_type.output_formats(task_meta)
     if fmt not in formats:
         raise ValueError(f"--format {fmt}: a {task_meta['type']} model writes {', '.join(formats)}")
+    from kbert.tasks.windows import model_settings
+
+    settings = model_settings(task_type, task_meta, options.long_documents, options.doc_stride)
     # Every row is read and checked before the model is even loaded.
     data = task_type.read_prediction_input(task_meta, input_path, options)
     check_unique_ids(input_path, data.examples)
     from kbert.tasks import load_task_model
 
     start = time.time()
-    model = model if model is not None else load_task_model(model_dir)
+    model = model if model is not None else load_task_model(model_dir, **settings)
     predictions = task_type.predict(model, data, options, RowProgress(show_progress))
     if len(predictions) != len(data.examples):  # a plug-in's predict must answer every row
         raise RuntimeError(f"{type(task_type).__name__}.predict returned {len(predictions)} predictions "

@@ -26,6 +26,8 @@ class PredictOptions:
       id_column: table inputs: the column holding each row's id (default: the line number).
       probabilities: add the probabilities (classification, multi-label, multiple choice, QA).
       batch_size: rows per model call.
+      long_documents, doc_stride: truncate or windows, and the windows' stride, instead of what the
+        model was fine-tuned with (kbert.tasks.windows).
     """
 
     task_format: str | None = None
@@ -33,6 +35,14 @@ class PredictOptions:
     id_column: str | None = None
     probabilities: bool = False
     batch_size: int = 64
+    # Texts longer than the model's seq_length (None: what the model directory recorded).
+    long_documents: str | None = None
+    doc_stride: int | None = None
+
+    def model_settings(self) -> dict:
+        """The load_task_model settings these options change."""
+        return {k: v for k, v in (("long_documents", self.long_documents), ("doc_stride", self.doc_stride))
+                if v is not None}
 
 
 class RowProgress:

@@ -31,6 +31,7 @@ from kbert.tasks.datasets import make_dataset
 from kbert.tasks.heads import SequenceHead
 from kbert.tasks.inference_step import inference_step
 from kbert.tasks.ner_alignment import IGNORE_INDEX, entity_spans
+from kbert.tasks.windows import check_long_documents, default_stride, max_context_mask, window_rows
 from kbert.text.pre_tokenize import needs_pre_tokenize, pre_tokenize_data
 
 
@@ -104,8 +105,16 @@ class TokenTagger(TaskModel):
     head_shape_keys = ("label_names",)
 
     def __init__(self, encoder, tokenizer, lower_case=None, *, label_names, dropout=0.1, fill_label=0,
-                 ignore_index=IGNORE_INDEX, **kwargs):
+                 ignore_index=IGNORE_INDEX, long_documents="truncate", doc_stride=None, **kwargs):
         super().__init__(encoder, tokenizer, lower_case, **kwargs)
+        # Sentences longer than seq_length: cut (their last words get fill_label) or read in windows,
+        # each word tagged from the window where it has the most context (kbert.tasks.windows).
+        try:
+            check_long_documents(long_documents, doc_stride, self.seq_length)
+        except ValueError as e:
+            raise TaskModelError(str(e)) from None
+        self.long_documents = long_documents
+        self.doc_stride = int(doc_stride) if doc_stride is not None else default_stride(self.seq_length)
         if ignore_index != IGNORE_INDEX:  # recorded in kbert.json for readers; not configurable
             raise TaskModelError(f"ignore_index must be {IGNORE_INDEX}, got {ignore_index!r}")
         if not label_names or len(label_names) < 2:
@@ -128,7 +137,12 @@ class TokenTagger(TaskModel):
 
     def task_settings(self):
         return {**super().task_settings(), "label_names": self.label_names, "dropout": self.head.dropout_rate,
-                "fill_label": self.fill_label, "ignore_index": IGNORE_INDEX}
+                "fill_label": self.fill_label, "ignore_index": IGNORE_INDEX, "long_documents": self.long_documents,
+                "doc_stride": self.doc_stride}
+
+    @property
+    def windows(self) -> bool:
+        return self.long_documents == "windows"
 
     def call(self, inputs, training=None):
         outputs = self.encoder(inputs, training=training)
@@ -159,7 +173,10 @@ class TokenTagger(TaskModel):
 
     def features(self, pieces: tf.RaggedTensor, word_labels=None):
         """(inputs, labels, word_ids), each [batch, seq_length]; labels is None without
-        ``word_labels`` ([batch, (words)] tag ids)."""
+        ``word_labels`` ([batch, (words)] tag ids). Under ``long_documents="windows"`` the rows are
+        the windows of the sentences (``window_features``, whose ``document`` is dropped here)."""
+        if self.windows:
+            return self.window_features(pieces, word_labels)[:3]
         seq_length = self.seq_length
         inputs = self.preprocessor.packer([pieces], seq_length=seq_length)
         words = pieces.values                      # [total words, (pieces)]
@@ -187,6 +204,41 @@ class TokenTagger(TaskModel):
             labels = pack(tf.where(first_piece, tags, IGNORE_INDEX), IGNORE_INDEX)
         return inputs, labels, word_ids
 
+    def window_features(self, pieces: tf.RaggedTensor, word_labels=None):
+        """(inputs, labels, word_ids, document): one row per window of each sentence. ``labels``
+        mark every word's first piece in every window that holds it (each window is a training
+        example); ``word_ids`` only in the window where that piece has the most context, so that
+        each word is tagged exactly once. ``document``: the sentence of each window."""
+        seq_length = self.seq_length
+        words = pieces.values                      # [total words, (pieces)]
+        first_piece = tf.equal(tf.ragged.range(words.row_lengths()).values, 0)
+        piece_word = words.value_rowids()
+        word_base = tf.gather(pieces.row_starts(), pieces.value_rowids())
+        local_word = tf.gather(tf.range(tf.shape(word_base, out_type=tf.int64)[0]) - word_base, piece_word)
+        flat = pieces.merge_dims(1, 2)             # [batch, (pieces)]
+        windows = window_rows(flat, seq_length - 2, self.doc_stride)
+        inputs = self.preprocessor.packer([windows["pieces"]], seq_length=seq_length)
+        mine = max_context_mask(windows)
+
+        def per_window(per_piece):
+            return tf.gather(per_piece, windows["positions"])
+
+        def pack(rows, fill):
+            edge = tf.fill([rows.nrows(), 1], tf.cast(fill, rows.dtype))
+            return tf.concat([edge, rows, edge], axis=1).to_tensor(default_value=fill, shape=[None, seq_length])
+
+        first = per_window(first_piece)
+        word_ids = pack(tf.where(first & mine, per_window(local_word), tf.constant(-1, tf.int64)), -1)
+        labels = None
+        if word_labels is not None:
+            word_labels = word_labels if isinstance(word_labels, tf.RaggedTensor) else tf.ragged.constant(
+                [list(x) for x in word_labels], dtype=tf.int64)
+            tf.debugging.assert_equal(word_labels.row_lengths(), pieces.row_lengths(),
+                                      message="each sentence needs one label per word")
+            tags = tf.gather(tf.cast(word_labels.values, tf.int64), piece_word)
+            labels = pack(tf.where(first, per_window(tags), tf.constant(IGNORE_INDEX, tf.int64)), IGNORE_INDEX)
+        return inputs, labels, word_ids, windows["document"]
+
     def dataset(self, words, word_labels=None, *, batch_size=32, shuffle=False, seed=None, boundaries=None,
                 chunk=4096):
         """tf.data of (inputs, labels) (inputs alone without labels) for lists of word lists.
@@ -200,34 +252,50 @@ class TokenTagger(TaskModel):
         return make_dataset(inputs, labels, batch_size=batch_size, lengths=lengths, boundaries=boundaries,
                             shuffle=shuffle, seed=seed, map_batch=trim_to_longest if trim else None)
 
-    def numpy_features(self, words, word_labels=None, chunk=4096):
+    def numpy_features(self, words, word_labels=None, chunk=4096, with_document=False):
+        """(inputs, labels, word_ids) as numpy (+ the sentence of each row with ``with_document``:
+        the row itself under truncate, its window's sentence under windows)."""
         parts = []
         for start in range(0, len(words), chunk):
             labels = None if word_labels is None else word_labels[start:start + chunk]
-            inputs, label_ids, word_ids = self.features(self.pieces(words=words[start:start + chunk]), labels)
+            pieces = self.pieces(words=words[start:start + chunk])
+            if self.windows:
+                inputs, label_ids, word_ids, document = self.window_features(pieces, labels)
+                document = document.numpy() + start
+            else:
+                inputs, label_ids, word_ids = self.features(pieces, labels)
+                document = np.arange(start, start + int(pieces.nrows()))
             parts.append(({k: v.numpy() for k, v in inputs.items()},
-                          None if label_ids is None else label_ids.numpy(), word_ids.numpy()))
+                          None if label_ids is None else label_ids.numpy(), word_ids.numpy(), document))
         inputs = {k: np.concatenate([p[0][k] for p in parts]) for k in parts[0][0]}
         labels = None if word_labels is None else np.concatenate([p[1] for p in parts])
-        return inputs, labels, np.concatenate([p[2] for p in parts])
+        result = (inputs, labels, np.concatenate([p[2] for p in parts]))
+        return (*result, np.concatenate([p[3] for p in parts])) if with_document else result
 
     # -- predictions --------------------------------------------------------------------------
-    def _tag_ids(self, inputs, word_ids, num_words, batch_size, progress=None):
-        """Word tag ids from packed features, batched by length (``progress(rows)`` after each batch)."""
-        results = [None] * len(word_ids)
+    def _tag_ids(self, inputs, word_ids, num_words, batch_size, progress=None, document=None):
+        """Word tag ids from packed features, batched by length (``progress(rows)`` after each batch).
+        ``document``: the sentence of each row (windows); each word takes its tag from the row whose
+        ``word_ids`` name it."""
+        document = np.arange(len(word_ids)) if document is None else np.asarray(document)
+        results = [np.full(n, self.fill_label, dtype=np.int64) for n in num_words]
         step = None if host_packing() else inference_step(self, _tag_ids)
         for index, width, batch in length_sorted_batches(inputs, batch_size):
             predicted = self.predict_ids(batch).argmax(axis=-1) if step is None else step(batch).numpy()
             for row, i in enumerate(index):
-                results[i] = words_from_tokens(predicted[row], word_ids[i, :width], num_words[i], self.fill_label)
+                ids = word_ids[i, :width]
+                chosen = ids >= 0
+                results[document[i]][ids[chosen]] = predicted[row][chosen]
             if progress is not None:
                 progress(len(index))
         return results
 
     def predict_word_ids(self, words, batch_size=64, progress=None) -> list:
         """Tag ids per word for lists of pre-split words."""
-        inputs, _, word_ids = self.numpy_features(words)
-        return self._tag_ids(inputs, word_ids, [len(w) for w in words], batch_size, progress)
+        inputs, _, word_ids, document = self.numpy_features(words, with_document=True)
+        if self.windows and progress is not None:
+            progress = _window_progress(progress, document)
+        return self._tag_ids(inputs, word_ids, [len(w) for w in words], batch_size, progress, document)
 
     def predict_words(self, words, batch_size=64, progress=None) -> list:
         """Tag names per word for lists of pre-split words (e.g. CoNLL sentences)."""
@@ -242,9 +310,16 @@ class TokenTagger(TaskModel):
         _, starts, ends = self.tokenizer.tokenize_with_offsets(strings, unit="UTF8_CHAR")
         word_starts = tf.reduce_min(starts, axis=2).to_list()
         word_ends = tf.reduce_max(ends, axis=2).to_list()
-        inputs, _, word_ids = self.features(self.pieces(texts=strings))
+        pieces = self.pieces(texts=strings)
+        document = None
+        if self.windows:
+            inputs, _, word_ids, document = self.window_features(pieces)
+            document = document.numpy()
+        else:
+            inputs, _, word_ids = self.features(pieces)
         inputs = {k: v.numpy() for k, v in inputs.items()}
-        tag_ids = self._tag_ids(inputs, word_ids.numpy(), [len(s) for s in word_starts], batch_size)
+        tag_ids = self._tag_ids(inputs, word_ids.numpy(), [len(s) for s in word_starts], batch_size,
+                                document=document)
         iob = all(n == "O" or n[:2] in ("B-", "I-") for n in self.label_names)
         results = []
         for text, s, e, ids in zip(texts, word_starts, word_ends, tag_ids):
@@ -254,6 +329,20 @@ class TokenTagger(TaskModel):
                         for kind, i, j in (entity_spans(tags) if iob else [])]
             results.append({"words": words, "entities": entities})
         return results
+
+
+def _window_progress(progress, document):
+    """``progress(rows)`` over windows -> sentences, counted as their windows are done."""
+    counts = np.bincount(document) if len(document) else np.zeros(0, np.int64)
+    total = {"windows": 0, "sentences": 0, "per": len(document) / max(len(counts), 1)}
+
+    def report(windows):
+        total["windows"] += windows
+        sentences = min(len(counts), int(total["windows"] / total["per"]))
+        progress(sentences - total["sentences"])
+        total["sentences"] = sentences
+
+    return report
 
 
 def _tag_ids(model, x):

@@ -59,6 +59,9 @@ class TaskType:
     # The Keras backends its models train and predict under (TensorFlow: strings in the graph;
     # others: ids packed on the host, see TaskModel.pack).
     backends: tuple = ("tensorflow", "jax")
+    # How its models may read texts longer than seq_length (FinetuneOptions.long_documents):
+    # "windows" only where the type can combine the windows' outputs into one answer.
+    long_documents: tuple = ("truncate",)
     # What serving_default takes and returns, per model type (docs/serving.md documents the same).
     signature_docs: dict = {}
 

@@ -40,7 +40,23 @@ def resolve_options(options: FinetuneOptions) -> FinetuneOptions:
                            "under TensorFlow runs on one device")
     if pathlib.Path(options.init).resolve() == pathlib.Path(options.model_dir).resolve():
         raise OptionsError("--model-dir must differ from --init (the best epoch is saved there)")
-    return dataclasses.replace(options, seq_length=options.seq_length or task_type.default_seq_length)
+    options = dataclasses.replace(options, seq_length=options.seq_length or task_type.default_seq_length)
+    check_windows(task_type, options)
+    return options
+
+
+def check_windows(task_type, options: FinetuneOptions) -> None:
+    """--long-documents and --doc-stride against the task type and --seq-length (OptionsError)."""
+    from kbert.tasks.windows import check_long_documents
+
+    try:
+        check_long_documents(options.long_documents, options.doc_stride, options.seq_length)
+    except ValueError as e:
+        raise OptionsError(str(e)) from None
+    if options.long_documents not in task_type.long_documents:
+        raise OptionsError(f"--long-documents {options.long_documents}: task {options.task!r} (task type "
+                           f"{task_type.name!r}) cannot combine windows into one answer; it takes "
+                           f"{', '.join(task_type.long_documents)}")
 
 
 def finetune(options: FinetuneOptions, *, progress_bar: bool = True, log=print) -> dict:
@@ -79,6 +95,8 @@ def finetune(options: FinetuneOptions, *, progress_bar: bool = True, log=print) 
     where = "" if devices is None else f" on {devices.count} {backend} device(s)"
     log(f"{options.task}: {recipe.num_train} training examples, {recipe.num_eval} eval examples, "
         f"{steps_per_epoch} steps/epoch x {options.epochs} epochs{where}", flush=True)
+    for line in getattr(recipe, "long_document_notes", ()):  # texts cut, or read in windows
+        log(line, flush=True)
     evaluator = EvaluateEachEpoch(recipe, model, out_dir, log=log)
     # One progress line for the whole run; it ends at each epoch end so that the evaluator's
     # "epoch N: ..." line stands on its own (RunProgress comes before the evaluator).

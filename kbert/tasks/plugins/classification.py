@@ -115,7 +115,9 @@ class ClassificationRecipe(Recipe):
     def build_model(self, init_dir, encoder_overrides=None):
         from kbert.tasks.classifier import MultiLabelClassifier, TextClassifier, TextRegressor
 
-        common = dict(num_segments=self.num_segments, **self.build_kwargs(encoder_overrides))
+        o = self.options
+        common = dict(num_segments=self.num_segments, long_documents=o.long_documents, doc_stride=o.doc_stride,
+                      **self.build_kwargs(encoder_overrides))
         if self.regression:
             return TextRegressor.from_model_dir(init_dir, **common)
         if self.multi_label:
@@ -135,10 +137,36 @@ class ClassificationRecipe(Recipe):
         from kbert.tasks.datasets import make_dataset, token_lengths
 
         x, segments = self.inputs(self.train)
-        lengths = token_lengths(model.tokenizer, segments, model.seq_length)
+        full = token_lengths(model.tokenizer, segments, 2 ** 62)
+        self.truncated, self.long_document_notes = long_document_report(model.seq_length, full, model.windows,
+                                                                         "training")
+        _, dev_segments = self.inputs(self.dev)
+        self.long_document_notes += long_document_report(model.seq_length,
+                                                         token_lengths(model.tokenizer, dev_segments, 2 ** 62),
+                                                         model.windows, "evaluation")[1]
+        labels = self.labels(self.train)
+        if model.windows:  # every window a training example with its document's label
+            try:
+                x, document = model.window_ids(x)
+            except ValueError as e:  # a text A that leaves no room: name the file
+                raise ValueError(f"{self.options.train_file or self.options.data_dir}: {e}") from None
+            labels, lengths = labels[document], x["input_mask"].sum(axis=1)
+            self.num_windows = len(document)
+            self.long_document_notes.append(f"windows: {len(document)} training windows of {len(full)} texts "
+                                            f"(--doc-stride {model.doc_stride})")
+        else:
+            lengths = np.minimum(full, model.seq_length)
         self.train_lengths = lengths
-        return make_dataset(x, self.labels(self.train), batch_size=self.options.batch_size, lengths=lengths,
+        return make_dataset(x, labels, batch_size=self.options.batch_size, lengths=lengths,
                             boundaries=self.boundaries(model.seq_length), shuffle=True, seed=self.options.seed)
+
+    def summary(self) -> dict:
+        summary = super().summary()
+        if getattr(self, "truncated", None) is not None:
+            summary.update(long_documents=self.options.long_documents, **self.truncated)
+        if getattr(self, "num_windows", None) is not None:
+            summary["train_windows"] = self.num_windows
+        return summary
 
     def evaluate(self, model):
         x, _ = self.inputs(self.dev)
@@ -161,6 +189,23 @@ class ClassificationRecipe(Recipe):
         name = (submission.glue_file_name(self.glue_task.name, self.split) if self.glue_task
                 else "predictions.tsv")
         return [submission.write_glue(self.out_path(out_dir, name), self.dev_index, values, self.file_labels)]
+
+
+def long_document_report(seq_length, lengths, windows: bool, what: str) -> tuple:
+    """(stats, notes) on texts longer than ``seq_length`` (``lengths``: their packed lengths uncut):
+    how many, and under truncate by how many word pieces they are cut (mean, max)."""
+    lengths = np.asarray(lengths)
+    cut = lengths[lengths > seq_length] - seq_length
+    stats = {"texts_over_seq_length": int(len(cut)), "pieces_cut_mean": round(float(cut.mean()), 1) if len(cut) else 0.0,
+             "pieces_cut_max": int(cut.max()) if len(cut) else 0}
+    if not len(cut):
+        return stats, []
+    if windows:
+        return stats, [f"windows: {len(cut)} of {len(lengths)} {what} texts are longer than --seq-length {seq_length} "
+                       f"(up to {int(lengths.max())} positions) and are read in windows"]
+    return stats, [f"truncate: {len(cut)} of {len(lengths)} {what} texts were cut at --seq-length {seq_length} (by "
+                   f"{stats['pieces_cut_mean']} word pieces on average, {stats['pieces_cut_max']} at most); "
+                   "--long-documents windows reads them whole"]
 
 
 # -- serving ---------------------------------------------------------------------------------------
@@ -238,9 +283,15 @@ class Classification(ClassificationPrediction, TaskType):
 
         return serve, serve_ids
 
+    long_documents = ("truncate", "windows")
+
     def warmup_inputs(self, model):
         keys = ["text"] if model.num_segments == 1 else ["text_a", "text_b"]
-        return [{k: WARMUP_TEXTS[:1] for k in keys}, {k: (WARMUP_TEXTS * 4)[:8] for k in keys}]
+        requests = [{k: WARMUP_TEXTS[:1] for k in keys}, {k: (WARMUP_TEXTS * 4)[:8] for k in keys}]
+        if getattr(model, "windows", False):  # a document of several windows beside a short text
+            long_text = " ".join(WARMUP_TEXTS * (model.seq_length // 4 + 1))
+            requests.append({k: [WARMUP_TEXTS[0] if k == "text_a" else long_text, WARMUP_TEXTS[1]] for k in keys})
+        return requests
 
 
 # Module-level readers (picklable, so a Beam worker can receive them).

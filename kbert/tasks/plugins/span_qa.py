@@ -130,6 +130,7 @@ class SquadRecipe(Recipe):
 @register_task_type
 class SpanQA(TaskType):
     name = "span_qa"
+    long_documents = ("truncate", "windows")  # its contexts are always read in windows (--doc-stride)
     model_types = ("span_qa",)
     recipe_class = SquadRecipe
     Options = SquadOptions

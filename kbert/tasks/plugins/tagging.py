@@ -33,7 +33,8 @@ class TaggingRecipe(Recipe):
         from kbert.tasks.tagger import TokenTagger
 
         return TokenTagger.from_model_dir(init_dir, label_names=self.label_names,
-                                          **self.build_kwargs(encoder_overrides))
+                                          long_documents=self.options.long_documents,
+                                          doc_stride=self.options.doc_stride, **self.build_kwargs(encoder_overrides))
 
     def train_dataset(self, model):
         return model.dataset([e["words"] for e in self.train], [e["labels"] for e in self.train],
@@ -54,6 +55,7 @@ class Tagging(TaskType):
     name = "tagging"
     model_types = ("token_tagger",)
     recipe_class = TaggingRecipe
+    long_documents = ("truncate", "windows")
     signature_docs = {
         "token_tagger": "text -> words, word_start, word_end, tags, tag_ids [b, W]; num_words [b]; "
                         "entity_type, entity_text, entity_start, entity_end [b, E]; num_entities [b]. "
@@ -86,13 +88,17 @@ class Tagging(TaskType):
         def word_tag_ids(pieces):
             """Tag ids [batch, max words] of pieces [batch, (words), (pieces)] (fill_label past a
             row's words and for words truncation cut off): a word's first piece carries its tag."""
-            packed, _, word_ids = model.features(pieces)
+            if model.windows:  # rows are windows; each word is named in its max-context window only
+                packed, _, word_ids, document = model.window_features(pieces)
+            else:
+                (packed, _, word_ids), document = model.features(pieces), None
             token_tags = tf.argmax(model(packed, training=False), axis=-1, output_type=tf.int32)
             num_words = tf.cast(pieces.row_lengths(), tf.int32)
             batch, width = tf.shape(num_words)[0], tf.reduce_max(tf.concat([num_words, [0]], 0))
             tag_ids = tf.fill([batch, width], tf.constant(model.fill_label, tf.int32))
             first = word_ids >= 0
-            index = tf.stack([tf.cast(tf.where(first)[:, 0], tf.int32),
+            rows = tf.where(first)[:, 0]
+            index = tf.stack([tf.cast(rows if document is None else tf.gather(document, rows), tf.int32),
                               tf.cast(tf.boolean_mask(word_ids, first), tf.int32)], 1)
             return tf.tensor_scatter_nd_update(tag_ids, index, tf.boolean_mask(token_tags, first)), num_words
 
@@ -138,7 +144,10 @@ class Tagging(TaskType):
 
     def warmup_inputs(self, model):
         # raw text; kbert.export.task turns it into words for a words-in tokenizer
-        return [{"text": WARMUP_TEXTS[:1]}, {"text": (WARMUP_TEXTS * 4)[:8]}]
+        requests = [{"text": WARMUP_TEXTS[:1]}, {"text": (WARMUP_TEXTS * 4)[:8]}]
+        if getattr(model, "windows", False):  # a document of several windows
+            requests.append({"text": [" ".join(WARMUP_TEXTS * (model.seq_length // 4 + 1)), WARMUP_TEXTS[1]]})
+        return requests
 
     # -- kbert.predict: a CoNLL file (words in the first column) or one sentence a line ----------
     input_formats = ("conll", "lines")

@@ -1,0 +1,110 @@
+"""Long documents end to end: documents whose label only text after the first window decides
+(tests/long_documents_data.py, real sentences) are classified correctly with --long-documents windows
+and at chance with truncate, in kbert finetune's evaluation, kbert predict and the task SavedModel;
+truncate reports the texts it cut; bad settings are one line and write nothing."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import REPO, cli_env
+from long_documents_data import documents, write_jsonl
+
+pytestmark = pytest.mark.slow
+SEQ = 64  # the documents open with >= 64 words: more than the 62 pieces of one window
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, tiny_model_dir, shared_data):
+    from kbert.tasks.options import FinetuneOptions
+    from kbert.tasks.plugins.classification import TableOptions
+    from kbert.training.finetune import finetune
+
+    root = tmp_path_factory.mktemp("long_documents")
+    train = write_jsonl(root / "train.jsonl", documents(shared_data, 160, seed=1))
+    evaluation = write_jsonl(root / "eval.jsonl", documents(shared_data, 40, seed=2))
+    results = {}
+    for mode in ("truncate", "windows"):
+        options = FinetuneOptions(task="jsonl", init=str(tiny_model_dir), model_dir=str(root / mode),
+                                  train_file=str(train), eval_file=str(evaluation), seq_length=SEQ, epochs=4,
+                                  batch_size=16, learning_rate=2e-3, long_documents=mode,
+                                  task_options=TableOptions(text_columns=("text",)))
+        results[mode] = finetune(options, progress_bar=False, log=lambda *a, **k: None)
+    return root, results
+
+
+def test_windows_classify_what_truncate_cannot(runs):
+    _, results = runs
+    assert results["windows"]["best"]["accuracy"] >= 0.85, results["windows"]["history"]
+    # chance: the opening is Emma for both labels; 40 balanced documents
+    assert all(epoch["accuracy"] <= 0.7 for epoch in results["truncate"]["history"]), results["truncate"]["history"]
+
+
+def test_truncate_reports_the_texts_it_cut(runs, tiny_model_dir):
+    from kbert.text.registry import load_tokenizer
+    import tensorflow as tf
+
+    root, results = runs
+    texts = [json.loads(line)["text"] for line in (root / "train.jsonl").read_text().splitlines()]
+    pieces = load_tokenizer(tiny_model_dir).tokenize_flat(tf.constant(texts)).row_lengths().numpy()
+    cut = pieces + 2 - SEQ
+    summary = results["truncate"]
+    assert summary["texts_over_seq_length"] == int((cut > 0).sum()) == 160
+    assert summary["pieces_cut_max"] == int(cut.max())
+    assert summary["pieces_cut_mean"] == pytest.approx(cut[cut > 0].mean(), abs=0.05)
+    assert results["windows"]["train_windows"] > 2 * 160
+
+
+def test_predict_and_export_answer_once_per_document(runs, tmp_path):
+    import tensorflow as tf
+
+    from kbert.export.task import export_task
+    from kbert.model_dir import read_metadata
+
+    root, _ = runs
+    rows = [json.loads(line) for line in (root / "eval.jsonl").read_text().splitlines()]
+    assert read_metadata(root / "windows")["task"]["long_documents"] == "windows"  # predict reuses it
+    answers = {}
+    for mode in ("truncate", "windows"):
+        out = tmp_path / f"{mode}.jsonl"
+        run = subprocess.run([sys.executable, "-m", "kbert", "predict", str(root / mode), "--input",
+                              str(root / "eval.jsonl"), "--output", str(out), "--quiet"],
+                             capture_output=True, text=True, cwd=REPO, env=cli_env(), timeout=600)
+        assert run.returncode == 0, run.stderr[-2000:]
+        answers[mode] = [json.loads(line)["label"] for line in out.read_text().splitlines()]
+        assert len(answers[mode]) == len(rows)
+    accuracy = {m: np.mean([a == r["label"] for a, r in zip(answers[m], rows)]) for m in answers}
+    assert accuracy["windows"] >= 0.85 and accuracy["truncate"] <= 0.7, accuracy
+
+    path = export_task(root / "windows", tmp_path / "export" / "1")
+    serve = tf.saved_model.load(str(path)).signatures["serving_default"]
+    exported = serve(text=tf.constant([r["text"] for r in rows]))
+    assert [v.decode() for v in exported["labels"].numpy()] == answers["windows"]  # one per string
+    assert (path / "assets.extra" / "tf_serving_warmup_requests").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--task", "jsonl", "--long-documents", "windows", "--doc-stride", "64", "--seq-length", "64"],
+     "--doc-stride 64 must be below --seq-length 64"),
+    (["--task", "swag", "--long-documents", "windows"],
+     "--long-documents windows: task 'swag' (task type 'multiple_choice') cannot combine windows"),
+    (["--task", "jsonl", "--long-documents", "windows", "--seq-length", "16", "--text-columns", "a,b",
+      "--train-file", "{pairs}", "--eval-file", "{pairs}"],
+     "row 2: text A has"),
+])
+def test_bad_settings_are_one_line_and_write_nothing(tmp_path, tiny_model_dir, argv, message):
+    pairs = tmp_path / "pairs.jsonl"
+    write_jsonl(pairs, [{"a": "short", "b": "text b", "label": "x"},
+                        {"a": "a first text that is far too long for sixteen positions, as every one of its many words says", "b": "b",
+                         "label": "y"}])
+    out = tmp_path / "model"
+    argv = [a.replace("{pairs}", str(pairs)) for a in argv]
+    run = subprocess.run([sys.executable, "-m", "kbert", "finetune", "--init", str(tiny_model_dir), "--model-dir",
+                          str(out), *argv], capture_output=True, text=True, cwd=REPO, env=cli_env(), timeout=600)
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert run.returncode == 1 and len(lines) == 1 and lines[0].startswith("kbert finetune: error: "), run.stderr
+    assert message in lines[0]
+    assert not out.exists()
