@@ -7,6 +7,8 @@ import json
 import math
 import os
 
+from kbert.api_export import kbert_export
+
 # Activation names accepted in ``hidden_act``.  kbert follows Google's ``bert_config.json``
 # semantics, since that is the file format it reads and writes: in google-research/bert
 # ``modeling.py`` (and in Model Garden and keras-hub) ``"gelu"`` is the tanh approximation.
@@ -30,6 +32,7 @@ PRESETS = {
     "base": (12, 768, 12),
     "large": (24, 1024, 16),
 }
+kbert_export("kbert.PRESETS")(PRESETS)
 
 _INT_FIELDS = (
     "vocab_size",
@@ -42,10 +45,12 @@ _INT_FIELDS = (
 )
 
 
+@kbert_export("kbert.ConfigError")
 class ConfigError(ValueError):
     """An invalid BERT configuration; the message names the field and the value."""
 
 
+@kbert_export("kbert.BertConfig")
 @dataclasses.dataclass
 class BertConfig:
     vocab_size: int = 30522

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+from kbert.api_export import kbert_export
+
 _MISSING = object()
 _MAX_VALUE_CHARS = 200
 
@@ -20,6 +22,7 @@ def _show(value) -> str:
     return text
 
 
+@kbert_export("kbert.DataError")
 class DataError(ValueError):
     """A malformed input file: bad row, bad field value, bad encoding, empty file.
 
@@ -59,6 +62,7 @@ class DataError(ValueError):
         super().__init__(message)
 
 
+@kbert_export("kbert.OptionsError")
 class OptionsError(ValueError):
     """A training option that cannot work (a missing required option, a value out of range, one
     the current backend cannot run); the message names the option and its value."""

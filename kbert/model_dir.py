@@ -26,6 +26,7 @@ from kbert.model_metadata import (  # noqa: F401 - the metadata names, also impo
     CONFIG_FILE, ENCODER_WEIGHTS, FORMAT_VERSION, METADATA_FILE, VOCAB_FILE, ModelDirError, atomic_write,
     count_vocab, fsync_path, load_config, read_metadata, resolve_file, write_metadata)
 from kbert.text.registry import read_tokenizer_spec, record_tokenizer_spec  # noqa: F401
+from kbert.api_export import kbert_export
 
 
 class OutputExistsError(FileExistsError):
@@ -193,6 +194,7 @@ def _weights_differences(layer, path, expected_from: str = CONFIG_FILE, limit=20
     return f"{len(lines)} difference(s):\n  " + "\n  ".join(shown)
 
 
+@kbert_export("kbert.save_model_dir")
 def save_model_dir(model_dir, encoder, vocab_file=None, vocab=None, do_lower_case=True, heads=None, *,
                    tokenizer=None, tokenizer_spec=None, asset_files=None):
     """Writes config, tokenizer files, encoder weights and metadata; ``heads`` maps name -> (layer, info).

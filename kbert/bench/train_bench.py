@@ -64,7 +64,7 @@ def _step_fn(model, dataset, steps_per_execution):
 
 
 def kbert_pretrainer(config, case, jit, steps_per_execution, total_steps=10_000, warmup_steps=100):
-    from kbert import BertEncoder
+    from kbert.models import BertEncoder
     from kbert.models.pretrainer import BertPretrainer
     from kbert.training.optimization import create_optimizer
 
@@ -119,7 +119,7 @@ def run_case(case, args, peers):
     import numpy as np
     import tensorflow as tf
 
-    from kbert import BertConfig
+    from kbert.config import BertConfig
 
     config = BertConfig.preset(case.config)
     flops = common.pretraining_flops(config, case.seq_length, args.predictions)
@@ -201,7 +201,7 @@ def loss_curves(args):
     import keras
     import numpy as np
 
-    from kbert import BertConfig
+    from kbert.config import BertConfig
     from kbert.data.pretraining import pretraining_dataset
     from kbert.text import BertPreprocessor, load_vocab
     from kbert.text.masking import MlmMasker

@@ -17,6 +17,7 @@ import dataclasses
 import numpy as np
 
 from kbert.convert.names import ConversionError
+from kbert.api_export import kbert_export
 
 SENTENCES = {
     "en": ["The quick brown fox jumps over the lazy dog.",
@@ -69,6 +70,7 @@ def _peers():
     return torch, transformers
 
 
+@kbert_export("kbert.check_conversion")
 def check_conversion(source_dir, model_dir, sentences=None, tolerance: float = DEFAULT_TOLERANCE) -> CheckReport:
     """Compares ``model_dir`` (kbert) with the Hugging Face folder ``source_dir`` (transformers) on
     ``sentences`` (default: ``SENTENCES``, every language)."""

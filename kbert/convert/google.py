@@ -17,6 +17,7 @@ from kbert.convert.common import check_output_dir, write_model_dir
 from kbert.convert.inputs import input_file
 from kbert.convert.names import ConversionError, encoder_variables, export_arrays, head_variables, is_model_weight
 from kbert.convert.tokenizer_source import DEFAULT_MECAB_DIC, spec_for_type
+from kbert.api_export import kbert_export
 
 
 def read_checkpoint(prefix) -> dict:
@@ -133,6 +134,7 @@ def _convert_prefix(ckpt_prefix, out_dir, config_file, vocab_file, do_lower_case
     return write_model_dir(config, arrays, vocab_file, out_dir, spec, shown, overwrite=overwrite)
 
 
+@kbert_export("kbert.to_google")
 def to_google(model_dir, out_prefix) -> pathlib.Path:
     """Writes ``OUT_PREFIX.{index,data-*}`` plus bert_config.json and vocab.txt beside it."""
     import tensorflow as tf

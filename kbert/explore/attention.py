@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kbert.api_export import kbert_export
+
 
 class AttentionUnavailable(RuntimeError):
     """The encoder cannot return attention probabilities (no ``output_attentions`` argument)."""
@@ -29,6 +31,7 @@ def encoder_attentions(encoder, inputs) -> np.ndarray:
     return np.stack([np.asarray(a, np.float32) for a in outputs["attention_probs"]])
 
 
+@kbert_export("kbert.text_attentions")
 def text_attentions(heads, text_a: str, text_b: str | None = None):
     """``(tokens, attention [layers, heads, seq, seq])`` for one text (or pair), real tokens only.
 

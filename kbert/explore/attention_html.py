@@ -19,6 +19,7 @@ import json
 import numpy as np
 
 from kbert.explore.attention import check_attention
+from kbert.api_export import kbert_export
 
 _STYLE = """
 body { font-family: "DejaVu Sans", "Noto Sans CJK JP", "Noto Sans CJK SC", sans-serif; margin: 16px;
@@ -113,6 +114,7 @@ _SCRIPT = r"""
 """
 
 
+@kbert_export("kbert.render_attention_html")
 def render_attention_html(tokens, attention, layers=None, heads=None, title="Attention") -> str:
     """The page for ``tokens`` (n labels) and ``attention`` [layers, heads, n, n] (rows: queries)."""
     attention = np.asarray(attention, dtype=np.float32)

@@ -17,6 +17,7 @@ import numpy as np
 
 from kbert.explore.attention import check_attention
 from kbert.explore.masked_text import _is_cjk
+from kbert.api_export import kbert_export
 
 _GLYPH_MISSING = r"Glyph \d+ .* missing from font"
 
@@ -61,6 +62,7 @@ def _installed(manager) -> list[str]:
     return [f for f in CJK_FONTS if f in names]
 
 
+@kbert_export("kbert.render_attention_png")
 def render_attention_png(tokens, attention, path, layers=None, heads=None, title="Attention") -> pathlib.Path:
     """Writes the grid for ``tokens`` (n labels) and ``attention`` [layers, heads, n, n] to ``path``."""
     plt = _pyplot()

@@ -16,10 +16,12 @@ import tensorflow as tf
 from kbert import compat
 from kbert.explore.masked_text import tokenize_with_masks
 from kbert.model_dir import ModelDirError, load_encoder, load_heads
+from kbert.api_export import kbert_export
 
 DEFAULT_SEQ_LENGTH = 128
 
 
+@kbert_export("kbert.PretrainingHeads")
 class PretrainingHeads(compat.AutoTrackable):
     """An encoder with its ``mlm`` and/or ``nsp`` heads and the model directory's tokenizer.
 

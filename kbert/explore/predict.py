@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from kbert.explore.heads_model import PretrainingHeads
+from kbert.api_export import kbert_export
 
 
 def load(model) -> PretrainingHeads:
@@ -31,6 +32,7 @@ def _texts(texts, what="texts"):
     return texts
 
 
+@kbert_export("kbert.explore.fill_mask", "kbert.fill_mask")
 def fill_mask(model, texts, top_k: int = 5) -> list[list[dict]]:
     """For each text, one entry per ``[MASK]`` (in order): ``{"position": i, "ids": [...],
     "tokens": [...], "probabilities": [...]}`` with the ``top_k`` best tokens, best first
@@ -42,6 +44,7 @@ def fill_mask(model, texts, top_k: int = 5) -> list[list[dict]]:
     return fill_mask_ids(heads, heads.pack(texts), top_k)
 
 
+@kbert_export("kbert.explore.fill_mask_ids")
 def fill_mask_ids(model, inputs: dict, top_k: int = 5) -> list[list[dict]]:
     """``fill_mask`` on packed ids (``input_word_ids``, ``input_mask``, ``input_type_ids``):
     the masks are the positions holding the vocabulary's ``[MASK]`` id."""
@@ -61,6 +64,7 @@ def fill_mask_ids(model, inputs: dict, top_k: int = 5) -> list[list[dict]]:
     return answers
 
 
+@kbert_export("kbert.explore.next_sentence", "kbert.next_sentence")
 def next_sentence(model, text_a, text_b):
     """P(IsNext) of ``text_b`` following ``text_a``: a float for two strings, a list for lists."""
     heads = load(model)
@@ -74,6 +78,7 @@ def next_sentence(model, text_a, text_b):
     return float(probabilities[0]) if single else [float(p) for p in probabilities]
 
 
+@kbert_export("kbert.explore.next_sentence_ids")
 def next_sentence_ids(model, inputs: dict) -> np.ndarray:
     """P(IsNext) [batch] for packed pairs ``[CLS] A [SEP] B [SEP]``."""
     return load(model).is_next_probability(inputs).numpy()

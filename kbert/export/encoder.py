@@ -29,6 +29,7 @@ from kbert.export.serving import write_export, write_warmup_requests_for
 from kbert.export.tokenizer_assets import attach_tokenizer_assets
 from kbert.model_dir import load_encoder, load_heads
 from kbert.text.registry import load_tokenizer
+from kbert.api_export import kbert_export
 
 INPUT_SPEC = {
     name: tf.TensorSpec([None, None], tf.int32, name=name)
@@ -95,6 +96,7 @@ def _flat_signature(fn, spec):
     return serve
 
 
+@kbert_export("kbert.export_encoder")
 def export_encoder(model_dir, out_dir, head_signatures: bool = True, xla_signature: bool = False,
                    overwrite: bool = False) -> pathlib.Path:
     """``head_signatures``: add ``fill_mask`` / ``next_sentence`` (strings in) where the directory has

@@ -7,8 +7,10 @@ import pathlib
 
 from kbert.export.encoder import export_encoder
 from kbert.export.preprocessor import export_preprocessor
+from kbert.api_export import kbert_export
 
 
+@kbert_export("kbert.export_hub_pair")
 def export_hub_pair(model_dir, name: str, root="saved_models") -> tuple[pathlib.Path, pathlib.Path]:
     """(encoder, preprocessor) SavedModel paths, each written whole (an earlier kbert export there is
     replaced)."""

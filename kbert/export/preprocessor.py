@@ -35,6 +35,7 @@ from kbert.tasks.words_inputs import join_words, takes_words
 from kbert.text import BertPreprocessor
 from kbert.text.registry import create_tokenizer
 from kbert.text.spec import TokenizerSpec
+from kbert.api_export import kbert_export
 
 MAX_PACKED_SEGMENTS = 3
 
@@ -107,6 +108,7 @@ def _strings_input(tokenizer):
     return tf.TensorSpec([None], tf.string, name="text"), lambda text: text
 
 
+@kbert_export("kbert.export_preprocessor")
 def export_preprocessor(model_dir_or_vocab, out_dir, lower_case=None, seq_length=128, tokenizer_type=None,
                         overwrite: bool = False) -> str:
     """Writes the preprocessor SavedModel to ``out_dir`` whole and returns its path

@@ -27,6 +27,7 @@ from kbert.export.serving import write_export, write_warmup_requests
 from kbert.export.tokenizer_assets import attach_tokenizer_assets
 from kbert.tasks.registry import task_type_for_model
 from kbert.tasks.words_inputs import takes_words, words_request, words_signature
+from kbert.api_export import kbert_export
 
 
 class _TaskModule(compat.AutoTrackable):
@@ -57,6 +58,7 @@ def _takes_words_itself(serve) -> bool:
     return all(name.endswith("words") or name.startswith("words_") for name in serve.input_signature[0])
 
 
+@kbert_export("kbert.export_task")
 def export_task(model_dir, out_dir, warmup: bool = True, overwrite: bool = False) -> pathlib.Path:
     """Writes the task SavedModel to ``out_dir`` whole (kbert.export.serving.write_export: an earlier
     kbert export there is replaced, anything else refused unless ``overwrite``)."""

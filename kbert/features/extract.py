@@ -35,6 +35,7 @@ from kbert.tasks.text_inputs import take_rows, text_lengths, text_segments
 from kbert.text import BertPreprocessor
 from kbert.text.pre_tokenize import pre_tokenize_data
 from kbert.text.registry import load_tokenizer
+from kbert.api_export import kbert_export
 
 
 def _sum(tensors):
@@ -52,9 +53,11 @@ COMBINATIONS = {
     "concat_last_four_hidden": lambda layers: tf.concat(layers[-4:], axis=-1),
     "sum_all_layers": lambda layers: _sum(layers),
 }
+kbert_export("kbert.features.COMBINATIONS")(COMBINATIONS)
 _NEEDS_BLOCKS = {"second_to_last_hidden": 2, "sum_last_four_hidden": 4, "concat_last_four_hidden": 4}
 
 
+@kbert_export("kbert.features.check_combinations")
 def check_combinations(names, num_blocks: int) -> tuple:
     for name in names:
         if name not in COMBINATIONS:
@@ -65,12 +68,14 @@ def check_combinations(names, num_blocks: int) -> tuple:
     return tuple(names)
 
 
+@kbert_export("kbert.features.combine_layers")
 def combine_layers(layers, names=tuple(COMBINATIONS)) -> dict:
     """The named combinations of ``layers`` ([embedding output, block 1, ..., block L])."""
     check_combinations(names, len(layers) - 1)
     return {name: COMBINATIONS[name](list(layers)) for name in names}
 
 
+@kbert_export("kbert.FeatureExtractor", "kbert.features.FeatureExtractor")
 class FeatureExtractor(keras.Model):
     """Strings (one text, or a pair as ``{"text_a", "text_b"}``) -> per-token features.
 
@@ -155,6 +160,7 @@ def _pad_axis(array, axis, width):
 TEXT_KEYS = ("text_a", "text_b")
 
 
+@kbert_export("kbert.features.read_rows")
 def read_rows(path) -> list[dict]:
     """The rows of a JSONL file; a DataError names the line and field of anything malformed."""
     path = pathlib.Path(path)
@@ -186,6 +192,7 @@ def read_rows(path) -> list[dict]:
     return rows
 
 
+@kbert_export("kbert.extract_arrays", "kbert.features.extract_arrays")
 def extract_arrays(model_dir, rows: list[dict], seq_length: int = 128, batch_size: int = 32) -> dict:
     """The arrays ``kbert features`` writes (see kbert/commands/features.py), for ``rows`` (dicts with
     text_a[, text_b]): the packed inputs, sequence_output, pooled_output and every combination of

@@ -6,10 +6,12 @@ from keras import ops
 from kbert.config import BertConfig
 from kbert.layers import BertEmbeddings, TransformerBlock
 from kbert.layers.initializers import truncated_normal
+from kbert.api_export import kbert_export
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
 
+@kbert_export("kbert.BertEncoder")
 class BertEncoder(keras.Model):
     """BERT encoder (Devlin et al. 2018).
 

@@ -21,6 +21,7 @@ from kbert import compat
 from kbert.layers import tf_fast
 from kbert.layers.heads import build_head
 from kbert.models.encoder import INPUT_NAMES
+from kbert.api_export import kbert_export
 
 
 class SingleReplica:
@@ -50,6 +51,7 @@ class LossParts:
         return self.values[name]
 
 
+@kbert_export("kbert.BertPretrainer")
 class BertPretrainer(compat.LocalReplicaBuild, keras.Model):
     def __init__(self, encoder, mlm_head=None, nsp_head=None, use_nsp=True, replicas=None, **kwargs):
         super().__init__(**kwargs)

@@ -28,6 +28,7 @@ from kbert.tasks.batching import trim_to_longest
 from kbert.text import BertPreprocessor
 from kbert.text.pre_tokenize import pre_tokenize_data, pre_tokenize_dataset
 from kbert.text.registry import as_tokenizer, is_tokenizer, load_tokenizer
+from kbert.api_export import kbert_export
 
 
 def _processes() -> tuple:
@@ -44,6 +45,7 @@ def host_packing() -> bool:
     return keras.backend.backend() != "tensorflow"
 
 
+@kbert_export("kbert.tasks.TaskModelError")
 class TaskModelError(ValueError):
     """A task model directory or setting that does not fit: names the file, field and value."""
 
@@ -84,6 +86,7 @@ def _label_arrays(data):
     return convert(data)
 
 
+@kbert_export("kbert.TaskModel", "kbert.tasks.TaskModel")
 class TaskModel(keras.Model):
     """Base class: holds ``encoder``, ``head`` and ``preprocessor``; saves and reloads them.
 
@@ -412,6 +415,7 @@ def _differs(a, b) -> bool:
     return a != b
 
 
+@kbert_export("kbert.load_task_model", "kbert.tasks.load_task_model")
 def load_task_model(model_dir, **settings) -> TaskModel:
     """Rebuilds whichever task model ``model_dir`` holds (its kbert.json ``task.type``)."""
     from kbert.tasks.registry import UnknownTaskError, model_types, task_type_for_model

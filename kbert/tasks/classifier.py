@@ -21,6 +21,7 @@ from kbert.tasks.base import TaskModel, TaskModelError, host_packing
 from kbert.tasks.batching import in_input_order, length_order, progress_callbacks
 from kbert.tasks.heads import PooledHead
 from kbert.tasks.text_inputs import take_rows, text_lengths, text_segments
+from kbert.api_export import kbert_export
 
 
 class _PooledTextModel(TaskModel):
@@ -76,6 +77,7 @@ def _label_names(num_classes, label_names, who):
     return int(num_classes), None
 
 
+@kbert_export("kbert.TextClassifier", "kbert.tasks.TextClassifier")
 class TextClassifier(_PooledTextModel):
     """Single-label classification of one text or a pair.
 
@@ -127,6 +129,7 @@ class TextClassifier(_PooledTextModel):
         return [self.label_names[i] for i in ids] if self.label_names else ids.tolist()
 
 
+@kbert_export("kbert.TextRegressor", "kbert.tasks.TextRegressor")
 class TextRegressor(_PooledTextModel):
     """One real-valued score for a text or a pair (STS-B), trained with mean squared error."""
 
@@ -148,6 +151,7 @@ class TextRegressor(_PooledTextModel):
         return {"scores": self(inputs, training=False)}
 
 
+@kbert_export("kbert.MultiLabelClassifier", "kbert.tasks.MultiLabelClassifier")
 class MultiLabelClassifier(_PooledTextModel):
     """Any subset of the labels: one sigmoid per label, binary cross-entropy.
 

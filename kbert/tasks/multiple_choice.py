@@ -20,10 +20,12 @@ from kbert.tasks.base import TaskModel, TaskModelError, host_packing
 from kbert.tasks.batching import in_input_order, length_order, progress_callbacks
 from kbert.tasks.heads import PooledHead
 from kbert.tasks.text_inputs import take_rows
+from kbert.api_export import kbert_export
 
 INPUT_KEYS = ("text_a", "choices")
 
 
+@kbert_export("kbert.MultipleChoiceModel", "kbert.tasks.MultipleChoiceModel")
 class MultipleChoiceModel(TaskModel):
     """Scores ``num_choices`` continuations of a text (any number when num_choices is None)."""
 

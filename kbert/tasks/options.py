@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from kbert.api_export import kbert_export
+
 
 def comma_list(text) -> tuple:
     """ "a,b" -> ("a", "b"); a list/tuple is kept as a tuple."""
@@ -44,6 +46,7 @@ class NoOptions:
     """A task type without options of its own."""
 
 
+@kbert_export("kbert.FinetuneOptions")
 @dataclasses.dataclass
 class FinetuneOptions:
     """The options of every fine-tuning run (``python -m kbert.finetune``)."""

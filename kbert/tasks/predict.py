@@ -15,8 +15,10 @@ from kbert.errors import DataError
 from kbert.tasks.base import TaskModelError
 from kbert.tasks.prediction import PredictOptions, RowProgress, write_text
 from kbert.tasks.registry import UnknownTaskError, task_type_for_model
+from kbert.api_export import kbert_export
 
 
+@kbert_export("kbert.predict_file")
 def predict_file(model_dir, input_path, output_path, fmt="jsonl", options=None, show_progress=False,
                  model=None, overwrite: bool = False) -> dict:
     """Reads ``input_path``, predicts every row with the model in ``model_dir`` and writes

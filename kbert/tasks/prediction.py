@@ -12,9 +12,12 @@ import dataclasses
 import json
 import math
 
+from kbert.api_export import kbert_export
+
 FORMATS = ("jsonl", "tsv", "glue", "squad")
 
 
+@kbert_export("kbert.PredictOptions")
 @dataclasses.dataclass
 class PredictOptions:
     """How kbert.predict reads the input and what it writes for each row.

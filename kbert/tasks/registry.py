@@ -21,6 +21,8 @@ import dataclasses
 import importlib
 import types
 
+from kbert.api_export import kbert_export
+
 # The built-in task types, in the order listings show them.
 BUILTIN_TYPE_ORDER = ("classification", "tagging", "span_qa", "multiple_choice")
 # Modules whose import registers the built-in task types (and their named tasks).
@@ -65,6 +67,7 @@ class NamedTask:
         return get_task_type(self.type)
 
 
+@kbert_export("kbert.tasks.register_task_type")
 def register_task_type(task_type):
     """Registers a TaskType instance (or class, instantiated here) under ``task_type.name`` and
     as the owner of its model types. Returns it, so it works as a class decorator too."""
@@ -78,6 +81,7 @@ def register_task_type(task_type):
     return task_type
 
 
+@kbert_export("kbert.tasks.register_task")
 def register_task(name: str, task_type: str, *, help: str = "", aliases=(), **preset) -> NamedTask:
     """Registers ``name`` (and ``aliases``) as a task of the registered ``task_type`` with the
     given preset settings; a later registration of the same name replaces it."""
@@ -116,6 +120,7 @@ def _lookup(table: dict, key, what: str, known):
         raise UnknownTaskError(f"unknown {what} {key!r}; expected one of: {', '.join(known())}") from None
 
 
+@kbert_export("kbert.tasks.get_task")
 def get_task(name: str) -> NamedTask:
     return _lookup(_TASKS, str(name).lower(), "task", task_names)
 
@@ -133,6 +138,7 @@ def named_task_of(task_meta: dict):
         return None
 
 
+@kbert_export("kbert.tasks.task_names")
 def task_names() -> list:
     """The registered task names (not aliases): the built-in types' first, then by registration."""
     return [t.name for t in tasks()]

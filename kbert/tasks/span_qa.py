@@ -30,6 +30,7 @@ from kbert.tasks.datasets import make_dataset
 from kbert.tasks.heads import SequenceHead
 from kbert.tasks.inference_step import inference_step
 from kbert.tasks.squad_postprocess import build_windows, postprocess_example
+from kbert.api_export import kbert_export
 
 PADDING_LOGIT = -10000.0
 
@@ -38,6 +39,7 @@ def _text(value) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
+@kbert_export("kbert.SpanQuestionAnswerer", "kbert.tasks.SpanQuestionAnswerer")
 class SpanQuestionAnswerer(TaskModel):
     """SQuAD-style span prediction.
 

@@ -32,6 +32,7 @@ from kbert.tasks.heads import SequenceHead
 from kbert.tasks.inference_step import inference_step
 from kbert.tasks.ner_alignment import IGNORE_INDEX, entity_spans
 from kbert.text.pre_tokenize import needs_pre_tokenize, pre_tokenize_data
+from kbert.api_export import kbert_export
 
 
 def _ragged_words(words) -> tf.RaggedTensor:
@@ -88,6 +89,7 @@ def words_from_tokens(token_tags, word_ids, num_words: int, fill_value: int = 0)
     return tags
 
 
+@kbert_export("kbert.TokenTagger", "kbert.tasks.TokenTagger")
 class TokenTagger(TaskModel):
     """Tags words with one of ``label_names`` (e.g. the CoNLL-2003 IOB2 tags, "O" first).
 

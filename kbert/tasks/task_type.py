@@ -29,6 +29,7 @@ from collections.abc import Callable
 import numpy as np
 
 from kbert.tasks.options import FinetuneOptions, NoOptions
+from kbert.api_export import kbert_export
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +49,7 @@ class DataSource:
     metrics: tuple = ()
 
 
+@kbert_export("kbert.tasks.TaskType")
 class TaskType:
     """One kind of task; subclasses fill in the attributes and methods below."""
 
@@ -142,6 +144,7 @@ def subsample(examples, n, seed):
     return [examples[i] for i in index], index
 
 
+@kbert_export("kbert.tasks.Recipe")
 class Recipe:
     """How ``python -m kbert.finetune`` runs a task: read the data (``read``, called by the
     constructor), build the model, feed it, evaluate it with the benchmark's metric and write its

@@ -20,11 +20,13 @@ import tensorflow_text as tf_text
 
 from kbert import compat
 from kbert.text.inputs import Untracked
+from kbert.api_export import kbert_export
 
 TRUNCATORS = ("round_robin", "waterfall")
 OUTPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 
 
+@kbert_export("kbert.text.BertPacker")
 class BertPacker(keras.layers.Layer):
     """Packs a list of tokenized segments into BERT's three int32 [batch, seq_length] inputs.
 

@@ -16,8 +16,10 @@ from kbert.text.inputs import as_string_tensor, shard_rows
 from kbert.text.packer import BertPacker
 from kbert.text.registry import as_tokenizer, is_tokenizer
 from kbert.text.tokenizer import BertTokenizer
+from kbert.api_export import kbert_export
 
 
+@kbert_export("kbert.BertPreprocessor", "kbert.text.BertPreprocessor")
 class BertPreprocessor(keras.layers.Layer):
     """Tokenizer + packer as one Keras layer.
 

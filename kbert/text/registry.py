@@ -42,6 +42,7 @@ import pathlib
 
 from kbert.model_metadata import FORMAT_VERSION, METADATA_FILE, ModelDirError, read_metadata, write_metadata
 from kbert.text.spec import DEFAULT_TYPE, TokenizerSpec, TokenizerSpecError
+from kbert.api_export import kbert_export
 
 _BUILTIN_MODULES = {
     "wordpiece": "kbert.text.tokenizer",
@@ -52,6 +53,7 @@ _BUILTIN_MODULES = {
 _REGISTRY: dict[str, type] = {}
 
 
+@kbert_export("kbert.register_tokenizer", "kbert.text.register_tokenizer")
 def register_tokenizer(name: str):
     """Class decorator: ``@register_tokenizer("wordpiece") class BertTokenizer(...)``."""
 
@@ -77,6 +79,7 @@ def tokenizer_class(name: str) -> type:
     return _REGISTRY[name]
 
 
+@kbert_export("kbert.create_tokenizer", "kbert.text.create_tokenizer")
 def create_tokenizer(spec: TokenizerSpec, directory=None, **kwargs):
     """The tokenizer a spec describes; ``spec.vocab_file`` is read relative to ``directory``."""
     return tokenizer_class(spec.type).from_spec(spec, directory, **kwargs)
@@ -135,6 +138,7 @@ def record_tokenizer_spec(model_dir, spec) -> None:
     write_metadata(model_dir, metadata)
 
 
+@kbert_export("kbert.text.load_tokenizer")
 def load_tokenizer(model_dir, **kwargs):
     """The tokenizer of a model directory, from its ``kbert.json`` (legacy ``do_lower_case`` included)."""
     spec = read_tokenizer_spec(model_dir)

@@ -16,6 +16,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from kbert.api_export import kbert_export
+
 DEFAULT_TYPE = "wordpiece"
 DEFAULT_VOCAB_FILE = "vocab.txt"
 _FIELDS = ("type", "lower_case", "vocab_file")
@@ -25,6 +27,7 @@ class TokenizerSpecError(ValueError):
     """A tokenizer spec that cannot be used: names the source, the field and the value."""
 
 
+@kbert_export("kbert.TokenizerSpec", "kbert.text.TokenizerSpec")
 @dataclasses.dataclass(frozen=True)
 class TokenizerSpec:
     type: str = DEFAULT_TYPE

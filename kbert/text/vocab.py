@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from kbert.errors import DataError
+from kbert.api_export import kbert_export
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 RESERVED_TOKENS = (PAD, UNK, CLS, SEP, MASK)
@@ -24,10 +25,12 @@ SPECIAL_TOKEN_NAMES = {
 }
 
 
+@kbert_export("kbert.text.VocabError")
 class VocabError(ValueError):
     """A vocabulary that cannot be used: the message names the file (or list), token and line."""
 
 
+@kbert_export("kbert.text.load_vocab")
 def load_vocab(path) -> list[str]:
     """The tokens of a ``vocab.txt``, in id order.
 
@@ -89,6 +92,7 @@ def as_token_list(vocab) -> list[str]:
     return tokens
 
 
+@kbert_export("kbert.text.special_token_ids")
 def special_token_ids(tokens, source="vocab") -> dict[str, int]:
     """padding_id, start_of_sequence_id, end_of_segment_id, mask_id, unknown_id, looked up."""
     index = {t: i for i, t in enumerate(tokens)}

@@ -20,6 +20,7 @@ import time
 
 from kbert.errors import OptionsError
 from kbert.tasks.options import FinetuneOptions
+from kbert.api_export import kbert_export
 
 
 def resolve_options(options: FinetuneOptions) -> FinetuneOptions:
@@ -43,6 +44,7 @@ def resolve_options(options: FinetuneOptions) -> FinetuneOptions:
     return dataclasses.replace(options, seq_length=options.seq_length or task_type.default_seq_length)
 
 
+@kbert_export("kbert.finetune")
 def finetune(options: FinetuneOptions, *, progress_bar: bool = True, log=print) -> dict:
     """Fine-tunes ``options.init`` on ``options.task``; returns the results also written to
     ``model_dir/eval_results.json``. ``progress_bar=False``: Keras' one line per epoch instead."""

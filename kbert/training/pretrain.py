@@ -25,11 +25,13 @@ from collections.abc import Callable
 
 from kbert.errors import DataError, OptionsError, TrainingStopped
 from kbert.tasks.options import option
+from kbert.api_export import kbert_export
 
 EVAL_SEED = 0  # the held-out masks' seed
 PRESET_NAMES = ("tiny", "mini", "small", "medium", "base", "large")
 
 
+@kbert_export("kbert.PretrainOptions")
 @dataclasses.dataclass
 class PretrainOptions:
     """The options of a pre-training run (``python -m kbert.pretrain`` has one flag per field)."""
@@ -73,7 +75,7 @@ class PretrainOptions:
 
 
 def build_config(options: PretrainOptions, vocab_size: int):
-    from kbert import BertConfig
+    from kbert.config import BertConfig
 
     config = BertConfig.from_name_or_path(options.config)
     if config.vocab_size != vocab_size:
@@ -104,6 +106,7 @@ def check_options(options: PretrainOptions, backend: str) -> None:
                            "its workers from TF_CONFIG: --strategy multi_worker)")
 
 
+@kbert_export("kbert.pretrain")
 def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None, log=print) -> dict:
     """Pre-trains; returns the results also written to ``model_dir/pretrain_results.json``.
 
