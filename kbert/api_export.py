@@ -74,6 +74,7 @@ PUBLIC = {
     "kbert.PretrainOptions": "kbert.training.pretrain",
     "kbert.pretrain": "kbert.training.pretrain",
     "kbert.FinetuneOptions": "kbert.tasks.options",
+    "kbert.TableOptions": "kbert.tasks.plugins.classification",
     "kbert.finetune": "kbert.training.finetune",
     "kbert.PredictOptions": "kbert.tasks.prediction",
     "kbert.predict_file": "kbert.tasks.predict",

@@ -99,10 +99,10 @@ def load_encoder(model_dir, *args, **kwargs):
 
     Example:
         >>> import kbert
-        >>> encoder = kbert.BertEncoder(kbert.BertConfig.preset("tiny", vocab_size=30))
-        >>> path = kbert.save_model_dir("runs/doc_tiny", encoder, vocab=[f"w{i}" for i in range(30)])
-        >>> kbert.load_encoder("runs/doc_tiny").config.num_hidden_layers
-        2
+        >>> model_dir = kbert.random_model_dir("runs/tiny")
+        >>> encoder = kbert.load_encoder(model_dir)
+        >>> encoder.config.num_hidden_layers, encoder.config.hidden_size
+        (2, 128)
     """
     return model_dir_lib.load_encoder(resolve_model_dir(model_dir), *args, **kwargs)
 
@@ -120,9 +120,9 @@ def load_tokenizer(model_dir, **kwargs):
 
     Example:
         >>> import kbert
-        >>> tokenizer = kbert.load_tokenizer("runs/doc_tiny")
-        >>> type(tokenizer).tokenizer_type
-        'wordpiece'
+        >>> tokenizer = kbert.load_tokenizer(kbert.random_model_dir("runs/tiny"))
+        >>> type(tokenizer).tokenizer_type, tokenizer.vocab_size
+        ('wordpiece', 127)
     """
     from kbert.text.registry import load_tokenizer as load
 

@@ -86,3 +86,90 @@ def test_import_kbert_and_its_faces_load_no_tensorflow():
                          cwd=ROOT, timeout=120).stdout
     assert out.splitlines()[-2] == "[]", out
     assert int(out.splitlines()[-1]) >= 40
+
+
+# -- every public object documents itself -------------------------------------------------------------
+def _returns_something(obj) -> bool:
+    """True when a function (or method) has a ``return VALUE``/``yield`` of its own, read from its source."""
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(obj)))
+    except (OSError, TypeError):
+        return False
+    function = tree.body[0]
+    nested = {id(n) for child in ast.walk(function) if child is not function
+              and isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
+              for n in ast.walk(child)}
+    return any(isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom)) and id(n) not in nested
+               and getattr(n, "value", None) is not None and not (isinstance(n.value, ast.Constant) and n.value.value is None)
+               for n in ast.walk(function))
+
+
+def _takes_arguments(obj) -> bool:
+    """A routine or class with parameters to document (an exception class that keeps Exception's
+    constructor takes only its message)."""
+    import inspect
+
+    if inspect.isclass(obj) and issubclass(obj, BaseException) and "__init__" not in vars(obj):
+        return False
+    try:
+        parameters = inspect.signature(obj).parameters
+    except (TypeError, ValueError):
+        return True
+    return any(p.name not in ("self", "cls") for p in parameters.values())
+
+
+def docstring_problems(name: str, obj) -> list[str]:
+    """What the docstring of a public object lacks (empty: nothing)."""
+    import inspect
+
+    doc = inspect.getdoc(obj) if (inspect.isclass(obj) or inspect.isroutine(obj)) else None
+    if not inspect.isclass(obj) and not inspect.isroutine(obj):
+        return []  # a value (PRESETS, COMBINATIONS): documented where its module's page shows it
+    if not doc:
+        return [f"{name}: no docstring"]
+    problems = []
+    if _takes_arguments(obj) and "Args:" not in doc and "Attributes:" not in doc:
+        problems.append(f"{name}: no Args: (or Attributes:) section")
+    if inspect.isroutine(obj) and _returns_something(obj) and "Returns:" not in doc and "Yields:" not in doc:
+        problems.append(f"{name}: returns a value but has no Returns: section")
+    if not any(s in doc for s in ("Example:", "Examples:")) or ">>>" not in doc:
+        problems.append(f"{name}: no Example: with a >>> doctest")
+    return problems
+
+
+def test_every_public_object_has_args_returns_and_an_example():
+    seen, problems = set(), []
+    for name, obj in sorted(public_objects().items()):
+        if id(obj) not in seen:
+            seen.add(id(obj))
+            problems += docstring_problems(name, obj)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_docstring_check_finds_what_is_missing():
+    def documented(x):
+        """Doubles.
+
+        Args:
+            x: a number.
+
+        Returns:
+            2 x.
+
+        Example:
+            >>> documented(2)
+            4
+        """
+        return 2 * x
+
+    def bare(x):
+        """Doubles."""
+        return 2 * x
+
+    assert docstring_problems("documented", documented) == []
+    assert docstring_problems("bare", bare) == ["bare: no Args: (or Attributes:) section",
+                                                "bare: returns a value but has no Returns: section",
+                                                "bare: no Example: with a >>> doctest"]

@@ -36,7 +36,7 @@ def parse_args(argv=None):
     p.add_argument("--quiet", action="store_true", help="one line per epoch instead of a progress bar")
     for task_type in task_types():
         if dataclasses.fields(task_type.Options):
-            add_arguments(p, task_type.Options, title=f"{task_type.name} options ({task_type.Options.__doc__.strip()})")
+            add_arguments(p, task_type.Options, title=f"{task_type.name} options ({task_type.Options.__doc__.strip().splitlines()[0]})")
     return p.parse_args(argv)
 
 

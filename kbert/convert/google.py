@@ -136,7 +136,24 @@ def _convert_prefix(ckpt_prefix, out_dir, config_file, vocab_file, do_lower_case
 
 @kbert_export("kbert.to_google")
 def to_google(model_dir, out_prefix) -> pathlib.Path:
-    """Writes ``OUT_PREFIX.{index,data-*}`` plus bert_config.json and vocab.txt beside it."""
+    """Writes a model directory as Google's TF1 checkpoint (``OUT_PREFIX.{index,data-*}``), with
+    ``bert_config.json`` and ``vocab.txt`` beside it: what google-research/bert and its converters read.
+
+    Args:
+        model_dir: a model directory (WordPiece).
+        out_prefix: the checkpoint prefix, e.g. ``out/bert_model.ckpt``.
+
+    Returns:
+        ``out_prefix``, a ``pathlib.Path``.
+
+    Example:
+        >>> import kbert
+        >>> prefix = kbert.to_google(kbert.random_model_dir("runs/tiny"), "runs/google/bert_model.ckpt")
+        >>> sorted(p.name for p in prefix.parent.iterdir())[:3]
+        ['bert_config.json', 'bert_model.ckpt.data-00000-of-00001', 'bert_model.ckpt.index']
+        >>> kbert.convert_google(prefix, "runs/from_google", overwrite=True).name
+        'from_google'
+    """
     import tensorflow as tf
 
     from kbert.model_dir import load_encoder, load_heads

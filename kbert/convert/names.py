@@ -20,7 +20,13 @@ NON_MODEL_NAMES = ("global_step", "good_steps", "loss_scale")
 
 @kbert_export("kbert.ConversionError")
 class ConversionError(ValueError):
-    """Weights that don't fit: the message lists every missing, extra and misshapen variable."""
+    """A checkpoint, folder or name that cannot be converted: the message says which file and why.
+
+    Example:
+        >>> import kbert
+        >>> issubclass(kbert.ConversionError, ValueError)
+        True
+    """
 
 
 def _dense(prefix, layer):

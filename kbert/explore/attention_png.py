@@ -64,7 +64,26 @@ def _installed(manager) -> list[str]:
 
 @kbert_export("kbert.render_attention_png")
 def render_attention_png(tokens, attention, path, layers=None, heads=None, title="Attention") -> pathlib.Path:
-    """Writes the grid for ``tokens`` (n labels) and ``attention`` [layers, heads, n, n] to ``path``."""
+    """Draws the attention heat maps as one PNG grid (needs matplotlib: the ``explore`` extra).
+
+    Args:
+        tokens: the n token labels.
+        attention: [layers, heads, n, n] (rows: queries), e.g. from ``kbert.text_attentions``.
+        path: the PNG file to write.
+        layers: the layer numbers of ``attention``'s first axis (default 0, 1, ...).
+        heads: the head numbers of its second axis (default 0, 1, ...).
+        title: the figure's title.
+
+    Returns:
+        ``path``, a ``pathlib.Path``.
+
+    Example:
+        >>> import kbert
+        >>> heads = kbert.PretrainingHeads.from_model_dir(kbert.random_model_dir("runs/tiny"))
+        >>> tokens, attention = kbert.text_attentions(heads, "the man went home .")
+        >>> kbert.render_attention_png(tokens, attention[:1, :1], "runs/attention.png").name
+        'attention.png'
+    """
     plt = _pyplot()
     fig = attention_figure(tokens, attention, layers, heads, title)
     path = pathlib.Path(path)

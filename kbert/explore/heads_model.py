@@ -25,8 +25,21 @@ DEFAULT_SEQ_LENGTH = 128
 class PretrainingHeads(compat.AutoTrackable):
     """An encoder with its ``mlm`` and/or ``nsp`` heads and the model directory's tokenizer.
 
-    ``mlm_head`` or ``nsp_head`` may be None (a directory without that head); asking for it then
-    raises a ModelDirError naming the missing head.
+    ``PretrainingHeads.from_model_dir(model_dir)`` loads them; ``kbert.fill_mask``,
+    ``kbert.next_sentence`` and ``kbert.text_attentions`` take it (or a model directory).
+
+    Args:
+        encoder: a ``kbert.BertEncoder``.
+        mlm_head: the masked-LM head, or None (asking for fill-mask then raises a ``ModelDirError``).
+        nsp_head: the next-sentence head, or None (likewise).
+        preprocessor: the ``kbert.BertPreprocessor`` of the model's tokenizer.
+        source: what error messages call the model (its directory).
+
+    Example:
+        >>> import kbert
+        >>> heads = kbert.PretrainingHeads.from_model_dir(kbert.random_model_dir("runs/tiny"))
+        >>> heads.encoder.config.num_hidden_layers, heads.mlm_head is not None, heads.nsp_head is not None
+        (2, True, True)
     """
 
     def __init__(self, encoder, mlm_head, nsp_head, preprocessor, source="model"):

@@ -111,9 +111,26 @@ def _strings_input(tokenizer):
 @kbert_export("kbert.export_preprocessor")
 def export_preprocessor(model_dir_or_vocab, out_dir, lower_case=None, seq_length=128, tokenizer_type=None,
                         overwrite: bool = False) -> str:
-    """Writes the preprocessor SavedModel to ``out_dir`` whole and returns its path
-    (kbert.export.serving.write_export: an earlier kbert export there is replaced, anything else
-    refused unless ``overwrite``)."""
+    """Exports a tokenizer and packer as a TF Hub-style preprocessor SavedModel (strings in, ids out).
+
+    Args:
+        model_dir_or_vocab: a model directory (its tokenizer), or a ``vocab.txt``.
+        out_dir: the SavedModel's folder, written whole (an earlier kbert export there is replaced,
+            anything else refused unless ``overwrite``).
+        lower_case: with a vocabulary only: True for uncased.
+        seq_length: the packed length of ``default`` (``bert_pack_inputs`` takes any).
+        tokenizer_type: with a vocabulary only: its tokenizer type (default ``wordpiece``).
+        overwrite: replace a folder that holds something else.
+
+    Returns:
+        ``out_dir``, a string.
+
+    Example:
+        >>> import kbert
+        >>> kbert.export_preprocessor(kbert.random_model_dir("runs/tiny"), "saved_models/tiny_preprocessor/1",
+        ...                           seq_length=16)
+        'saved_models/tiny_preprocessor/1'
+    """
     tokenizer = resolve_tokenizer(model_dir_or_vocab, lower_case, tokenizer_type)
     preprocessor = BertPreprocessor(tokenizer, seq_length=seq_length)
     module = build_preprocessor_module(preprocessor)

@@ -60,8 +60,30 @@ def _takes_words_itself(serve) -> bool:
 
 @kbert_export("kbert.export_task")
 def export_task(model_dir, out_dir, warmup: bool = True, overwrite: bool = False) -> pathlib.Path:
-    """Writes the task SavedModel to ``out_dir`` whole (kbert.export.serving.write_export: an earlier
-    kbert export there is replaced, anything else refused unless ``overwrite``)."""
+    """Exports a fine-tuned model as a TF Serving SavedModel that takes raw strings.
+
+    The signatures (``serving_default`` and the task type's others) take text and return labels,
+    scores or answers; warm-up requests are written to ``assets.extra`` and
+    ``saved_models/models.config`` lists every export beside it.
+
+    Args:
+        model_dir: a fine-tuned model directory.
+        out_dir: the SavedModel's folder (``saved_models/NAME/VERSION``), written whole: an earlier
+            kbert export there is replaced, anything else refused unless ``overwrite``.
+        warmup: write TF Serving warm-up requests.
+        overwrite: replace a folder that holds something else.
+
+    Returns:
+        ``out_dir``, a ``pathlib.Path``.
+
+    Example:
+        >>> import kbert
+        >>> model = kbert.TextClassifier.from_model_dir(kbert.random_model_dir("runs/tiny"),
+        ...                                             label_names=["negative", "positive"])
+        >>> saved = model.save_model_dir("runs/tiny-classifier")
+        >>> kbert.export_task(saved, "saved_models/tiny_classifier/1").name
+        '1'
+    """
     from kbert.tasks import load_task_model
 
     model_dir, out_dir = pathlib.Path(model_dir), pathlib.Path(out_dir)

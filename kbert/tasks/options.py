@@ -49,7 +49,28 @@ class NoOptions:
 @kbert_export("kbert.FinetuneOptions")
 @dataclasses.dataclass
 class FinetuneOptions:
-    """The options of every fine-tuning run (``python -m kbert.finetune``)."""
+    """The options of every fine-tuning run (``kbert finetune`` has one flag per field).
+
+    Attributes:
+        task: the task's name (``kbert.tasks.task_names()``: ``glue/sst2``, ``csv``, ``squad``, ...).
+        init: the model directory to start from (``kbert.convert_hf``'s output, a pre-training run).
+        model_dir: the output: the best epoch's model directory, metrics, predictions, logs.
+        data_dir: the task's folder, or ``train_file`` and ``eval_file`` (``eval_split``: which split).
+        epochs: passes over the training data; ``batch_size``, ``eval_batch_size``,
+            ``learning_rate``, ``warmup_proportion``, ``weight_decay``: the optimisation (AdamW).
+        seq_length: at most this many tokens per example (None: the task type's default).
+        max_train_examples: train on a random subset of this size (``max_eval_examples`` likewise).
+        task_options: the task type's own options (e.g. ``kbert.TableOptions`` for ``csv``).
+        The other fields (batching, seeds, dropout, devices) are documented by their flags:
+        ``kbert finetune --help``.
+
+    Example:
+        >>> import kbert
+        >>> options = kbert.FinetuneOptions(task="glue/sst2", init="runs/tiny", model_dir="runs/sst2",
+        ...                                 data_dir="glue/SST-2", epochs=1)
+        >>> options.learning_rate, options.batch_size
+        (5e-05, 32)
+    """
 
     task: str = option(help="the task (see the list above)")
     init: str = option(help="model directory to start from (kbert.convert output)")

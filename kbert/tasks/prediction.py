@@ -29,6 +29,11 @@ class PredictOptions:
       id_column: table inputs: the column holding each row's id (default: the line number).
       probabilities: add the probabilities (classification, multi-label, multiple choice, QA).
       batch_size: rows per model call.
+
+    Example:
+        >>> import kbert
+        >>> kbert.PredictOptions(probabilities=True).batch_size
+        64
     """
 
     task_format: str | None = None

@@ -49,6 +49,14 @@ class SpanQuestionAnswerer(TaskModel):
       max_query_length, doc_stride: window building, as run_squad.py (64, 128).
       n_best_size, max_answer_length (tokens), version_2_with_negative,
       null_score_diff_threshold: answer selection, as run_squad.py (20, 30, False, 0.0).
+
+    Example:
+        >>> import kbert
+        >>> model = kbert.SpanQuestionAnswerer.from_model_dir(kbert.random_model_dir("runs/tiny"),
+        ...                                                   seq_length=64, max_query_length=16)
+        >>> answers = model.answer(["where did he go ?"], ["he went to the store ."])
+        >>> len(answers), answers[0].text in "he went to the store ."
+        (1, True)
     """
 
     task_type = "span_qa"

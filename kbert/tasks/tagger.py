@@ -99,6 +99,14 @@ class TokenTagger(TaskModel):
       dropout: before the per-token dense layer.
       fill_label: tag id predicted for words that truncation left without a piece (default 0).
       ignore_index: the label of positions out of the loss; always IGNORE_INDEX (-100).
+
+    Example:
+        >>> import kbert
+        >>> model = kbert.TokenTagger.from_model_dir(kbert.random_model_dir("runs/tiny"),
+        ...                                          label_names=["O", "B-LOC", "I-LOC"])
+        >>> tags = model.predict_words([["he", "went", "to", "new", "york"]])
+        >>> len(tags[0])
+        5
     """
 
     task_type = "token_tagger"

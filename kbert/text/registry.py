@@ -55,7 +55,27 @@ _REGISTRY: dict[str, type] = {}
 
 @kbert_export("kbert.register_tokenizer", "kbert.text.register_tokenizer")
 def register_tokenizer(name: str):
-    """Class decorator: ``@register_tokenizer("wordpiece") class BertTokenizer(...)``."""
+    """Class decorator that registers a tokenizer type under ``name``.
+
+    The class derives from ``kbert.text.tokenizer_layer.TokenizerLayer`` and implements its
+    interface (``from_spec``, ``pre_tokenize``, ``tokenize``, ``asset_files``, ...); a
+    ``TokenizerSpec`` with ``type=name`` then creates it, in every command and export.
+
+    Args:
+        name: the type's name, as ``kbert.json`` and ``--tokenizer`` spell it.
+
+    Returns:
+        The decorator (it returns the class, with ``tokenizer_type = name``).
+
+    Example:
+        >>> import kbert
+        >>> from kbert.text.tokenizer import BertTokenizer
+        >>> @kbert.register_tokenizer("wordpiece-demo")
+        ... class DemoTokenizer(BertTokenizer):
+        ...     pass
+        >>> DemoTokenizer.tokenizer_type
+        'wordpiece-demo'
+    """
 
     def register(cls):
         if name in _REGISTRY and _REGISTRY[name] is not cls:
@@ -81,7 +101,23 @@ def tokenizer_class(name: str) -> type:
 
 @kbert_export("kbert.create_tokenizer", "kbert.text.create_tokenizer")
 def create_tokenizer(spec: TokenizerSpec, directory=None, **kwargs):
-    """The tokenizer a spec describes; ``spec.vocab_file`` is read relative to ``directory``."""
+    """The tokenizer a spec describes.
+
+    Args:
+        spec: a ``kbert.TokenizerSpec``.
+        directory: the folder ``spec.vocab_file`` is relative to (a model directory).
+        **kwargs: passed to the type's ``from_spec``.
+
+    Returns:
+        A tokenizer layer of the registered type.
+
+    Example:
+        >>> import kbert
+        >>> model_dir = kbert.random_model_dir("runs/tiny")
+        >>> tokenizer = kbert.create_tokenizer(kbert.TokenizerSpec(vocab_file="vocab.txt"), model_dir)
+        >>> tokenizer.tokenize_flat(["the quick fox"]).to_list()
+        [[12, 51, 53]]
+    """
     return tokenizer_class(spec.type).from_spec(spec, directory, **kwargs)
 
 
@@ -140,7 +176,23 @@ def record_tokenizer_spec(model_dir, spec) -> None:
 
 @kbert_export("kbert.text.load_tokenizer")
 def load_tokenizer(model_dir, **kwargs):
-    """The tokenizer of a model directory, from its ``kbert.json`` (legacy ``do_lower_case`` included)."""
+    """The tokenizer of a model directory, from its ``kbert.json`` (legacy ``do_lower_case`` included).
+
+    ``kbert.load_tokenizer`` is the same, and takes ``hf://ORG/NAME`` too.
+
+    Args:
+        model_dir: a model directory.
+        **kwargs: passed to the type's ``from_spec``.
+
+    Returns:
+        A tokenizer layer of the registered type.
+
+    Example:
+        >>> import kbert
+        >>> tokenizer = kbert.text.load_tokenizer(kbert.random_model_dir("runs/tiny"))
+        >>> tokenizer.lower_case
+        True
+    """
     spec = read_tokenizer_spec(model_dir)
     try:
         cls = tokenizer_class(spec.type)

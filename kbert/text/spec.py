@@ -30,6 +30,21 @@ class TokenizerSpecError(ValueError):
 @kbert_export("kbert.TokenizerSpec", "kbert.text.TokenizerSpec")
 @dataclasses.dataclass(frozen=True)
 class TokenizerSpec:
+    """What a tokenizer is, as ``kbert.json`` records it: its type, case and file.
+
+    Attributes:
+        type: the registered type (``wordpiece``, ``mecab-wordpiece``, ``mecab-character``,
+            ``sentencepiece``, or one added with ``kbert.register_tokenizer``).
+        lower_case: True for uncased models.
+        vocab_file: the tokenizer's file, relative to the model directory (or absolute).
+        options: the type's own settings (e.g. WordPiece's ``strip_accents``, MeCab's dictionary).
+
+    Example:
+        >>> import kbert
+        >>> spec = kbert.TokenizerSpec(type="wordpiece", lower_case=True, vocab_file="vocab.txt")
+        >>> spec.to_json()
+        {'type': 'wordpiece', 'lower_case': True, 'vocab_file': 'vocab.txt'}
+    """
     type: str = DEFAULT_TYPE
     lower_case: bool = True
     vocab_file: str = DEFAULT_VOCAB_FILE

@@ -74,6 +74,12 @@ class BertTokenizer(TokenizerLayer):
     Calling it on strings of shape ``S`` gives int32 ids of shape ``S + [words, pieces]``
     (a RaggedTensor). ``tokenize_flat`` merges words and pieces, ``tokenize_with_offsets``
     also gives each piece's span in the input.
+
+    Example:
+        >>> import kbert
+        >>> tokenizer = kbert.text.BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "fox", "##es"])
+        >>> tokenizer.tokenize_flat(["The foxes"]).to_list()
+        [[5, 6, 7]]
     """
 
     @classmethod

@@ -34,7 +34,29 @@ PRESET_NAMES = ("tiny", "mini", "small", "medium", "base", "large")
 @kbert_export("kbert.PretrainOptions")
 @dataclasses.dataclass
 class PretrainOptions:
-    """The options of a pre-training run (``python -m kbert.pretrain`` has one flag per field)."""
+    """The options of a pre-training run (``kbert pretrain`` has one flag per field).
+
+    Attributes:
+        train_data: a glob of the TFRecords ``pipelines.pretraining_data`` writes.
+        model_dir: where checkpoints, TensorBoard logs and the final model directory go.
+        config: a preset name (``kbert.PRESETS``) or a ``bert_config.json``.
+        vocab: the tokenizer's file (``vocab.txt`` for WordPiece), or ``tokenizer_dir``: a model
+            directory whose tokenizer to use; ``cased`` and ``tokenizer`` (its type) refine it.
+        seq_length: tokens per sequence; ``max_predictions``, ``mask_rate``, ``mask_token_rate``,
+            ``random_token_rate``, ``whole_word_masking``, ``no_nsp``: the masked-LM recipe.
+        batch_size: the global batch; ``steps``, ``learning_rate``, ``warmup_steps``,
+            ``weight_decay``, ``optimizer``, ``clip_norm``: the optimisation.
+        eval_data: held-out TFRecords, evaluated ``eval_steps`` batches at the end.
+        The other fields (precision, XLA, checkpoints, seeds, strategies and devices) are documented
+        by their flags: ``kbert pretrain --help``.
+
+    Example:
+        >>> import kbert
+        >>> options = kbert.PretrainOptions(train_data="runs/records/*.tfrecord", model_dir="runs/pretrain",
+        ...                                 config="tiny", vocab="runs/tiny/vocab.txt", steps=10)
+        >>> options.seq_length, options.batch_size
+        (128, 32)
+    """
 
     train_data: str = option(help="glob of TFRecords from pipelines.pretraining_data")
     model_dir: str = option(help="checkpoints, TensorBoard logs and the final model directory")
@@ -108,10 +130,30 @@ def check_options(options: PretrainOptions, backend: str) -> None:
 
 @kbert_export("kbert.pretrain")
 def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None, log=print) -> dict:
-    """Pre-trains; returns the results also written to ``model_dir/pretrain_results.json``.
+    """Pre-trains BERT (masked LM and next sentence) on TFRecords of raw text, with ``model.fit``.
 
-    ``callbacks_for(encoder, mlm_head, preprocessor, tokenizer) -> list``: extra Keras callbacks
-    built on the run's own layers (the CLI's fill-mask logger)."""
+    Checkpoints are written every ``checkpoint_every`` steps and a run resumes from the last one;
+    the final model directory (encoder, heads, tokenizer) is written under ``options.model_dir``.
+
+    Args:
+        options: a ``kbert.PretrainOptions``.
+        callbacks_for: ``callbacks_for(encoder, mlm_head, preprocessor, tokenizer) -> list``: extra
+            Keras callbacks built on the run's own layers (the command's fill-mask logger).
+        log: where the run's lines go (``print``).
+
+    Returns:
+        The results also written to ``model_dir/pretrain_results.json`` (losses, accuracies,
+        steps, timings, the model directory).
+
+    Example:
+        >>> import kbert
+        >>> options = kbert.PretrainOptions(train_data="runs/no-records/*.tfrecord", model_dir="runs/pretrain",
+        ...                                 config="tiny", vocab=str(kbert.random_model_dir("runs/tiny") / "vocab.txt"))
+        >>> kbert.pretrain(options)    # the records come from ``python -m pipelines.pretraining_data``
+        Traceback (most recent call last):
+        ...
+        FileNotFoundError: no pre-training files match runs/no-records/*.tfrecord
+    """
     import keras
     import tensorflow as tf
 
