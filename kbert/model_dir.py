@@ -8,7 +8,7 @@
                           "do_lower_case": bool, "heads": {name: {...}}}
     <head>.weights.h5    one file per head listed in kbert.json (mlm, nsp, task heads)
 
-``kbert.json`` is kbert's own metadata (DESIGN.md sketched it as ``heads.json``): it also
+``kbert.json`` is kbert's own metadata (the heads it lists, their weights files and settings): it also
 records the tokenizer (``kbert.text.spec.TokenizerSpec``; ``do_lower_case``, which Google's
 directories leave to the user to know, is kept beside it for older readers, and a directory
 with only ``do_lower_case`` reads as WordPiece).

@@ -50,8 +50,10 @@ LAYERS = [
     ("text and layers", {"text", "layers"}),
     # cli_support: flag parsing and error reporting shared by every command's main (kbert's commands and
     # the bench's); it imports nothing of kbert, so any layer's command entry point may use it;
-    # api_export: the public names' declaration and table (imports nothing of kbert)
-    ("foundation", {"config", "model_metadata", "errors", "compat", "resources", "cli_support", "api_export"}),
+    # api_export: the public names' declaration and table; options: the typed options' field helper (both
+    # import nothing of kbert)
+    ("foundation", {"config", "model_metadata", "errors", "compat", "resources", "cli_support", "api_export",
+                    "options"}),
 ]
 
 # Imports in files that another change is rewriting (the training loops moving into
@@ -311,3 +313,25 @@ def test_the_exit_scan_sees_what_it_looks_for():
     source = ("import sys\ndef f(p):\n    p.parse_args([])\n    raise SystemExit('no')\n"
               "def g():\n    sys.exit(1)\nif __name__ == '__main__':\n    sys.exit(f(None))\n")
     assert _exits(source, "sample.py") == ["sample.py:3", "sample.py:4", "sample.py:6"]
+
+
+def _argparse_uses(source: str, where: str) -> list[str]:
+    """``where:line`` of every ``import argparse`` and every function named ``from_args``/``*_from_args``
+    (a parsed namespace handed to the library) in ``source``."""
+    found = []
+    for node in ast.walk(ast.parse(source, where)):
+        if isinstance(node, ast.Import) and any(a.name == "argparse" for a in node.names) or (
+                isinstance(node, ast.ImportFrom) and node.module == "argparse"):
+            found.append(f"{where}:{node.lineno}")
+        elif isinstance(node, ast.FunctionDef) and (node.name == "from_args" or node.name.endswith("_from_args")):
+            found.append(f"{where}:{node.lineno}")
+    return found
+
+
+def test_library_code_takes_typed_options_not_argparse_namespaces():
+    found = [hit for path in sorted(PACKAGE.rglob("*.py")) if not str(path.relative_to(ROOT)).startswith(_PROGRAMS)
+             for hit in _argparse_uses(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))]
+    assert not found, ("library code that handles flags (move it into kbert/commands/ or kbert/cli_support.py, "
+                       "and pass typed options):\n" + "\n".join(found))
+    sample = "import argparse\ndef projector_from_args(args):\n    pass\ndef run(options):\n    pass\n"
+    assert _argparse_uses(sample, "sample.py") == ["sample.py:1", "sample.py:2"]

@@ -173,3 +173,12 @@ def test_the_docstring_check_finds_what_is_missing():
     assert docstring_problems("bare", bare) == ["bare: no Args: (or Attributes:) section",
                                                 "bare: returns a value but has no Returns: section",
                                                 "bare: no Example: with a >>> doctest"]
+
+
+def test_one_options_error_for_every_option():
+    import kbert
+    from kbert.tasks import options
+
+    assert options.OptionsError is kbert.OptionsError
+    with pytest.raises(kbert.OptionsError, match="batch_size"):
+        kbert.FinetuneOptions(task="csv", init="a", model_dir="b", batch_size=0)

@@ -4,7 +4,7 @@ One pre-training step (MLM at --predictions positions + NSP, AdamW with weight d
 clipnorm 1.0, dropout on) on a fixed in-memory batch, for kbert and its peers, interleaved:
   * kbert ``BertPretrainer`` with ``kbert.training.optimization.create_optimizer`` (AdamW, warmup +
     linear decay), one ``train_function`` call per step (no whole-step XLA by default, ``--xla``;
-    its element-wise kernels from kbert.layers.fused are XLA-compiled either way). GFLOP/s are the
+    its element-wise kernels from kbert.layers.tf_elementwise are XLA-compiled either way). GFLOP/s are the
     nominal FLOPs of the step over its time: kbert skips most of the last block's work (only the
     masked positions and [CLS] are computed there), so its figure is an effective one;
   * keras-hub ``BertBackbone`` + ``MaskedLMHead`` (tied embeddings, at the masked positions) + an

@@ -1,5 +1,4 @@
-"""Fine-tuning options as typed dataclasses, and the one place that turns them into command-line
-arguments and back.
+"""Fine-tuning options as typed dataclasses.
 
 ``FinetuneOptions`` holds what every task shares (data files, training hyper-parameters); each
 task type adds its own dataclass (``TaskType.Options``, e.g. the CSV columns or SQuAD's window
@@ -9,36 +8,23 @@ settings), held in ``FinetuneOptions.task_options``. From Python::
     from kbert.tasks.options import FinetuneOptions
     finetune(FinetuneOptions(task="glue/sst2", init="models/tiny", model_dir="runs/sst2", data_dir="glue/SST-2"))
 
-On the command line, ``add_arguments`` makes one flag per field (``--data-dir`` for
-``data_dir``; help, type and flag name from the field's metadata) and ``from_args`` builds the
-dataclass from the parsed namespace. ``kbert.finetune`` and ``kbert.bench finetune`` both build
-their parsers from these fields.
+On the command line, ``kbert.cli_support.add_arguments`` makes one flag per field (``--data-dir``
+for ``data_dir``; help, type and flag name from the field's metadata) and
+``kbert.cli_support.from_args`` builds the dataclass from the parsed namespace: ``kbert finetune``
+and ``kbert bench finetune`` both build their parsers from these fields.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 
 from kbert.api_export import kbert_export
+from kbert.errors import OptionsError
+from kbert.options import comma_list, option
 
-
-def comma_list(text) -> tuple:
-    """ "a,b" -> ("a", "b"); a list/tuple is kept as a tuple."""
-    if isinstance(text, (list, tuple)):
-        return tuple(str(t) for t in text)
-    return tuple(part.strip() for part in str(text).split(",") if part.strip())
-
-
-def option(default=dataclasses.MISSING, *, help: str, type=None, flag: str | None = None):
-    """A dataclass field with its command-line help (``type``: the argparse converter when the
-    default does not say it; ``flag``: e.g. "--no-bucketing" for a True default)."""
-    metadata = {"help": help, "type": type, "flag": flag}
-    return dataclasses.field(default=default, metadata=metadata)
-
-
-class OptionsError(ValueError):
-    """An option value that cannot work (named with its flag)."""
+# option and comma_list live in kbert.options (PretrainOptions uses them too); the task types' option
+# classes import them from here as well. One OptionsError for every option: kbert.errors'.
+__all__ = ["FinetuneOptions", "NoOptions", "OptionsError", "comma_list", "option"]
 
 
 @dataclasses.dataclass
@@ -117,46 +103,3 @@ class FinetuneOptions:
     @property
     def dynamic_length(self) -> bool:
         return not self.fixed_length
-
-
-def _flag(field) -> str:
-    return field.metadata.get("flag") or "--" + field.name.replace("_", "-")
-
-
-def cli_fields(cls) -> list:
-    return [f for f in dataclasses.fields(cls) if f.metadata.get("cli", True)]
-
-
-def add_arguments(parser, cls, *, only=None, defaults=None, helps=None, title=None):
-    """One flag per field of dataclass ``cls`` (``only``: these field names, in that order);
-    ``defaults``/``helps`` override a field's default/help for this parser (a field without a
-    default is a required flag unless ``defaults`` gives one). ``title``: an argument group."""
-    defaults, helps = defaults or {}, helps or {}
-    fields = {f.name: f for f in cli_fields(cls)}
-    target = parser.add_argument_group(title) if title else parser
-    for name in (only or list(fields)):
-        field = fields[name]
-        default = defaults.get(name, field.default)
-        help_text = helps.get(name, field.metadata.get("help"))
-        kwargs = {"dest": name, "help": help_text}
-        if isinstance(default, bool):
-            kwargs["action"] = "store_false" if default else "store_true"
-        else:
-            converter = field.metadata.get("type") or (type(default) if default not in (None, dataclasses.MISSING)
-                                                       else None)
-            if converter is not None:
-                kwargs["type"] = converter
-            if default is dataclasses.MISSING:
-                kwargs["required"] = True
-            else:
-                kwargs["default"] = default
-                if default is not None and kwargs["help"]:
-                    kwargs["help"] += f" (default {default})"
-        target.add_argument(_flag(field), **kwargs)
-    return parser
-
-
-def from_args(cls, args: argparse.Namespace, **extra):
-    """``cls`` from the parsed namespace (fields it lacks keep their defaults)."""
-    values = {f.name: getattr(args, f.name) for f in cli_fields(cls) if hasattr(args, f.name)}
-    return cls(**values, **extra)

@@ -121,6 +121,30 @@ def create_tokenizer(spec: TokenizerSpec, directory=None, **kwargs):
     return tokenizer_class(spec.type).from_spec(spec, directory, **kwargs)
 
 
+def tokenizer_spec_for(vocab=None, *, cased: bool = False, tokenizer_type: str | None = None, directory=None,
+                       directory_flag: str | None = "--model-dir") -> tuple:
+    """``(spec, directory)`` that ``create_tokenizer`` takes, from a tokenizer's file or a model directory.
+
+    ``vocab`` (a ``vocab.txt`` or SentencePiece model) wins; otherwise ``directory``'s ``kbert.json``
+    names the tokenizer, and ``tokenizer_type``/``cased`` override its type and case.
+    ``directory_flag``: how error messages name the directory (the command's flag)."""
+    if vocab:
+        kind = tokenizer_type or DEFAULT_TYPE
+        # Only WordPiece lower-cases by default (cased turns it off); the Japanese types and
+        # SentencePiece never do (lower-casing strips the voicing marks of kana: が -> か).
+        spec = TokenizerSpec(type=kind, lower_case=kind == "wordpiece" and not cased,
+                             vocab_file=os.path.abspath(os.path.expanduser(str(vocab))))
+        return spec, None
+    if not directory:
+        flag = f" or {directory_flag}" if directory_flag else ""
+        raise TokenizerSpecError(f"--vocab{flag} is required (the tokenizer)")
+    spec = read_tokenizer_spec(directory)
+    changes = {"type": tokenizer_type} if tokenizer_type else {}
+    if cased:
+        changes["lower_case"] = False
+    return (spec.replace(**changes) if changes else spec), directory
+
+
 def asset_path(spec: TokenizerSpec, directory) -> pathlib.Path:
     """Where the spec's ``vocab_file`` lies (an absolute ``vocab_file`` is taken as it is)."""
     path = pathlib.Path(os.path.expanduser(spec.vocab_file))

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 
 from kbert.errors import DataError, OptionsError, TrainingStopped
-from kbert.tasks.options import option
+from kbert.options import option
 from kbert.api_export import kbert_export
 
 EVAL_SEED = 0  # the held-out masks' seed
@@ -163,7 +163,7 @@ def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None,
     from kbert.models import BertEncoder
     from kbert.models.pretrainer import BertPretrainer
     from kbert.text import BertPreprocessor
-    from kbert.text.cli_args import tokenizer_from_args
+    from kbert.text.registry import create_tokenizer, tokenizer_spec_for
     from kbert.text.masking import MlmMasker
     from kbert.training.checkpoints import CheckpointCallback, StepLogger, checkpoint_state
     from kbert.training.optimization import create_optimizer
@@ -200,7 +200,8 @@ def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None,
         keras.mixed_precision.set_dtype_policy("mixed_bfloat16" if on_tpu else options.mixed_precision)
 
     # Any type: one with a Python step (the mecab-* types' MeCab split) runs it in the tf.data map.
-    tokenizer = tokenizer_from_args(options, "tokenizer_dir")
+    tokenizer = create_tokenizer(*tokenizer_spec_for(options.vocab, cased=options.cased, tokenizer_type=options.tokenizer,
+                                                     directory=options.tokenizer_dir, directory_flag="--tokenizer-dir"))
     config = build_config(options, tokenizer.vocab_size)
     preprocessor = BertPreprocessor(tokenizer, seq_length=options.seq_length)
     masker = MlmMasker.from_tokenizer(tokenizer, max_predictions=options.max_predictions,
