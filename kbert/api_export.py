@@ -128,7 +128,7 @@ def kbert_export(*names: str):
         A decorator that records ``names`` on the object (``__kbert_api__``, where the object takes
         attributes) and returns the object unchanged.
 
-    Example:
+    Examples:
         >>> from kbert.api_export import kbert_export
         >>> @kbert_export("kbert.example_name")
         ... def example_name():

@@ -49,7 +49,7 @@ _INT_FIELDS = (
 class ConfigError(ValueError):
     """An invalid BERT configuration; the message names the field and the value.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> kbert.BertConfig(hidden_size=100, num_attention_heads=12)
         Traceback (most recent call last):
@@ -81,7 +81,7 @@ class BertConfig:
         type_vocab_size: the number of segment ids (2: sentence A and B).
         initializer_range: the standard deviation of the truncated-normal initializer.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> config = kbert.BertConfig.preset("tiny")
         >>> config.num_hidden_layers, config.hidden_size, config.num_attention_heads, config.head_size

@@ -35,7 +35,7 @@ class DataError(ValueError):
       field: the column / key / field name that is wrong.
       value: the offending value (omit when there is none, e.g. a missing column).
 
-    Example:
+    Examples:
         >>> import kbert
         >>> print(kbert.DataError("train.tsv", "0 or 1", line=7, field="label", value="2"))
         train.tsv, line 7: field 'label': got '2'; expected 0 or 1
@@ -72,7 +72,7 @@ class OptionsError(ValueError):
     """A training option that cannot work (a missing required option, a value out of range, one
     the current backend cannot run); the message names the option and its value.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> kbert.FinetuneOptions(task="csv", init="runs/tiny", model_dir="runs/out", batch_size=0)
         Traceback (most recent call last):

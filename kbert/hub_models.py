@@ -50,7 +50,7 @@ def resolve_model_dir(model_dir, *, check: bool = True):
     Raises:
         kbert.ConversionError: a name not found (online or in the offline cache), a failed check.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> kbert.resolve_model_dir("runs/sst2")
         'runs/sst2'
@@ -97,7 +97,7 @@ def load_encoder(model_dir, *args, **kwargs):
     Returns:
         A ``kbert.BertEncoder``.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> model_dir = kbert.random_model_dir("runs/tiny")
         >>> encoder = kbert.load_encoder(model_dir)
@@ -118,7 +118,7 @@ def load_tokenizer(model_dir, **kwargs):
     Returns:
         A tokenizer layer of the registered type (``kbert.text.BertTokenizer`` for WordPiece).
 
-    Example:
+    Examples:
         >>> import kbert
         >>> tokenizer = kbert.load_tokenizer(kbert.random_model_dir("runs/tiny"))
         >>> type(tokenizer).tokenizer_type, tokenizer.vocab_size

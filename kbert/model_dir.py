@@ -214,7 +214,7 @@ def save_model_dir(model_dir, encoder, vocab_file=None, vocab=None, do_lower_cas
     Returns:
         ``model_dir``, a ``pathlib.Path``.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> encoder = kbert.BertEncoder(kbert.BertConfig.preset("tiny", vocab_size=8))
         >>> tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "man", "dog"]

@@ -32,7 +32,7 @@ def random_model_dir(path, *, preset: str = "tiny", seed: int = 0, heads: bool =
     Returns:
         The model directory, a ``pathlib.Path``.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> model_dir = kbert.random_model_dir("runs/tiny")
         >>> sorted(p.name for p in model_dir.iterdir())

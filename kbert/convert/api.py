@@ -45,7 +45,7 @@ def convert_hf(source, out_dir, *, overwrite: bool = False, check: bool = False)
     Raises:
         kbert.ConversionError: an unreadable or unsupported source, a failed check.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> kbert.convert_hf("no-such-folder/", "runs/x")
         Traceback (most recent call last):
@@ -104,7 +104,7 @@ def convert_google(source, out_dir, *, sha256: str | None = None, config_file=No
     Raises:
         kbert.ConversionError: a missing or damaged source, a checksum that differs.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> kbert.convert_google("missing.zip", "runs/x")
         Traceback (most recent call last):

@@ -86,7 +86,7 @@ def check_conversion(source_dir, model_dir, sentences=None, tolerance: float = D
     Returns:
         A ``CheckReport``: ``passed``, ``max_diff``, the sentences whose ids differ, ``lines()``.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> report = kbert.check_conversion("../shared/data/weights/all-MiniLM-L6-v2", "runs/minilm")  # doctest: +SKIP
         >>> report.passed   # doctest: +SKIP

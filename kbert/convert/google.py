@@ -146,7 +146,7 @@ def to_google(model_dir, out_prefix) -> pathlib.Path:
     Returns:
         ``out_prefix``, a ``pathlib.Path``.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> prefix = kbert.to_google(kbert.random_model_dir("runs/tiny"), "runs/google/bert_model.ckpt")
         >>> sorted(p.name for p in prefix.parent.iterdir())[:3]

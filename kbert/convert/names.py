@@ -22,7 +22,7 @@ NON_MODEL_NAMES = ("global_step", "good_steps", "loss_scale")
 class ConversionError(ValueError):
     """A checkpoint, folder or name that cannot be converted: the message says which file and why.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> issubclass(kbert.ConversionError, ValueError)
         True

@@ -44,7 +44,7 @@ def text_attentions(heads, text_a: str, text_b: str | None = None):
         ``(tokens, attention)``: the real tokens (``[CLS]`` ... ``[SEP]``) and a float32 array
         [layers, heads, n, n] (row: the query token, column: the key token).
 
-    Example:
+    Examples:
         >>> import kbert
         >>> heads = kbert.PretrainingHeads.from_model_dir(kbert.random_model_dir("runs/tiny"))
         >>> tokens, attention = kbert.text_attentions(heads, "the man went home .")

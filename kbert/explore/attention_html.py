@@ -128,7 +128,7 @@ def render_attention_html(tokens, attention, layers=None, heads=None, title="Att
     Returns:
         The page, a string (write it to a ``.html`` file).
 
-    Example:
+    Examples:
         >>> import kbert
         >>> heads = kbert.PretrainingHeads.from_model_dir(kbert.random_model_dir("runs/tiny"))
         >>> page = kbert.render_attention_html(*kbert.text_attentions(heads, "the man went home ."))

@@ -77,7 +77,7 @@ def render_attention_png(tokens, attention, path, layers=None, heads=None, title
     Returns:
         ``path``, a ``pathlib.Path``.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> heads = kbert.PretrainingHeads.from_model_dir(kbert.random_model_dir("runs/tiny"))
         >>> tokens, attention = kbert.text_attentions(heads, "the man went home .")

@@ -35,7 +35,7 @@ class PretrainingHeads(compat.AutoTrackable):
         preprocessor: the ``kbert.BertPreprocessor`` of the model's tokenizer.
         source: what error messages call the model (its directory).
 
-    Example:
+    Examples:
         >>> import kbert
         >>> heads = kbert.PretrainingHeads.from_model_dir(kbert.random_model_dir("runs/tiny"))
         >>> heads.encoder.config.num_hidden_layers, heads.mlm_head is not None, heads.nsp_head is not None

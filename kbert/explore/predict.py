@@ -46,7 +46,7 @@ def fill_mask(model, texts, top_k: int = 5) -> list[list[dict]]:
         "tokens": [...], "probabilities": [...]}`` with the ``top_k`` best tokens, best first
         (``position`` is the index in the packed input, [CLS] = 0).
 
-    Example:
+    Examples:
         >>> import kbert
         >>> model_dir = kbert.random_model_dir("runs/tiny")   # random weights: random guesses
         >>> answers = kbert.fill_mask(model_dir, ["the man went to the [MASK] ."], top_k=3)
@@ -72,7 +72,7 @@ def fill_mask_ids(model, inputs: dict, top_k: int = 5) -> list[list[dict]]:
     Returns:
         As ``fill_mask``: per row, one dict per mask.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> heads = kbert.PretrainingHeads.from_model_dir(kbert.random_model_dir("runs/tiny"))
         >>> answers = kbert.explore.fill_mask_ids(heads, heads.pack(["a [MASK] dog"]), top_k=2)
@@ -107,7 +107,7 @@ def next_sentence(model, text_a, text_b):
     Returns:
         A float for two strings, a list of floats for two lists.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> p = kbert.next_sentence(kbert.random_model_dir("runs/tiny"), "he went to the store .", "he bought milk .")
         >>> 0.0 <= p <= 1.0
@@ -135,7 +135,7 @@ def next_sentence_ids(model, inputs: dict) -> np.ndarray:
     Returns:
         float32 numpy array [batch].
 
-    Example:
+    Examples:
         >>> import kbert
         >>> heads = kbert.PretrainingHeads.from_model_dir(kbert.random_model_dir("runs/tiny"))
         >>> kbert.explore.next_sentence_ids(heads, heads.pack(["a man"], ["a dog"])).shape

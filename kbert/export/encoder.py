@@ -114,7 +114,7 @@ def export_encoder(model_dir, out_dir, head_signatures: bool = True, xla_signatu
     Returns:
         ``out_dir``, a ``pathlib.Path``.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> kbert.export_encoder(kbert.random_model_dir("runs/tiny"), "saved_models/tiny_encoder/1",
         ...                      head_signatures=False).name

@@ -22,7 +22,7 @@ def export_hub_pair(model_dir, name: str, root="saved_models") -> tuple[pathlib.
     Returns:
         ``(encoder, preprocessor)`` SavedModel paths, each written whole.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> encoder, preprocessor = kbert.export_hub_pair(kbert.random_model_dir("runs/tiny"), "tiny")
         >>> str(encoder), str(preprocessor)

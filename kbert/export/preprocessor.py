@@ -125,7 +125,7 @@ def export_preprocessor(model_dir_or_vocab, out_dir, lower_case=None, seq_length
     Returns:
         ``out_dir``, a string.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> kbert.export_preprocessor(kbert.random_model_dir("runs/tiny"), "saved_models/tiny_preprocessor/1",
         ...                           seq_length=16)

@@ -76,7 +76,7 @@ def export_task(model_dir, out_dir, warmup: bool = True, overwrite: bool = False
     Returns:
         ``out_dir``, a ``pathlib.Path``.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> model = kbert.TextClassifier.from_model_dir(kbert.random_model_dir("runs/tiny"),
         ...                                             label_names=["negative", "positive"])

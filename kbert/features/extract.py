@@ -72,7 +72,7 @@ def check_combinations(names, num_blocks: int) -> tuple:
     Raises:
         ValueError: an unknown name, or one that needs more blocks than there are.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> kbert.features.check_combinations(["last_hidden"], num_blocks=2)
         ('last_hidden',)
@@ -101,7 +101,7 @@ def combine_layers(layers, names=tuple(COMBINATIONS)) -> dict:
     Returns:
         ``{name: array}``: [batch, seq, H] for each, [batch, seq, 4 H] for ``concat_last_four_hidden``.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> import kbert
         >>> layers = [np.full((1, 1, 2), float(i)) for i in range(3)]   # embeddings, block 1, block 2
@@ -134,7 +134,7 @@ class FeatureExtractor(keras.Model):
         dynamic_length: trim each batch to its longest row.
         **kwargs: passed to ``keras.Model``.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> extractor = kbert.FeatureExtractor.from_model_dir(kbert.random_model_dir("runs/tiny"),
         ...                                                   combinations=("last_hidden",))
@@ -228,7 +228,7 @@ def read_rows(path) -> list[dict]:
     Raises:
         kbert.DataError: a line that is not a JSON object, or lacks ``text_a``; names the line.
 
-    Example:
+    Examples:
         >>> import pathlib
         >>> import kbert
         >>> path = pathlib.Path("runs/rows.jsonl")
@@ -281,7 +281,7 @@ def extract_arrays(model_dir, rows: list[dict], seq_length: int = 128, batch_siz
         combination of ``COMBINATIONS`` the encoder has blocks for; row i of each array is
         ``rows[i]``, zeros at padding.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> arrays = kbert.extract_arrays(kbert.random_model_dir("runs/tiny"), [{"text_a": "the quick fox"}],
         ...                             seq_length=8)

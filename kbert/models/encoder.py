@@ -32,7 +32,7 @@ class BertEncoder(keras.Model):
             the same either way.
         **kwargs: passed to ``keras.Model`` (``name``).
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> import kbert
         >>> encoder = kbert.BertEncoder(kbert.BertConfig.preset("tiny", vocab_size=100))

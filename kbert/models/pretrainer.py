@@ -69,7 +69,7 @@ class BertPretrainer(compat.LocalReplicaBuild, keras.Model):
             loss is normalised over the global batch); default: one replica.
         **kwargs: passed to ``keras.Model``.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> import kbert
         >>> encoder = kbert.BertEncoder(kbert.BertConfig.preset("tiny", vocab_size=100))

@@ -49,7 +49,7 @@ def host_packing() -> bool:
 class TaskModelError(ValueError):
     """A task model directory or setting that does not fit: names the file, field and value.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> kbert.load_task_model(kbert.random_model_dir("runs/tiny"))
         Traceback (most recent call last):
@@ -116,7 +116,7 @@ class TaskModel(keras.Model):
         dynamic_length: trim each batch to its longest row (False: always ``seq_length``).
         **kwargs: passed to ``keras.Model``.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> model = kbert.TextClassifier.from_model_dir(kbert.random_model_dir("runs/tiny"), num_classes=2)
         >>> isinstance(model, kbert.TaskModel), model.task_type, model.seq_length
@@ -458,7 +458,7 @@ def load_task_model(model_dir, **settings) -> TaskModel:
     Raises:
         kbert.tasks.TaskModelError: a directory without a fine-tuned task, or one that does not fit.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> model = kbert.TextClassifier.from_model_dir(kbert.random_model_dir("runs/tiny"),
         ...                                             label_names=["negative", "positive"])

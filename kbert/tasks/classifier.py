@@ -90,7 +90,7 @@ class TextClassifier(_PooledTextModel):
         to its longest sequence.
       dropout: before the dense layer (0.1 as in the paper).
 
-    Example:
+    Examples:
         >>> import kbert
         >>> model_dir = kbert.random_model_dir("runs/tiny")
         >>> model = kbert.TextClassifier(kbert.load_encoder(model_dir), kbert.load_tokenizer(model_dir),
@@ -149,7 +149,7 @@ class TextRegressor(_PooledTextModel):
         lower_case: with a vocabulary only.
         **kwargs: as ``kbert.TextClassifier`` (``num_segments``, ``seq_length``, ``dropout``, ...).
 
-    Example:
+    Examples:
         >>> import kbert
         >>> model = kbert.TextRegressor.from_model_dir(kbert.random_model_dir("runs/tiny"), num_segments=2)
         >>> model.predict({"text_a": ["a man"], "text_b": ["a woman"]}, verbose=0).shape
@@ -190,7 +190,7 @@ class MultiLabelClassifier(_PooledTextModel):
         at_least_one: a row where no label passes ``threshold`` gets its most probable label.
         **kwargs: as ``kbert.TextClassifier`` (``num_segments``, ``seq_length``, ``dropout``, ...).
 
-    Example:
+    Examples:
         >>> import kbert
         >>> model = kbert.MultiLabelClassifier.from_model_dir(kbert.random_model_dir("runs/tiny"),
         ...                                                   label_names=["city", "food", "movie"])

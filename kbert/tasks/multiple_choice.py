@@ -37,7 +37,7 @@ class MultipleChoiceModel(TaskModel):
         dropout: before the scoring layer.
         **kwargs: as ``kbert.TaskModel`` (``seq_length``, ...).
 
-    Example:
+    Examples:
         >>> import kbert
         >>> model = kbert.MultipleChoiceModel.from_model_dir(kbert.random_model_dir("runs/tiny"), seq_length=16)
         >>> model.predict({"text_a": ["he went to the store ."],

@@ -37,6 +37,9 @@ class NoOptions:
 class FinetuneOptions:
     """The options of every fine-tuning run (``kbert finetune`` has one flag per field).
 
+    The fields not listed below (batching, seeds, dropout, devices) are documented by their flags:
+    ``kbert finetune --help``.
+
     Attributes:
         task: the task's name (``kbert.tasks.task_names()``: ``glue/sst2``, ``csv``, ``squad``, ...).
         init: the model directory to start from (``kbert.convert_hf``'s output, a pre-training run).
@@ -47,10 +50,8 @@ class FinetuneOptions:
         seq_length: at most this many tokens per example (None: the task type's default).
         max_train_examples: train on a random subset of this size (``max_eval_examples`` likewise).
         task_options: the task type's own options (e.g. ``kbert.TableOptions`` for ``csv``).
-        The other fields (batching, seeds, dropout, devices) are documented by their flags:
-        ``kbert finetune --help``.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> options = kbert.FinetuneOptions(task="glue/sst2", init="runs/tiny", model_dir="runs/sst2",
         ...                                 data_dir="glue/SST-2", epochs=1)

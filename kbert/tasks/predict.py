@@ -38,7 +38,7 @@ def predict_file(model_dir, input_path, output_path, fmt="jsonl", options=None, 
     Returns:
         ``{"rows", "model_type", "output", "seconds"}``.
 
-    Example:
+    Examples:
         >>> import json, pathlib
         >>> import kbert
         >>> model = kbert.TextClassifier.from_model_dir(kbert.random_model_dir("runs/tiny"),

@@ -30,7 +30,7 @@ class PredictOptions:
       probabilities: add the probabilities (classification, multi-label, multiple choice, QA).
       batch_size: rows per model call.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> kbert.PredictOptions(probabilities=True).batch_size
         64

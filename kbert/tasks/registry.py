@@ -77,7 +77,7 @@ def register_task_type(task_type):
     Returns:
         The instance, so that it works as a class decorator too.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> @kbert.tasks.register_task_type
         ... class Reviews(kbert.tasks.TaskType):
@@ -113,7 +113,7 @@ def register_task(name: str, task_type: str, *, help: str = "", aliases=(), **pr
     Returns:
         The ``NamedTask``.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> task = kbert.tasks.register_task("my/reviews", "classification", help="reviews as CSV")
         >>> kbert.tasks.get_task("my/reviews").task_type.name
@@ -167,7 +167,7 @@ def get_task(name: str) -> NamedTask:
     Raises:
         kbert.tasks.registry.UnknownTaskError: an unknown name; the message lists the known ones.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> task = kbert.tasks.get_task("glue/sst2")
         >>> task.name, task.task_type.name
@@ -196,7 +196,7 @@ def task_names() -> list:
     Returns:
         A list of names.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> names = kbert.tasks.task_names()
         >>> "glue/sst2" in names and "csv" in names and "squad/v1.1" in names

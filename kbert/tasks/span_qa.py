@@ -47,10 +47,10 @@ class SpanQuestionAnswerer(TaskModel):
       encoder, tokenizer, lower_case, seq_length (384 in the paper), truncator, dynamic_length: as
         TaskModel.
       max_query_length, doc_stride: window building, as run_squad.py (64, 128).
-      n_best_size, max_answer_length (tokens), version_2_with_negative,
-      null_score_diff_threshold: answer selection, as run_squad.py (20, 30, False, 0.0).
+      n_best_size, max_answer_length (tokens), version_2_with_negative, null_score_diff_threshold:
+        answer selection, as run_squad.py (20, 30, False, 0.0).
 
-    Example:
+    Examples:
         >>> import kbert
         >>> model = kbert.SpanQuestionAnswerer.from_model_dir(kbert.random_model_dir("runs/tiny"),
         ...                                                   seq_length=64, max_query_length=16)

@@ -100,7 +100,7 @@ class TokenTagger(TaskModel):
       fill_label: tag id predicted for words that truncation left without a piece (default 0).
       ignore_index: the label of positions out of the loss; always IGNORE_INDEX (-100).
 
-    Example:
+    Examples:
         >>> import kbert
         >>> model = kbert.TokenTagger.from_model_dir(kbert.random_model_dir("runs/tiny"),
         ...                                          label_names=["O", "B-LOC", "I-LOC"])

@@ -61,7 +61,7 @@ class TaskType:
         default_seq_length: the sequence length when ``FinetuneOptions.seq_length`` is None.
         backends: the Keras backends its models run under.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> task_type = kbert.tasks.get_task("squad").task_type
         >>> isinstance(task_type, kbert.tasks.TaskType), task_type.default_seq_length
@@ -171,7 +171,7 @@ class Recipe:
         task: the ``NamedTask`` (``kbert.tasks.get_task``).
         options: the run's ``kbert.FinetuneOptions`` (``task_options`` checked against the type's).
 
-    Example:
+    Examples:
         >>> import kbert
         >>> recipe_class = kbert.tasks.get_task("csv").task_type.recipe_class
         >>> issubclass(recipe_class, kbert.tasks.Recipe)

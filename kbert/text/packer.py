@@ -44,7 +44,7 @@ class BertPacker(keras.layers.Layer):
     a [batch, tokens] one, [CLS] and [SEP]), 0 for the other pieces and padding. Whole-word masking
     reads it where the ids alone cannot tell (MeCab words of single characters, mecab-character).
 
-    Example:
+    Examples:
         >>> import tensorflow as tf
         >>> import kbert
         >>> packer = kbert.text.BertPacker(6, start_of_sequence_id=2, end_of_segment_id=3, padding_id=0)

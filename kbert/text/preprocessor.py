@@ -38,7 +38,7 @@ class BertPreprocessor(keras.layers.Layer):
     The texts it takes are what the tokenizer's graph part takes: for a tokenizer with a Python
     step (``tokenizer.in_graph`` False) run ``tokenizer.pre_tokenize`` on them first.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> preprocessor = kbert.BertPreprocessor(kbert.load_tokenizer(kbert.random_model_dir("runs/tiny")),
         ...                                       seq_length=8)

@@ -67,7 +67,7 @@ def register_tokenizer(name: str):
     Returns:
         The decorator (it returns the class, with ``tokenizer_type = name``).
 
-    Example:
+    Examples:
         >>> import kbert
         >>> from kbert.text.tokenizer import BertTokenizer
         >>> @kbert.register_tokenizer("wordpiece-demo")
@@ -111,7 +111,7 @@ def create_tokenizer(spec: TokenizerSpec, directory=None, **kwargs):
     Returns:
         A tokenizer layer of the registered type.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> model_dir = kbert.random_model_dir("runs/tiny")
         >>> tokenizer = kbert.create_tokenizer(kbert.TokenizerSpec(vocab_file="vocab.txt"), model_dir)
@@ -211,7 +211,7 @@ def load_tokenizer(model_dir, **kwargs):
     Returns:
         A tokenizer layer of the registered type.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> tokenizer = kbert.text.load_tokenizer(kbert.random_model_dir("runs/tiny"))
         >>> tokenizer.lower_case

@@ -39,7 +39,7 @@ class TokenizerSpec:
         vocab_file: the tokenizer's file, relative to the model directory (or absolute).
         options: the type's own settings (e.g. WordPiece's ``strip_accents``, MeCab's dictionary).
 
-    Example:
+    Examples:
         >>> import kbert
         >>> spec = kbert.TokenizerSpec(type="wordpiece", lower_case=True, vocab_file="vocab.txt")
         >>> spec.to_json()

@@ -75,7 +75,7 @@ class BertTokenizer(TokenizerLayer):
     (a RaggedTensor). ``tokenize_flat`` merges words and pieces, ``tokenize_with_offsets``
     also gives each piece's span in the input.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> tokenizer = kbert.text.BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "fox", "##es"])
         >>> tokenizer.tokenize_flat(["The foxes"]).to_list()

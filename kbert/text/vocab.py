@@ -29,7 +29,7 @@ SPECIAL_TOKEN_NAMES = {
 class VocabError(ValueError):
     """A vocabulary that cannot be used: the message names the file (or list), token and line.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> kbert.text.special_token_ids(["[PAD]", "the"])
         Traceback (most recent call last):
@@ -54,7 +54,7 @@ def load_vocab(path) -> list[str]:
     Returns:
         The tokens, a list of strings (id = position).
 
-    Example:
+    Examples:
         >>> import kbert
         >>> kbert.text.load_vocab(kbert.random_model_dir("runs/tiny") / "vocab.txt")[:6]
         ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', '.']
@@ -125,7 +125,7 @@ def special_token_ids(tokens, source="vocab") -> dict[str, int]:
     Raises:
         kbert.text.VocabError: a special token is missing.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> kbert.text.special_token_ids(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the"])
         {'padding_id': 0, 'start_of_sequence_id': 2, 'end_of_segment_id': 3, 'mask_id': 4, 'unknown_id': 1}

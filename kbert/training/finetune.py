@@ -61,7 +61,7 @@ def finetune(options: FinetuneOptions, *, progress_bar: bool = True, log=print) 
         The results also written to ``model_dir/eval_results.json``: the best epoch's metrics,
         the task, the number of examples, timings.
 
-    Example:
+    Examples:
         >>> import contextlib, io, pathlib
         >>> import kbert
         >>> model_dir = kbert.random_model_dir("runs/tiny")

@@ -36,6 +36,9 @@ PRESET_NAMES = ("tiny", "mini", "small", "medium", "base", "large")
 class PretrainOptions:
     """The options of a pre-training run (``kbert pretrain`` has one flag per field).
 
+    The fields not listed below (precision, XLA, checkpoints, seeds, strategies and devices) are
+    documented by their flags: ``kbert pretrain --help``.
+
     Attributes:
         train_data: a glob of the TFRecords ``pipelines.pretraining_data`` writes.
         model_dir: where checkpoints, TensorBoard logs and the final model directory go.
@@ -47,10 +50,8 @@ class PretrainOptions:
         batch_size: the global batch; ``steps``, ``learning_rate``, ``warmup_steps``,
             ``weight_decay``, ``optimizer``, ``clip_norm``: the optimisation.
         eval_data: held-out TFRecords, evaluated ``eval_steps`` batches at the end.
-        The other fields (precision, XLA, checkpoints, seeds, strategies and devices) are documented
-        by their flags: ``kbert pretrain --help``.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> options = kbert.PretrainOptions(train_data="runs/records/*.tfrecord", model_dir="runs/pretrain",
         ...                                 config="tiny", vocab="runs/tiny/vocab.txt", steps=10)
@@ -145,7 +146,7 @@ def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None,
         The results also written to ``model_dir/pretrain_results.json`` (losses, accuracies,
         steps, timings, the model directory).
 
-    Example:
+    Examples:
         >>> import kbert
         >>> options = kbert.PretrainOptions(train_data="runs/no-records/*.tfrecord", model_dir="runs/pretrain",
         ...                                 config="tiny", vocab=str(kbert.random_model_dir("runs/tiny") / "vocab.txt"))

@@ -41,7 +41,7 @@ class TableOptions:
         threshold: multi-label: the probability above which a label is predicted.
         at_least_one_label: multi-label: a row with no label above the threshold gets its best one.
 
-    Example:
+    Examples:
         >>> import kbert
         >>> kbert.TableOptions(text_columns="question,answer").text_columns
         ('question', 'answer')
