@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from kbert import compat
 from kbert.explore.masked_text import tokenize_with_masks
+from kbert.hub_models import resolve_model_dir
 from kbert.model_dir import ModelDirError, load_encoder, load_heads
 from kbert.api_export import kbert_export
 
@@ -54,7 +55,7 @@ class PretrainingHeads(compat.AutoTrackable):
 
     @classmethod
     def from_model_dir(cls, model_dir, seq_length=DEFAULT_SEQ_LENGTH, heads=("mlm", "nsp")):
-        model_dir = pathlib.Path(model_dir)
+        model_dir = pathlib.Path(resolve_model_dir(model_dir))  # a folder, or hf://ORG/NAME
         encoder = load_encoder(model_dir)
         loaded = load_heads(model_dir, encoder.config, names=heads)
         return cls(encoder, loaded.get("mlm"), loaded.get("nsp"),

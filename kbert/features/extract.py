@@ -29,6 +29,7 @@ import tensorflow as tf
 
 from kbert import compat
 from kbert.errors import DataError
+from kbert.hub_models import resolve_model_dir
 from kbert.model_dir import load_config, load_encoder
 from kbert.tasks.base import trim_to_longest
 from kbert.tasks.text_inputs import take_rows, text_lengths, text_segments
@@ -158,7 +159,7 @@ class FeatureExtractor(keras.Model):
 
     @classmethod
     def from_model_dir(cls, model_dir, **kwargs):
-        model_dir = pathlib.Path(model_dir)
+        model_dir = pathlib.Path(resolve_model_dir(model_dir))  # a folder, or hf://ORG/NAME
         return cls(load_encoder(model_dir), load_tokenizer(model_dir), **kwargs)
 
     @property
@@ -288,6 +289,7 @@ def extract_arrays(model_dir, rows: list[dict], seq_length: int = 128, batch_siz
         >>> arrays["pooled_output"].shape, arrays["last_hidden"].shape
         ((1, 128), (1, 8, 128))
     """
+    model_dir = resolve_model_dir(model_dir)
     num_blocks = load_config(model_dir).num_hidden_layers
     names = []
     for name in COMBINATIONS:

@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from kbert import compat
 from kbert import model_dir as model_dir_lib
+from kbert.hub_models import resolve_model_dir
 from kbert.tasks.batching import trim_to_longest
 from kbert.text import BertPreprocessor
 from kbert.text.pre_tokenize import pre_tokenize_data, pre_tokenize_dataset
@@ -377,8 +378,9 @@ class TaskModel(keras.Model):
         may then change preprocessing (e.g. seq_length) but not the head's size. Otherwise a new
         head is initialised from ``settings`` (e.g. ``num_classes=2``); ``load_head=False``
         forces that. ``encoder_overrides`` replace bert_config fields (e.g. dropout rates).
+        ``model_dir`` may be ``hf://ORG/NAME`` (``kbert.resolve_model_dir``).
         """
-        model_dir = pathlib.Path(model_dir)
+        model_dir = pathlib.Path(resolve_model_dir(model_dir))
         metadata = model_dir_lib.read_metadata(model_dir)
         saved = metadata.get("task")
         where = model_dir / model_dir_lib.METADATA_FILE
@@ -469,7 +471,7 @@ def load_task_model(model_dir, **settings) -> TaskModel:
     """
     from kbert.tasks.registry import UnknownTaskError, model_types, task_type_for_model
 
-    model_dir = pathlib.Path(model_dir)
+    model_dir = pathlib.Path(resolve_model_dir(model_dir))
     task = model_dir_lib.read_metadata(model_dir).get("task")
     where = model_dir / model_dir_lib.METADATA_FILE
     if not isinstance(task, dict) or "type" not in task:
