@@ -263,3 +263,79 @@ def run(name: str, main, argv=None) -> int:
         print(f"{prog(name)}: error: {message}", file=sys.stderr)
         return 1
     return 0 if status is None else status
+
+
+# -- typed options <-> flags ------------------------------------------------------------------------
+# Library functions take dataclasses (kbert.tasks.options.FinetuneOptions, a task type's options); these
+# turn their fields (kbert.options.option: help, type, flag) into flags and the parsed flags back.
+def _flag(field) -> str:
+    return field.metadata.get("flag") or "--" + field.name.replace("_", "-")
+
+
+def cli_fields(cls) -> list:
+    import dataclasses
+
+    return [f for f in dataclasses.fields(cls) if f.metadata.get("cli", True)]
+
+
+def add_arguments(parser, cls, *, only=None, defaults=None, helps=None, title=None):
+    """One flag per field of dataclass ``cls`` (``only``: these field names, in that order);
+    ``defaults``/``helps`` override a field's default/help for this parser (a field without a
+    default is a required flag unless ``defaults`` gives one). ``title``: an argument group."""
+    import dataclasses
+
+    defaults, helps = defaults or {}, helps or {}
+    fields = {f.name: f for f in cli_fields(cls)}
+    target = parser.add_argument_group(title) if title else parser
+    for name in (only or list(fields)):
+        field = fields[name]
+        # A flag that an earlier dataclass made for a field of the same name is shared, made once
+        # (--doc-stride: the windows of any task, span QA's own); from_args gives each its value.
+        existing = parser._option_string_actions.get(_flag(field))
+        if existing is not None and existing.dest == name:
+            continue
+        default = defaults.get(name, field.default)
+        help_text = helps.get(name, field.metadata.get("help"))
+        kwargs = {"dest": name, "help": help_text}
+        if isinstance(default, bool):
+            kwargs["action"] = "store_false" if default else "store_true"
+        else:
+            converter = field.metadata.get("type") or (type(default) if default not in (None, dataclasses.MISSING)
+                                                       else None)
+            if converter is not None:
+                kwargs["type"] = converter
+            if default is dataclasses.MISSING:
+                kwargs["required"] = True
+            else:
+                kwargs["default"] = default
+                if default is not None and kwargs["help"]:
+                    kwargs["help"] += f" (default {default})"
+        target.add_argument(_flag(field), **kwargs)
+    return parser
+
+
+def from_args(cls, args: argparse.Namespace, **extra):
+    """``cls`` from the parsed namespace (fields it lacks keep their defaults)."""
+    import dataclasses
+
+    values = {f.name: getattr(args, f.name) for f in cli_fields(cls) if hasattr(args, f.name)}
+    for f in cli_fields(cls):  # a shared flag left out (None) keeps this field's own default
+        if values.get(f.name, 0) is None and f.default is not None and f.default is not dataclasses.MISSING:
+            del values[f.name]
+    return cls(**values, **extra)
+
+
+# -- the tokenizer flags of pre-training and the data pipelines ------------------------------------
+def add_tokenizer_arguments(parser, types, dir_flag: str | None = "--model-dir", vocab_required=False):
+    """Adds --vocab, --cased, --tokenizer (one of ``types``: kbert.text.registry.tokenizer_types())
+    and (``dir_flag``) a model-directory flag to ``parser``; ``kbert.text.registry.tokenizer_spec_for``
+    turns their values into a spec."""
+    parser.add_argument("--vocab", required=vocab_required,
+                        help="the tokenizer's file (vocab.txt for WordPiece)")
+    parser.add_argument("--cased", action="store_true",
+                        help="cased vocabulary (no lower-casing; only WordPiece lower-cases by default)")
+    parser.add_argument("--tokenizer", metavar="TYPE", choices=list(types), default=None,
+                        help=f"tokenizer type: {', '.join(types)} (default: wordpiece, or the "
+                             "model directory's)")
+    if dir_flag:
+        parser.add_argument(dir_flag, help="a model directory whose tokenizer (kbert.json) to use instead of --vocab")

@@ -7,6 +7,8 @@ import json
 import math
 import os
 
+from kbert.api_export import kbert_export
+
 # Activation names accepted in ``hidden_act``.  kbert follows Google's ``bert_config.json``
 # semantics, since that is the file format it reads and writes: in google-research/bert
 # ``modeling.py`` (and in Model Garden and keras-hub) ``"gelu"`` is the tanh approximation.
@@ -30,6 +32,7 @@ PRESETS = {
     "base": (12, 768, 12),
     "large": (24, 1024, 16),
 }
+kbert_export("kbert.PRESETS")(PRESETS)
 
 _INT_FIELDS = (
     "vocab_size",
@@ -42,12 +45,50 @@ _INT_FIELDS = (
 )
 
 
+@kbert_export("kbert.ConfigError")
 class ConfigError(ValueError):
-    """An invalid BERT configuration; the message names the field and the value."""
+    """An invalid BERT configuration; the message names the field and the value.
+
+    Examples:
+        >>> import kbert
+        >>> kbert.BertConfig(hidden_size=100, num_attention_heads=12)
+        Traceback (most recent call last):
+        ...
+        kbert.config.ConfigError: hidden_size (100) must be divisible by num_attention_heads (12)
+    """
 
 
+@kbert_export("kbert.BertConfig")
 @dataclasses.dataclass
 class BertConfig:
+    """The architecture of a BERT model: exactly the fields of Google's ``bert_config.json``.
+
+    Every value is checked when the config is made (``kbert.ConfigError`` names the field).
+    ``BertConfig.preset(name)`` gives a published size; ``from_json_file``/``to_json_file`` read
+    and write Google's file.
+
+    Attributes:
+        vocab_size: the number of token ids (30522 for bert-base-uncased).
+        hidden_size: the width H of every block.
+        num_hidden_layers: the number of Transformer blocks L.
+        num_attention_heads: the number of attention heads A (H must be divisible by A).
+        intermediate_size: the width of each block's feed-forward layer (4 H in the paper).
+        hidden_act: ``"gelu"`` (the tanh approximation, as google-research/bert) or ``"gelu_exact"``
+            (erf), ``"relu"``, ...
+        hidden_dropout_prob: dropout on embeddings and block outputs.
+        attention_probs_dropout_prob: dropout on the attention probabilities.
+        max_position_embeddings: the longest sequence the position embeddings cover.
+        type_vocab_size: the number of segment ids (2: sentence A and B).
+        initializer_range: the standard deviation of the truncated-normal initializer.
+
+    Examples:
+        >>> import kbert
+        >>> config = kbert.BertConfig.preset("tiny")
+        >>> config.num_hidden_layers, config.hidden_size, config.num_attention_heads, config.head_size
+        (2, 128, 2, 64)
+        >>> kbert.BertConfig.preset("base").intermediate_size
+        3072
+    """
     vocab_size: int = 30522
     hidden_size: int = 768
     num_hidden_layers: int = 12

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+from kbert.api_export import kbert_export
+
 _MISSING = object()
 _MAX_VALUE_CHARS = 200
 
@@ -20,6 +22,7 @@ def _show(value) -> str:
     return text
 
 
+@kbert_export("kbert.DataError")
 class DataError(ValueError):
     """A malformed input file: bad row, bad field value, bad encoding, empty file.
 
@@ -31,6 +34,11 @@ class DataError(ValueError):
         lines do not identify the data.
       field: the column / key / field name that is wrong.
       value: the offending value (omit when there is none, e.g. a missing column).
+
+    Examples:
+        >>> import kbert
+        >>> print(kbert.DataError("train.tsv", "0 or 1", line=7, field="label", value="2"))
+        train.tsv, line 7: field 'label': got '2'; expected 0 or 1
     """
 
     def __init__(self, file, expected: str, *, line: int | None = None, record: str | None = None,
@@ -59,9 +67,18 @@ class DataError(ValueError):
         super().__init__(message)
 
 
+@kbert_export("kbert.OptionsError")
 class OptionsError(ValueError):
     """A training option that cannot work (a missing required option, a value out of range, one
-    the current backend cannot run); the message names the option and its value."""
+    the current backend cannot run); the message names the option and its value.
+
+    Examples:
+        >>> import kbert
+        >>> kbert.FinetuneOptions(task="csv", init="runs/tiny", model_dir="runs/out", batch_size=0)
+        Traceback (most recent call last):
+        ...
+        kbert.errors.OptionsError: ...
+    """
 
 
 class TrainingStopped(Exception):

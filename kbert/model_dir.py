@@ -8,7 +8,7 @@
                           "do_lower_case": bool, "heads": {name: {...}}}
     <head>.weights.h5    one file per head listed in kbert.json (mlm, nsp, task heads)
 
-``kbert.json`` is kbert's own metadata (DESIGN.md sketched it as ``heads.json``): it also
+``kbert.json`` is kbert's own metadata (the heads it lists, their weights files and settings): it also
 records the tokenizer (``kbert.text.spec.TokenizerSpec``; ``do_lower_case``, which Google's
 directories leave to the user to know, is kept beside it for older readers, and a directory
 with only ``do_lower_case`` reads as WordPiece).
@@ -26,6 +26,7 @@ from kbert.model_metadata import (  # noqa: F401 - the metadata names, also impo
     CONFIG_FILE, ENCODER_WEIGHTS, FORMAT_VERSION, METADATA_FILE, VOCAB_FILE, ModelDirError, atomic_write,
     count_vocab, fsync_path, load_config, read_metadata, resolve_file, write_metadata)
 from kbert.text.registry import read_tokenizer_spec, record_tokenizer_spec  # noqa: F401
+from kbert.api_export import kbert_export
 
 
 class OutputExistsError(FileExistsError):
@@ -193,14 +194,33 @@ def _weights_differences(layer, path, expected_from: str = CONFIG_FILE, limit=20
     return f"{len(lines)} difference(s):\n  " + "\n  ".join(shown)
 
 
+@kbert_export("kbert.save_model_dir")
 def save_model_dir(model_dir, encoder, vocab_file=None, vocab=None, do_lower_case=True, heads=None, *,
                    tokenizer=None, tokenizer_spec=None, asset_files=None):
-    """Writes config, tokenizer files, encoder weights and metadata; ``heads`` maps name -> (layer, info).
+    """Writes a model directory: ``bert_config.json``, the tokenizer's files, the encoder's and heads'
+    weights and ``kbert.json``.
 
-    The tokenizer: ``tokenizer`` (an object: its ``spec`` and ``asset_files``; a WordPiece one built
-    from a token list writes its vocabulary), or ``tokenizer_spec`` with ``asset_files`` ({name in
-    the directory: source path}; files already in ``model_dir`` may be left out), or (the older
-    arguments) WordPiece from ``vocab_file``/``vocab`` and ``do_lower_case``.
+    Args:
+        model_dir: the folder to write (created if needed).
+        encoder: the ``kbert.BertEncoder`` to save.
+        vocab_file: (WordPiece, the older arguments) a ``vocab.txt`` to copy, or ``vocab``: a token list.
+        vocab: a token list, written as ``vocab.txt``.
+        do_lower_case: with ``vocab_file``/``vocab``: True for uncased.
+        heads: ``{name: (layer, info)}``: head layers to save beside the encoder (``mlm``, ``nsp``, a task's).
+        tokenizer: a tokenizer object: its ``spec`` and ``asset_files`` are written (any type).
+        tokenizer_spec: or a ``kbert.TokenizerSpec`` with ``asset_files``.
+        asset_files: ``{name in the directory: source path}`` of ``tokenizer_spec``'s files.
+
+    Returns:
+        ``model_dir``, a ``pathlib.Path``.
+
+    Examples:
+        >>> import kbert
+        >>> encoder = kbert.BertEncoder(kbert.BertConfig.preset("tiny", vocab_size=8))
+        >>> tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "man", "dog"]
+        >>> model_dir = kbert.save_model_dir("runs/eight_words", encoder, vocab=tokens)
+        >>> kbert.load_encoder(model_dir).config.vocab_size, kbert.load_tokenizer(model_dir).vocab_size
+        (8, 8)
     """
     model_dir = pathlib.Path(model_dir)
     model_dir.mkdir(parents=True, exist_ok=True)

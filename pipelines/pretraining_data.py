@@ -184,9 +184,10 @@ def build_pipeline(pipeline, args):
                 documents_counter.inc()
                 yield doc
 
-    from kbert.text.cli_args import tokenizer_spec_from_args
+    from kbert.text.registry import tokenizer_spec_for
 
-    spec, spec_dir = tokenizer_spec_from_args(args)
+    spec, spec_dir = tokenizer_spec_for(args.vocab, cased=args.cased, tokenizer_type=args.tokenizer,
+                                        directory=args.model_dir)
     spec_json = spec.to_json()  # plain data for the workers
 
     class CountWordpieces(beam.DoFn):
@@ -238,9 +239,10 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--input", required=True, help="glob of text files")
     parser.add_argument("--output", required=True, help="output prefix (shards: PREFIX-00000-of-0000N.tfrecord)")
-    from kbert.text.cli_args import add_tokenizer_arguments
+    from kbert.cli_support import add_tokenizer_arguments
+    from kbert.text.registry import tokenizer_types
 
-    add_tokenizer_arguments(parser)  # --vocab (counts wordpieces), --cased, --tokenizer TYPE, --model-dir
+    add_tokenizer_arguments(parser, tokenizer_types())  # --vocab (counts wordpieces), --cased, --tokenizer TYPE, --model-dir
     parser.add_argument("--language", choices=cjk_text.LANGUAGES, default="en",
                         help="ja: NFKC and sentences at 。！？; zh: sentences at 。！？；; both join without spaces")
     parser.add_argument("--strip-aozora", action="store_true",

@@ -170,7 +170,7 @@ def test_finetune_prints_and_writes_its_curves(sst2_finetune_run):
 def test_projector_flags_for_the_features_cli(tmp_path, tiny_model_dir):
     import argparse
 
-    from kbert.explore.projector import add_projector_arguments, projector_from_args
+    from kbert.commands.features import add_projector_arguments, projector_from_args
 
     parser = argparse.ArgumentParser()
     parser.add_argument("model_dir")

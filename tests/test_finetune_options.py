@@ -7,6 +7,7 @@ import pytest
 
 from kbert.bench.finetune_bench import parse_args as bench_parse_args
 from kbert.commands.finetune import finetune_options, parse_args
+from kbert.training.finetune import resolve_options
 from kbert.tasks.options import FinetuneOptions
 from kbert.tasks.plugins.classification import TableOptions
 from kbert.tasks.plugins.span_qa import SquadOptions
@@ -17,10 +18,12 @@ REQUIRED = ["--init", "in", "--model-dir", "out"]
 
 def test_command_line_defaults_are_the_dataclass_defaults():
     options = finetune_options(parse_args(["--task", "glue/sst2", *REQUIRED]))
-    expected = FinetuneOptions(task="glue/sst2", init="in", model_dir="out", seq_length=128,
-                               task_options=TableOptions())
+    expected = FinetuneOptions(task="glue/sst2", init="in", model_dir="out", task_options=TableOptions())
     assert options == expected
-    squad = finetune_options(parse_args(["--task", "SQuAD/v2.0", *REQUIRED, "--doc-stride", "32", "--no-bucketing"]))
+    # the task's default sequence length is filled in once, by the library (command and Python alike)
+    assert resolve_options(options).seq_length == 128
+    squad = resolve_options(finetune_options(parse_args(["--task", "SQuAD/v2.0", *REQUIRED, "--doc-stride", "32",
+                                                         "--no-bucketing"])))
     assert squad.seq_length == 384 and squad.bucketing is False and squad.dynamic_length
     assert squad.task_options == SquadOptions(doc_stride=32)
 

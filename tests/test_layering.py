@@ -1,9 +1,11 @@
 """The layering contract: kbert's modules import downward only, and nothing imports in a circle.
 
-Every module of the kbert package is parsed with ``ast`` (no import, so no TensorFlow): every
-``import``/``from ... import`` anywhere in it (inside functions too, relative imports resolved,
-``from pkg import name`` resolved to ``pkg.name`` where that is a module) and every
-``importlib.import_module("kbert....")`` with a literal name. From that:
+Every module of the kbert package and of the data pipelines (``pipelines/``) is parsed with ``ast``
+(no import, so no TensorFlow): every ``import``/``from ... import`` anywhere in it (inside functions
+too, relative imports resolved, ``from pkg import name`` resolved to ``pkg.name`` where that is a
+module) and every ``importlib.import_module("kbert....")`` with a literal name. The lazy faces
+(``kbert``, ``kbert.tasks``, ... served by ``kbert.api_export``) import each public name's module
+on first use: the table ``kbert.api_export.PUBLIC`` adds those edges. From that:
 
   * the module graph has no cycle;
   * the part graph (a part = a top-level subpackage or module of kbert) has no two-way edge;
@@ -27,24 +29,31 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "kbert"
+PIPELINES = ROOT / "pipelines"
 MAIN_PART = "__main__"
 
-# Top to bottom (DESIGN.md): commands -> training, export, explore, bench -> tasks -> data, models,
-# convert -> text, layers -> config, model-directory metadata, errors, compat.
+# Top to bottom (docs/architecture.md): commands -> training, export, explore, bench -> pipelines ->
+# tasks -> data, models, convert -> text, layers -> config, model-directory metadata, errors, compat.
 LAYERS = [
     # commands: kbert/commands/ (one module per subcommand), kbert.cli (the table) and the shims that keep
-    # `python -m kbert.NAME` working (they import only when run as the program)
+    # `python -m kbert.NAME` working (they import only when run as the program); "kbert": the package's
+    # own face, which serves every public name (kbert.api_export.PUBLIC) on first use
     ("commands", {MAIN_PART, "cli", "commands", "finetune", "predict", "pretrain",
-                  "tokenize", "vocab"}),
+                  "tokenize", "vocab", "kbert"}),
     ("applications", {"training", "export", "explore", "bench", "features"}),
+    # the Beam pipelines that write TFRecords (pipelines/): run by the pre-training command and the bench
+    ("pipelines", {"pipelines"}),
     ("tasks", {"tasks"}),
-    # "kbert": the package's own __init__ (BertConfig, BertEncoder on first use); model_dir: models
-    # saved and loaded (encoder, heads, tokenizer files) over model_metadata
-    ("models and data", {"data", "models", "convert", "model_dir", "kbert"}),
+    # model_dir: models saved and loaded (encoder, heads, tokenizer files) over model_metadata;
+    # hub_models: hf://ORG/NAME model directories (converted once); random_model: a random one to try
+    ("models and data", {"data", "models", "convert", "model_dir", "hub_models", "random_model"}),
     ("text and layers", {"text", "layers"}),
     # cli_support: flag parsing and error reporting shared by every command's main (kbert's commands and
-    # the bench's); it imports nothing of kbert, so any layer's command entry point may use it
-    ("foundation", {"config", "model_metadata", "errors", "compat", "resources", "cli_support"}),
+    # the bench's); it imports nothing of kbert, so any layer's command entry point may use it;
+    # api_export: the public names' declaration and table; options: the typed options' field helper (both
+    # import nothing of kbert)
+    ("foundation", {"config", "model_metadata", "errors", "compat", "resources", "cli_support", "api_export",
+                    "options"}),
 ]
 
 # Imports in files that another change is rewriting (the training loops moving into
@@ -55,7 +64,7 @@ TEMPORARY_ALLOWANCES: dict = {}
 
 def _modules() -> dict[str, pathlib.Path]:
     modules = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted([*PACKAGE.rglob("*.py"), *PIPELINES.rglob("*.py")]):
         parts = list(path.relative_to(ROOT).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
@@ -103,13 +112,23 @@ def import_edges() -> list[tuple[str, str, str]]:
         main_nodes = {id(n) for block in ast.walk(tree) if _is_main_block(block) for n in ast.walk(block)}
         for node in ast.walk(tree):
             for name in _imported_names(node, package, modules):
-                if name != "kbert" and not name.startswith("kbert."):
+                if name.partition(".")[0] not in ("kbert", "pipelines"):
                     continue
                 target = _module_of(name, modules)
                 source = f"{module}:{MAIN_PART}" if id(node) in main_nodes else module
                 if target and target != module:
                     edges.append((source, target, f"{path.relative_to(ROOT)}:{node.lineno}"))
+    edges += _face_edges(modules)
     return edges
+
+
+def _face_edges(modules) -> list[tuple[str, str, str]]:
+    """The lazy faces' imports: face package -> the module of each public name it serves."""
+    from kbert.api_export import PUBLIC
+
+    where = str((PACKAGE / "api_export.py").relative_to(ROOT)) + " PUBLIC"
+    return [(name.rpartition(".")[0], module, f"{where}[{name!r}]") for name, module in PUBLIC.items()
+            if module in modules and name.rpartition(".")[0] in modules]
 
 
 def part_of(node: str) -> str:
@@ -117,6 +136,8 @@ def part_of(node: str) -> str:
     names = module.split(".")
     if block == MAIN_PART or names[-1] == MAIN_PART:
         return MAIN_PART
+    if names[0] == "pipelines":
+        return "pipelines"
     return names[1] if len(names) > 1 else "kbert"
 
 
@@ -207,6 +228,10 @@ def test_the_scan_sees_imports_inside_functions_and_relative_imports(edges):
     assert ("kbert.cli", "kbert.cli_support") in found
     assert ("kbert.layers", "kbert.layers.attention") in found
     assert part_of("kbert.features:__main__") == MAIN_PART and part_of("kbert.export.__main__") == MAIN_PART
+    # the pipelines are scanned too, and the faces' lazy imports come from kbert.api_export.PUBLIC
+    assert ("pipelines.pretraining_data", "pipelines.runners") in found
+    assert part_of("pipelines.task_data") == "pipelines"
+    assert ("kbert", "kbert.models.encoder") in found and ("kbert.tasks", "kbert.tasks.classifier") in found
 
 
 def test_every_part_has_a_layer(edges):
@@ -288,3 +313,25 @@ def test_the_exit_scan_sees_what_it_looks_for():
     source = ("import sys\ndef f(p):\n    p.parse_args([])\n    raise SystemExit('no')\n"
               "def g():\n    sys.exit(1)\nif __name__ == '__main__':\n    sys.exit(f(None))\n")
     assert _exits(source, "sample.py") == ["sample.py:3", "sample.py:4", "sample.py:6"]
+
+
+def _argparse_uses(source: str, where: str) -> list[str]:
+    """``where:line`` of every ``import argparse`` and every function named ``from_args``/``*_from_args``
+    (a parsed namespace handed to the library) in ``source``."""
+    found = []
+    for node in ast.walk(ast.parse(source, where)):
+        if isinstance(node, ast.Import) and any(a.name == "argparse" for a in node.names) or (
+                isinstance(node, ast.ImportFrom) and node.module == "argparse"):
+            found.append(f"{where}:{node.lineno}")
+        elif isinstance(node, ast.FunctionDef) and (node.name == "from_args" or node.name.endswith("_from_args")):
+            found.append(f"{where}:{node.lineno}")
+    return found
+
+
+def test_library_code_takes_typed_options_not_argparse_namespaces():
+    found = [hit for path in sorted(PACKAGE.rglob("*.py")) if not str(path.relative_to(ROOT)).startswith(_PROGRAMS)
+             for hit in _argparse_uses(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))]
+    assert not found, ("library code that handles flags (move it into kbert/commands/ or kbert/cli_support.py, "
+                       "and pass typed options):\n" + "\n".join(found))
+    sample = "import argparse\ndef projector_from_args(args):\n    pass\ndef run(options):\n    pass\n"
+    assert _argparse_uses(sample, "sample.py") == ["sample.py:1", "sample.py:2"]

@@ -120,10 +120,15 @@ def test_as_tokenizer_keeps_objects_and_builds_wordpiece_from_a_vocabulary():
 def test_command_line_flags_give_the_spec(tmp_path):
     import argparse
 
-    from kbert.text.cli_args import add_tokenizer_arguments, tokenizer_spec_from_args
+    from kbert.cli_support import add_tokenizer_arguments
+    from kbert.text.registry import tokenizer_spec_for, tokenizer_types
 
     parser = argparse.ArgumentParser()
-    add_tokenizer_arguments(parser)
+    add_tokenizer_arguments(parser, tokenizer_types())
+
+    def tokenizer_spec_from_args(args):  # what the commands and pipelines do with the parsed flags
+        return tokenizer_spec_for(args.vocab, cased=args.cased, tokenizer_type=args.tokenizer, directory=args.model_dir)
+
     spec, directory = tokenizer_spec_from_args(parser.parse_args(["--vocab", str(UNCASED_VOCAB), "--cased"]))
     assert spec == TokenizerSpec(lower_case=False, vocab_file=str(UNCASED_VOCAB)) and directory is None
     record_tokenizer_spec(tmp_path, TokenizerSpec(type="sentencepiece", lower_case=True, vocab_file="spm.model"))

@@ -69,7 +69,8 @@ def run_case(case, args, peers):
     import numpy as np
     import tensorflow as tf
 
-    from kbert import BertConfig, BertEncoder
+    from kbert.config import BertConfig
+    from kbert.models import BertEncoder
 
     config = BertConfig.preset(case.config)
     flops = common.encoder_flops(config, case.seq_length)
@@ -278,7 +279,7 @@ def _bf16_check(encoder, config, kin):
     """kbert under mixed_bfloat16 against the same weights in float32."""
     import numpy as np
 
-    from kbert import BertEncoder
+    from kbert.models import BertEncoder
 
     with _policy("float32"):
         reference = BertEncoder(config)

@@ -49,7 +49,8 @@ DEFAULT_HF_DIR = _shared_data() / "weights" / "all-MiniLM-L6-v2"
 
 
 def parse_args(argv):
-    from kbert.tasks.options import FinetuneOptions, add_arguments
+    from kbert.cli_support import add_arguments
+    from kbert.tasks.options import FinetuneOptions
 
     from kbert.cli_support import ArgumentParser, prog
 

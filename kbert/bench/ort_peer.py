@@ -232,7 +232,7 @@ def save_random_hf(config_name: str, vocab_file, out_dir) -> pathlib.Path:
     import transformers
     from tokenizers import BertWordPieceTokenizer
 
-    from kbert import BertConfig
+    from kbert.config import BertConfig
     from kbert.bench.hf_peer import _hf_config
 
     out = pathlib.Path(out_dir)

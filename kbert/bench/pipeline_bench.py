@@ -113,7 +113,7 @@ class _PipelineRunner(common.Runner):
 
 def measure_train_rate(args):
     """kbert's pre-training step (no peers), examples per second: the pipeline's consumer."""
-    from kbert import BertConfig
+    from kbert.config import BertConfig
     from kbert.bench import train_bench
 
     case = common.Case(args.config, args.batch_size, args.seq_length)

@@ -122,7 +122,7 @@ def main(argv=None):
     args = parse_args(argv or [])  # before TensorFlow: --help and a wrong flag answer at once
     import keras
 
-    from kbert import BertConfig
+    from kbert.config import BertConfig
     from kbert.text import load_vocab
 
     work = pathlib.Path(args.work_dir or os.path.join(tempfile.gettempdir(), "kbert_bench_pretrain"))

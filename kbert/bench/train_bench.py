@@ -4,7 +4,7 @@ One pre-training step (MLM at --predictions positions + NSP, AdamW with weight d
 clipnorm 1.0, dropout on) on a fixed in-memory batch, for kbert and its peers, interleaved:
   * kbert ``BertPretrainer`` with ``kbert.training.optimization.create_optimizer`` (AdamW, warmup +
     linear decay), one ``train_function`` call per step (no whole-step XLA by default, ``--xla``;
-    its element-wise kernels from kbert.layers.fused are XLA-compiled either way). GFLOP/s are the
+    its element-wise kernels from kbert.layers.tf_elementwise are XLA-compiled either way). GFLOP/s are the
     nominal FLOPs of the step over its time: kbert skips most of the last block's work (only the
     masked positions and [CLS] are computed there), so its figure is an effective one;
   * keras-hub ``BertBackbone`` + ``MaskedLMHead`` (tied embeddings, at the masked positions) + an
@@ -64,7 +64,7 @@ def _step_fn(model, dataset, steps_per_execution):
 
 
 def kbert_pretrainer(config, case, jit, steps_per_execution, total_steps=10_000, warmup_steps=100):
-    from kbert import BertEncoder
+    from kbert.models import BertEncoder
     from kbert.models.pretrainer import BertPretrainer
     from kbert.training.optimization import create_optimizer
 
@@ -119,7 +119,7 @@ def run_case(case, args, peers):
     import numpy as np
     import tensorflow as tf
 
-    from kbert import BertConfig
+    from kbert.config import BertConfig
 
     config = BertConfig.preset(case.config)
     flops = common.pretraining_flops(config, case.seq_length, args.predictions)
@@ -201,7 +201,7 @@ def loss_curves(args):
     import keras
     import numpy as np
 
-    from kbert import BertConfig
+    from kbert.config import BertConfig
     from kbert.data.pretraining import pretraining_dataset
     from kbert.text import BertPreprocessor, load_vocab
     from kbert.text.masking import MlmMasker

@@ -115,17 +115,8 @@ def _is_url(source: str) -> bool:
 
 def _release_zip(source: str, sha256):
     """The zip on disk (downloaded first for a URL); its sha256 is printed and checked."""
-    from kbert.convert.download import download, sha256_of
-    from kbert.convert.names import ConversionError
+    from kbert.convert.api import release_zip
 
-    if _is_url(source):
-        path, digest = download(source, sha256=sha256, progress=True)
-    else:
-        path = pathlib.Path(source)
-        if not path.is_file():
-            raise ConversionError(f"release zip {path} does not exist")
-        digest = sha256_of(path)
-        if sha256 and digest != sha256.lower():
-            raise ConversionError(f"{path} has sha256 {digest}, expected {sha256.lower()}")
+    path, digest = release_zip(source, sha256, progress=True)
     print(f"sha256: {digest}  {path}")
     return path

@@ -33,8 +33,6 @@ def parse_args(argv=None):
     p.add_argument("--overwrite", action="store_true", help="replace an existing --output whole")
     p.add_argument("--seq-length", type=int, default=128, help="pad/truncate every row to this length (default 128)")
     p.add_argument("--batch-size", type=int, default=32, help="rows per encoder call (default 32)")
-    from kbert.explore.projector import add_projector_arguments
-
     add_projector_arguments(p)  # --projector LOGDIR: the arrays for TensorBoard's projector
     add_verbose_flag(p)
     args = p.parse_args(argv)
@@ -67,9 +65,32 @@ def main(argv=None) -> int:
     atomic_write(output, lambda tmp: np.savez(tmp, **arrays))
     shapes = ", ".join(f"{k} {list(v.shape)}" for k, v in arrays.items())
     print(f"wrote {len(rows)} rows to {output}: {shapes}")
-    from kbert.explore.projector import projector_from_args
-
     line = projector_from_args(args, arrays, rows)
     if line:
         print(line)
     return 0
+
+
+# -- --projector: the arrays for TensorBoard's projector (kbert.explore.projector) -------------------
+def add_projector_arguments(parser) -> None:
+    """``--projector LOGDIR``, ``--projector-level`` and ``--projector-layer``."""
+    from kbert.explore.projector import LEVELS
+
+    parser.add_argument("--projector", metavar="LOGDIR",
+                        help="also write the embeddings for TensorBoard's projector to LOGDIR")
+    parser.add_argument("--projector-level", choices=LEVELS, default="token",
+                        help="one point per token (default) or per row (the mean of its tokens)")
+    parser.add_argument("--projector-layer", default="last_hidden",
+                        help="which of the output arrays to project (default last_hidden)")
+
+
+def projector_from_args(args, arrays: dict, rows) -> str | None:
+    """Writes the projector files when ``--projector`` was given; returns the line to print."""
+    if not getattr(args, "projector", None):
+        return None
+    from kbert.explore.projector import write_features_projector
+    from kbert.text.registry import load_tokenizer
+
+    vocab = load_tokenizer(args.model_dir).get_vocabulary()
+    logdir = write_features_projector(args.projector, arrays, rows, vocab, args.projector_level, args.projector_layer)
+    return f"projector: tensorboard --logdir {logdir}  (tab Projector)"

@@ -12,7 +12,7 @@ OUT/eval_results.json); the best epoch's model is kept in OUT as a model directo
 head, kbert.json with the task settings: ``kbert.tasks.load_task_model(OUT)`` reloads it, the
 export CLI serves it) together with its predictions in the benchmark's submission format.
 
-Tasks (kbert.tasks.registry; a new task is a plug-in module, see README "Adding a task"):
+Tasks (kbert.tasks.registry; a new task is a plug-in module, see docs/finetuning.md, "Adding a task"):
 """
 
 from __future__ import annotations
@@ -24,10 +24,9 @@ import sys
 
 
 def parse_args(argv=None):
-    from kbert.tasks.options import FinetuneOptions, add_arguments
+    from kbert.cli_support import ArgumentParser, add_arguments, add_backend_flag, prog
+    from kbert.tasks.options import FinetuneOptions
     from kbert.tasks.registry import task_listing, task_types
-
-    from kbert.cli_support import ArgumentParser, add_backend_flag, prog
 
     p = ArgumentParser(prog=prog("finetune"), description=__doc__ + task_listing(),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -36,23 +35,22 @@ def parse_args(argv=None):
     p.add_argument("--quiet", action="store_true", help="one line per epoch instead of a progress bar")
     for task_type in task_types():
         if dataclasses.fields(task_type.Options):
-            add_arguments(p, task_type.Options, title=f"{task_type.name} options ({task_type.Options.__doc__.strip()})")
+            add_arguments(p, task_type.Options, title=f"{task_type.name} options ({task_type.Options.__doc__.strip().splitlines()[0]})")
     return p.parse_args(argv)
 
 
 def finetune_options(args):
     """FinetuneOptions (with the task type's options) from parsed arguments; FinetuneOptions pass
-    through. The task's default seq_length is filled in."""
-    from kbert.tasks.options import FinetuneOptions, from_args
+    through. The task's defaults (seq_length) are the library's to fill in
+    (``kbert.training.finetune.resolve_options``)."""
+    from kbert.cli_support import from_args
+    from kbert.tasks.options import FinetuneOptions
     from kbert.tasks.registry import get_task
 
     if isinstance(args, FinetuneOptions):
-        options = args
-        task_type = get_task(options.task).task_type
-    else:
-        task_type = get_task(args.task).task_type
-        options = from_args(FinetuneOptions, args, task_options=from_args(task_type.Options, args))
-    return dataclasses.replace(options, seq_length=options.seq_length or task_type.default_seq_length)
+        return args
+    task_type = get_task(args.task).task_type
+    return from_args(FinetuneOptions, args, task_options=from_args(task_type.Options, args))
 
 
 def run(args) -> dict:

@@ -26,8 +26,8 @@ DEMO_DIR = pathlib.Path("runs/pretrain_demo")
 
 
 def parse_args(argv=None):
-    from kbert.cli_support import ArgumentParser, add_backend_flag, prog
-    from kbert.text.cli_args import add_tokenizer_arguments
+    from kbert.cli_support import ArgumentParser, add_backend_flag, add_tokenizer_arguments, prog
+    from kbert.text.registry import tokenizer_types
 
     p = ArgumentParser(prog=prog("pretrain"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_backend_flag(p)
@@ -41,7 +41,7 @@ def parse_args(argv=None):
     p.add_argument("--num-processes", type=int, default=None, help="jax: number of processes of the run")
     p.add_argument("--process-id", type=int, default=None, help="jax: this process's id, 0 .. N-1")
     p.add_argument("--config", default="base", help="preset name or bert_config.json")
-    add_tokenizer_arguments(p, dir_flag="--tokenizer-dir")  # --vocab, --cased, --tokenizer TYPE
+    add_tokenizer_arguments(p, tokenizer_types(), dir_flag="--tokenizer-dir")  # --vocab, --cased, --tokenizer TYPE
     p.add_argument("--train-data", help="glob of TFRecords from pipelines.pretraining_data")
     p.add_argument("--eval-data", help="glob of held-out TFRecords")
     p.add_argument("--skip-bad-records", action="store_true",

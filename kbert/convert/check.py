@@ -17,6 +17,7 @@ import dataclasses
 import numpy as np
 
 from kbert.convert.names import ConversionError
+from kbert.api_export import kbert_export
 
 SENTENCES = {
     "en": ["The quick brown fox jumps over the lazy dog.",
@@ -69,9 +70,28 @@ def _peers():
     return torch, transformers
 
 
+@kbert_export("kbert.check_conversion")
 def check_conversion(source_dir, model_dir, sentences=None, tolerance: float = DEFAULT_TOLERANCE) -> CheckReport:
-    """Compares ``model_dir`` (kbert) with the Hugging Face folder ``source_dir`` (transformers) on
-    ``sentences`` (default: ``SENTENCES``, every language)."""
+    """Compares a converted model directory with transformers on the source Hugging Face folder.
+
+    Both tokenize built-in sentences in English, Japanese, Chinese, Korean and Russian; both
+    encoders run on kbert's ids. Needs torch and transformers (a ``ConversionError`` says so).
+
+    Args:
+        source_dir: the Hugging Face folder (``config.json``, tokenizer, weights).
+        model_dir: the kbert model directory converted from it.
+        sentences: the sentences (default: ``SENTENCES``, every language).
+        tolerance: the largest absolute difference of outputs that passes.
+
+    Returns:
+        A ``CheckReport``: ``passed``, ``max_diff``, the sentences whose ids differ, ``lines()``.
+
+    Examples:
+        >>> import kbert
+        >>> report = kbert.check_conversion("../shared/data/weights/all-MiniLM-L6-v2", "runs/minilm")  # doctest: +SKIP
+        >>> report.passed   # doctest: +SKIP
+        True
+    """
     torch, transformers = _peers()
     import tensorflow as tf
 

@@ -17,6 +17,7 @@ from kbert.convert.common import check_output_dir, write_model_dir
 from kbert.convert.inputs import input_file
 from kbert.convert.names import ConversionError, encoder_variables, export_arrays, head_variables, is_model_weight
 from kbert.convert.tokenizer_source import DEFAULT_MECAB_DIC, spec_for_type
+from kbert.api_export import kbert_export
 
 
 def read_checkpoint(prefix) -> dict:
@@ -133,8 +134,26 @@ def _convert_prefix(ckpt_prefix, out_dir, config_file, vocab_file, do_lower_case
     return write_model_dir(config, arrays, vocab_file, out_dir, spec, shown, overwrite=overwrite)
 
 
+@kbert_export("kbert.to_google")
 def to_google(model_dir, out_prefix) -> pathlib.Path:
-    """Writes ``OUT_PREFIX.{index,data-*}`` plus bert_config.json and vocab.txt beside it."""
+    """Writes a model directory as Google's TF1 checkpoint (``OUT_PREFIX.{index,data-*}``), with
+    ``bert_config.json`` and ``vocab.txt`` beside it: what google-research/bert and its converters read.
+
+    Args:
+        model_dir: a model directory (WordPiece).
+        out_prefix: the checkpoint prefix, e.g. ``out/bert_model.ckpt``.
+
+    Returns:
+        ``out_prefix``, a ``pathlib.Path``.
+
+    Examples:
+        >>> import kbert
+        >>> prefix = kbert.to_google(kbert.random_model_dir("runs/tiny"), "runs/google/bert_model.ckpt")
+        >>> sorted(p.name for p in prefix.parent.iterdir())[:3]
+        ['bert_config.json', 'bert_model.ckpt.data-00000-of-00001', 'bert_model.ckpt.index']
+        >>> kbert.convert_google(prefix, "runs/from_google", overwrite=True).name
+        'from_google'
+    """
     import tensorflow as tf
 
     from kbert.model_dir import load_encoder, load_heads

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kbert.api_export import kbert_export
+
 # Google names whose kbert weight is stored transposed.
 TRANSPOSED = ("cls/seq_relationship/output_weights",)
 
@@ -16,8 +18,15 @@ NON_MODEL_SUFFIXES = ("/adam_m", "/adam_v", "/Momentum", "/lamb_m", "/lamb_v")
 NON_MODEL_NAMES = ("global_step", "good_steps", "loss_scale")
 
 
+@kbert_export("kbert.ConversionError")
 class ConversionError(ValueError):
-    """Weights that don't fit: the message lists every missing, extra and misshapen variable."""
+    """A checkpoint, folder or name that cannot be converted: the message says which file and why.
+
+    Examples:
+        >>> import kbert
+        >>> issubclass(kbert.ConversionError, ValueError)
+        True
+    """
 
 
 def _dense(prefix, layer):

@@ -6,16 +6,10 @@
 * ``projector``: embeddings for TensorBoard's projector; ``fill_mask_callback``: pre-training logs
   fill-mask guesses; ``curves``: a PNG of a run's loss/accuracy curves.
 
-The functions are imported on first use, so ``python -m kbert.explore --help`` starts without
-TensorFlow.
+The functions are imported on first use (``kbert.api_export``), so ``python -m kbert.explore --help``
+starts without TensorFlow.
 """
 
-__all__ = ["fill_mask", "fill_mask_ids", "next_sentence", "next_sentence_ids"]
+from kbert.api_export import face as _face
 
-
-def __getattr__(name):
-    if name in __all__:
-        from kbert.explore import predict
-
-        return getattr(predict, name)
-    raise AttributeError(f"module 'kbert.explore' has no attribute {name!r}")
+__getattr__, __dir__, __all__ = _face(__name__)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kbert.api_export import kbert_export
+
 
 class AttentionUnavailable(RuntimeError):
     """The encoder cannot return attention probabilities (no ``output_attentions`` argument)."""
@@ -29,10 +31,25 @@ def encoder_attentions(encoder, inputs) -> np.ndarray:
     return np.stack([np.asarray(a, np.float32) for a in outputs["attention_probs"]])
 
 
+@kbert_export("kbert.text_attentions")
 def text_attentions(heads, text_a: str, text_b: str | None = None):
-    """``(tokens, attention [layers, heads, seq, seq])`` for one text (or pair), real tokens only.
+    """The attention probabilities of one text (or pair), ready to draw.
 
-    ``heads``: a ``kbert.explore.heads_model.PretrainingHeads`` (its encoder and tokenizer).
+    Args:
+        heads: a ``kbert.PretrainingHeads`` (its encoder and tokenizer).
+        text_a: the text.
+        text_b: the second text of a pair, or None.
+
+    Returns:
+        ``(tokens, attention)``: the real tokens (``[CLS]`` ... ``[SEP]``) and a float32 array
+        [layers, heads, n, n] (row: the query token, column: the key token).
+
+    Examples:
+        >>> import kbert
+        >>> heads = kbert.PretrainingHeads.from_model_dir(kbert.random_model_dir("runs/tiny"))
+        >>> tokens, attention = kbert.text_attentions(heads, "the man went home .")
+        >>> tokens, attention.shape
+        (['[CLS]', 'the', 'man', 'went', 'home', '.', '[SEP]'], (2, 2, 7, 7))
     """
     inputs = heads.pack([text_a], None if text_b is None else [text_b])
     inputs = {k: v.numpy() for k, v in inputs.items()}

@@ -19,6 +19,7 @@ import json
 import numpy as np
 
 from kbert.explore.attention import check_attention
+from kbert.api_export import kbert_export
 
 _STYLE = """
 body { font-family: "DejaVu Sans", "Noto Sans CJK JP", "Noto Sans CJK SC", sans-serif; margin: 16px;
@@ -113,8 +114,27 @@ _SCRIPT = r"""
 """
 
 
+@kbert_export("kbert.render_attention_html")
 def render_attention_html(tokens, attention, layers=None, heads=None, title="Attention") -> str:
-    """The page for ``tokens`` (n labels) and ``attention`` [layers, heads, n, n] (rows: queries)."""
+    """A self-contained HTML page of attention heat maps: one per layer and head, with token labels.
+
+    Args:
+        tokens: the n token labels.
+        attention: [layers, heads, n, n] (rows: queries), e.g. from ``kbert.text_attentions``.
+        layers: the layer numbers of ``attention``'s first axis (default 0, 1, ...).
+        heads: the head numbers of its second axis (default 0, 1, ...).
+        title: the page's title.
+
+    Returns:
+        The page, a string (write it to a ``.html`` file).
+
+    Examples:
+        >>> import kbert
+        >>> heads = kbert.PretrainingHeads.from_model_dir(kbert.random_model_dir("runs/tiny"))
+        >>> page = kbert.render_attention_html(*kbert.text_attentions(heads, "the man went home ."))
+        >>> page.startswith("<!DOCTYPE html>"), "went" in page
+        (True, True)
+    """
     attention = np.asarray(attention, dtype=np.float32)
     tokens = [str(t) for t in tokens]
     check_attention(tokens, attention)

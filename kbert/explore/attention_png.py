@@ -17,6 +17,7 @@ import numpy as np
 
 from kbert.explore.attention import check_attention
 from kbert.explore.masked_text import _is_cjk
+from kbert.api_export import kbert_export
 
 _GLYPH_MISSING = r"Glyph \d+ .* missing from font"
 
@@ -61,8 +62,28 @@ def _installed(manager) -> list[str]:
     return [f for f in CJK_FONTS if f in names]
 
 
+@kbert_export("kbert.render_attention_png")
 def render_attention_png(tokens, attention, path, layers=None, heads=None, title="Attention") -> pathlib.Path:
-    """Writes the grid for ``tokens`` (n labels) and ``attention`` [layers, heads, n, n] to ``path``."""
+    """Draws the attention heat maps as one PNG grid (needs matplotlib: the ``explore`` extra).
+
+    Args:
+        tokens: the n token labels.
+        attention: [layers, heads, n, n] (rows: queries), e.g. from ``kbert.text_attentions``.
+        path: the PNG file to write.
+        layers: the layer numbers of ``attention``'s first axis (default 0, 1, ...).
+        heads: the head numbers of its second axis (default 0, 1, ...).
+        title: the figure's title.
+
+    Returns:
+        ``path``, a ``pathlib.Path``.
+
+    Examples:
+        >>> import kbert
+        >>> heads = kbert.PretrainingHeads.from_model_dir(kbert.random_model_dir("runs/tiny"))
+        >>> tokens, attention = kbert.text_attentions(heads, "the man went home .")
+        >>> kbert.render_attention_png(tokens, attention[:1, :1], "runs/attention.png").name
+        'attention.png'
+    """
     plt = _pyplot()
     fig = attention_figure(tokens, attention, layers, heads, title)
     path = pathlib.Path(path)

@@ -15,16 +15,32 @@ import tensorflow as tf
 
 from kbert import compat
 from kbert.explore.masked_text import tokenize_with_masks
+from kbert.hub_models import resolve_model_dir
 from kbert.model_dir import ModelDirError, load_encoder, load_heads
+from kbert.api_export import kbert_export
 
 DEFAULT_SEQ_LENGTH = 128
 
 
+@kbert_export("kbert.PretrainingHeads")
 class PretrainingHeads(compat.AutoTrackable):
     """An encoder with its ``mlm`` and/or ``nsp`` heads and the model directory's tokenizer.
 
-    ``mlm_head`` or ``nsp_head`` may be None (a directory without that head); asking for it then
-    raises a ModelDirError naming the missing head.
+    ``PretrainingHeads.from_model_dir(model_dir)`` loads them; ``kbert.fill_mask``,
+    ``kbert.next_sentence`` and ``kbert.text_attentions`` take it (or a model directory).
+
+    Args:
+        encoder: a ``kbert.BertEncoder``.
+        mlm_head: the masked-LM head, or None (asking for fill-mask then raises a ``ModelDirError``).
+        nsp_head: the next-sentence head, or None (likewise).
+        preprocessor: the ``kbert.BertPreprocessor`` of the model's tokenizer.
+        source: what error messages call the model (its directory).
+
+    Examples:
+        >>> import kbert
+        >>> heads = kbert.PretrainingHeads.from_model_dir(kbert.random_model_dir("runs/tiny"))
+        >>> heads.encoder.config.num_hidden_layers, heads.mlm_head is not None, heads.nsp_head is not None
+        (2, True, True)
     """
 
     def __init__(self, encoder, mlm_head, nsp_head, preprocessor, source="model"):
@@ -39,7 +55,7 @@ class PretrainingHeads(compat.AutoTrackable):
 
     @classmethod
     def from_model_dir(cls, model_dir, seq_length=DEFAULT_SEQ_LENGTH, heads=("mlm", "nsp")):
-        model_dir = pathlib.Path(model_dir)
+        model_dir = pathlib.Path(resolve_model_dir(model_dir))  # a folder, or hf://ORG/NAME
         encoder = load_encoder(model_dir)
         loaded = load_heads(model_dir, encoder.config, names=heads)
         return cls(encoder, loaded.get("mlm"), loaded.get("nsp"),

@@ -87,25 +87,3 @@ def write_features_projector(logdir, arrays: dict, rows, vocab, level="token", l
     row_index, position = np.nonzero(mask)
     labels = [(vocab[ids[r, p]], r, p, texts[r]) for r, p in zip(row_index, position)]
     return write_projector(logdir, hidden[row_index, position], labels, columns=("token", "row", "position", "text"))
-
-
-# -- the kbert.features CLI's --projector flag ---------------------------------------------------------
-def add_projector_arguments(parser) -> None:
-    """``--projector LOGDIR`` and ``--projector-level`` for ``python -m kbert.features``."""
-    parser.add_argument("--projector", metavar="LOGDIR",
-                        help="also write the embeddings for TensorBoard's projector to LOGDIR")
-    parser.add_argument("--projector-level", choices=LEVELS, default="token",
-                        help="one point per token (default) or per row (the mean of its tokens)")
-    parser.add_argument("--projector-layer", default="last_hidden",
-                        help="which of the output arrays to project (default last_hidden)")
-
-
-def projector_from_args(args, arrays: dict, rows) -> str | None:
-    """Writes the projector files when ``--projector`` was given; returns the line to print."""
-    if not getattr(args, "projector", None):
-        return None
-    from kbert.text.registry import load_tokenizer
-
-    vocab = load_tokenizer(args.model_dir).get_vocabulary()
-    logdir = write_features_projector(args.projector, arrays, rows, vocab, args.projector_level, args.projector_layer)
-    return f"projector: tensorboard --logdir {logdir}  (tab Projector)"

@@ -29,6 +29,7 @@ from kbert.export.serving import write_export, write_warmup_requests_for
 from kbert.export.tokenizer_assets import attach_tokenizer_assets
 from kbert.model_dir import load_encoder, load_heads
 from kbert.text.registry import load_tokenizer
+from kbert.api_export import kbert_export
 
 INPUT_SPEC = {
     name: tf.TensorSpec([None, None], tf.int32, name=name)
@@ -95,14 +96,30 @@ def _flat_signature(fn, spec):
     return serve
 
 
+@kbert_export("kbert.export_encoder")
 def export_encoder(model_dir, out_dir, head_signatures: bool = True, xla_signature: bool = False,
                    overwrite: bool = False) -> pathlib.Path:
-    """``head_signatures``: add ``fill_mask`` / ``next_sentence`` (strings in) where the directory has
-    the heads; those use TF-Text ops, so a process loading the export imports ``tensorflow_text``
-    first (TF Serving links them). With False the export is ids-only and loads with TensorFlow alone.
-    ``xla_signature``: add ``serving_xla``, serving_default compiled by XLA (kbert.export.fast_serving).
-    ``out_dir`` is written whole (kbert.export.serving.write_export: an earlier kbert export there is
-    replaced, anything else refused unless ``overwrite``)."""
+    """Exports a model directory's encoder as a TF Hub-style SavedModel (ids in, TF Hub's outputs out).
+
+    Args:
+        model_dir: a model directory.
+        out_dir: the SavedModel's folder, written whole (an earlier kbert export there is replaced,
+            anything else refused unless ``overwrite``).
+        head_signatures: add ``fill_mask`` / ``next_sentence`` (strings in) where the directory has
+            the heads; those use TF-Text ops, so a process loading the export imports
+            ``tensorflow_text`` first (TF Serving links them). False: ids only, loads with TensorFlow alone.
+        xla_signature: add ``serving_xla``, serving_default compiled by XLA.
+        overwrite: replace a folder that holds something else.
+
+    Returns:
+        ``out_dir``, a ``pathlib.Path``.
+
+    Examples:
+        >>> import kbert
+        >>> kbert.export_encoder(kbert.random_model_dir("runs/tiny"), "saved_models/tiny_encoder/1",
+        ...                      head_signatures=False).name
+        '1'
+    """
     model_dir = pathlib.Path(model_dir)
     encoder = load_encoder(model_dir)
     heads = load_heads(model_dir, encoder.config, names=("mlm", "nsp"))

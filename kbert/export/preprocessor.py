@@ -35,6 +35,7 @@ from kbert.tasks.words_inputs import join_words, takes_words
 from kbert.text import BertPreprocessor
 from kbert.text.registry import create_tokenizer
 from kbert.text.spec import TokenizerSpec
+from kbert.api_export import kbert_export
 
 MAX_PACKED_SEGMENTS = 3
 
@@ -107,11 +108,29 @@ def _strings_input(tokenizer):
     return tf.TensorSpec([None], tf.string, name="text"), lambda text: text
 
 
+@kbert_export("kbert.export_preprocessor")
 def export_preprocessor(model_dir_or_vocab, out_dir, lower_case=None, seq_length=128, tokenizer_type=None,
                         overwrite: bool = False) -> str:
-    """Writes the preprocessor SavedModel to ``out_dir`` whole and returns its path
-    (kbert.export.serving.write_export: an earlier kbert export there is replaced, anything else
-    refused unless ``overwrite``)."""
+    """Exports a tokenizer and packer as a TF Hub-style preprocessor SavedModel (strings in, ids out).
+
+    Args:
+        model_dir_or_vocab: a model directory (its tokenizer), or a ``vocab.txt``.
+        out_dir: the SavedModel's folder, written whole (an earlier kbert export there is replaced,
+            anything else refused unless ``overwrite``).
+        lower_case: with a vocabulary only: True for uncased.
+        seq_length: the packed length of ``default`` (``bert_pack_inputs`` takes any).
+        tokenizer_type: with a vocabulary only: its tokenizer type (default ``wordpiece``).
+        overwrite: replace a folder that holds something else.
+
+    Returns:
+        ``out_dir``, a string.
+
+    Examples:
+        >>> import kbert
+        >>> kbert.export_preprocessor(kbert.random_model_dir("runs/tiny"), "saved_models/tiny_preprocessor/1",
+        ...                           seq_length=16)
+        'saved_models/tiny_preprocessor/1'
+    """
     tokenizer = resolve_tokenizer(model_dir_or_vocab, lower_case, tokenizer_type)
     preprocessor = BertPreprocessor(tokenizer, seq_length=seq_length)
     module = build_preprocessor_module(preprocessor)

@@ -27,6 +27,7 @@ from kbert.export.serving import write_export, write_warmup_requests
 from kbert.export.tokenizer_assets import attach_tokenizer_assets
 from kbert.tasks.registry import task_type_for_model
 from kbert.tasks.words_inputs import takes_words, words_request, words_signature
+from kbert.api_export import kbert_export
 
 
 class _TaskModule(compat.AutoTrackable):
@@ -57,12 +58,37 @@ def _takes_words_itself(serve) -> bool:
     return all(name.endswith("words") or name.startswith("words_") for name in serve.input_signature[0])
 
 
+@kbert_export("kbert.export_task")
 def export_task(model_dir, out_dir, warmup: bool = True, overwrite: bool = False, long_documents=None,
                 doc_stride=None) -> pathlib.Path:
-    """Writes the task SavedModel to ``out_dir`` whole (kbert.export.serving.write_export: an earlier
-    kbert export there is replaced, anything else refused unless ``overwrite``). ``long_documents``,
-    ``doc_stride``: instead of what the model directory recorded (kbert.tasks.windows); with
-    windows the signature cuts each string into windows in the graph and answers once per string."""
+    """Exports a fine-tuned model as a TF Serving SavedModel that takes raw strings.
+
+    The signatures (``serving_default`` and the task type's others) take text and return labels,
+    scores or answers; warm-up requests are written to ``assets.extra`` and
+    ``saved_models/models.config`` lists every export beside it.
+
+    Args:
+        model_dir: a fine-tuned model directory.
+        out_dir: the SavedModel's folder (``saved_models/NAME/VERSION``), written whole: an earlier
+            kbert export there is replaced, anything else refused unless ``overwrite``.
+        warmup: write TF Serving warm-up requests.
+        overwrite: replace a folder that holds something else.
+        long_documents: ``"truncate"`` or ``"windows"`` instead of what the model directory recorded
+            (kbert.tasks.windows); with windows the signature cuts each string into windows in the
+            graph and answers once per string.
+        doc_stride: the windows' stride instead of the recorded one.
+
+    Returns:
+        ``out_dir``, a ``pathlib.Path``.
+
+    Examples:
+        >>> import kbert
+        >>> model = kbert.TextClassifier.from_model_dir(kbert.random_model_dir("runs/tiny"),
+        ...                                             label_names=["negative", "positive"])
+        >>> saved = model.save_model_dir("runs/tiny-classifier")
+        >>> kbert.export_task(saved, "saved_models/tiny_classifier/1").name
+        '1'
+    """
     from kbert import model_dir as model_dir_lib
     from kbert.tasks import load_task_model
     from kbert.tasks.windows import model_settings

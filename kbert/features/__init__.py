@@ -4,18 +4,9 @@ text -> arrays); the command ``kbert features`` (``python -m kbert.features``) i
 kbert/commands/features.py.
 
 The library's names are reachable from here too (``from kbert.features import FeatureExtractor``),
-loaded on first use so that the command's ``--help`` stays fast.
+loaded on first use (``kbert.api_export``) so that the command's ``--help`` stays fast.
 """
 
-from __future__ import annotations
+from kbert.api_export import face as _face
 
-import importlib
-
-_EXPORTS = ("COMBINATIONS", "FeatureExtractor", "check_combinations", "combine_layers", "extract_arrays", "read_rows")
-__all__ = list(_EXPORTS)
-
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module("kbert.features.extract"), name)
-    raise AttributeError(f"module 'kbert.features' has no attribute {name!r}")
+__getattr__, __dir__, __all__ = _face(__name__)

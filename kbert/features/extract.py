@@ -29,12 +29,14 @@ import tensorflow as tf
 
 from kbert import compat
 from kbert.errors import DataError
+from kbert.hub_models import resolve_model_dir
 from kbert.model_dir import load_config, load_encoder
 from kbert.tasks.base import trim_to_longest
 from kbert.tasks.text_inputs import take_rows, text_lengths, text_segments
 from kbert.text import BertPreprocessor
 from kbert.text.pre_tokenize import pre_tokenize_data
 from kbert.text.registry import load_tokenizer
+from kbert.api_export import kbert_export
 
 
 def _sum(tensors):
@@ -52,10 +54,34 @@ COMBINATIONS = {
     "concat_last_four_hidden": lambda layers: tf.concat(layers[-4:], axis=-1),
     "sum_all_layers": lambda layers: _sum(layers),
 }
+kbert_export("kbert.features.COMBINATIONS")(COMBINATIONS)
 _NEEDS_BLOCKS = {"second_to_last_hidden": 2, "sum_last_four_hidden": 4, "concat_last_four_hidden": 4}
 
 
+@kbert_export("kbert.features.check_combinations")
 def check_combinations(names, num_blocks: int) -> tuple:
+    """The names of ``combinations``, checked against ``COMBINATIONS`` and the encoder's depth.
+
+    Args:
+        names: combination names (``kbert.features.COMBINATIONS``: ``last_hidden``,
+            ``sum_last_four_hidden``, ...).
+        num_blocks: the encoder's number of Transformer blocks.
+
+    Returns:
+        ``names`` as a tuple.
+
+    Raises:
+        ValueError: an unknown name, or one that needs more blocks than there are.
+
+    Examples:
+        >>> import kbert
+        >>> kbert.features.check_combinations(["last_hidden"], num_blocks=2)
+        ('last_hidden',)
+        >>> kbert.features.check_combinations(["sum_last_four_hidden"], num_blocks=2)
+        Traceback (most recent call last):
+        ...
+        ValueError: combination 'sum_last_four_hidden' needs 4 Transformer blocks; the encoder has 2
+    """
     for name in names:
         if name not in COMBINATIONS:
             raise ValueError(f"unknown combination {name!r}; expected one of {list(COMBINATIONS)}")
@@ -65,22 +91,57 @@ def check_combinations(names, num_blocks: int) -> tuple:
     return tuple(names)
 
 
+@kbert_export("kbert.features.combine_layers")
 def combine_layers(layers, names=tuple(COMBINATIONS)) -> dict:
-    """The named combinations of ``layers`` ([embedding output, block 1, ..., block L])."""
+    """The named combinations of ``layers`` (the paper's Table 7).
+
+    Args:
+        layers: [embedding output, block 1, ..., block L], each [batch, seq, H].
+        names: the combinations to compute (default: all of ``COMBINATIONS``).
+
+    Returns:
+        ``{name: array}``: [batch, seq, H] for each, [batch, seq, 4 H] for ``concat_last_four_hidden``.
+
+    Examples:
+        >>> import numpy as np
+        >>> import kbert
+        >>> layers = [np.full((1, 1, 2), float(i)) for i in range(3)]   # embeddings, block 1, block 2
+        >>> combined = kbert.features.combine_layers(layers, ["last_hidden", "sum_all_layers"])
+        >>> combined["last_hidden"].tolist(), combined["sum_all_layers"].tolist()
+        ([[[2.0, 2.0]]], [[[3.0, 3.0]]])
+    """
     check_combinations(names, len(layers) - 1)
     return {name: COMBINATIONS[name](list(layers)) for name in names}
 
 
+@kbert_export("kbert.FeatureExtractor", "kbert.features.FeatureExtractor")
 class FeatureExtractor(keras.Model):
-    """Strings (one text, or a pair as ``{"text_a", "text_b"}``) -> per-token features.
+    """Strings (one text, or a pair as ``{"text_a", "text_b"}``) -> per-token features (§5.4 of the paper).
 
     ``call`` returns ``hidden_states`` ([L + 1, batch, seq, H]: embedding output, then each
     block), ``input_mask`` [batch, seq] and one entry per combination in ``combinations``.
     Dropout is off (``training=False`` always): the encoder is a frozen feature source.
+    ``extract`` runs a tokenizer's Python step (``pre_tokenize``) itself; ``call`` takes its output.
+    ``FeatureExtractor.from_model_dir(model_dir)`` loads both from a model directory.
 
-    ``tokenizer``: a tokenizer object (``kbert.text.load_tokenizer(model_dir)``), or a vocabulary
-    with ``lower_case`` (WordPiece, as before). ``extract`` runs a tokenizer's Python step
-    (``pre_tokenize``) itself; ``call`` takes its output.
+    Args:
+        encoder: a ``kbert.BertEncoder``.
+        tokenizer: a tokenizer object (``kbert.load_tokenizer(model_dir)``), or a vocabulary with
+            ``lower_case`` (WordPiece).
+        lower_case: with a vocabulary only.
+        seq_length: the longest packed input.
+        num_segments: 1 (one text) or 2 (pairs).
+        combinations: the layer combinations to return (``kbert.features.COMBINATIONS``).
+        dynamic_length: trim each batch to its longest row.
+        **kwargs: passed to ``keras.Model``.
+
+    Examples:
+        >>> import kbert
+        >>> extractor = kbert.FeatureExtractor.from_model_dir(kbert.random_model_dir("runs/tiny"),
+        ...                                                   combinations=("last_hidden",))
+        >>> features = extractor.extract({"text_a": ["the quick fox", "a dog"]})
+        >>> features["last_hidden"].shape, features["input_mask"].tolist()
+        ((2, 5, 128), [[1, 1, 1, 1, 1], [1, 1, 1, 1, 0]])
     """
 
     def __init__(self, encoder, tokenizer, lower_case=None, seq_length=128, num_segments=1,
@@ -98,7 +159,7 @@ class FeatureExtractor(keras.Model):
 
     @classmethod
     def from_model_dir(cls, model_dir, **kwargs):
-        model_dir = pathlib.Path(model_dir)
+        model_dir = pathlib.Path(resolve_model_dir(model_dir))  # a folder, or hf://ORG/NAME
         return cls(load_encoder(model_dir), load_tokenizer(model_dir), **kwargs)
 
     @property
@@ -155,8 +216,28 @@ def _pad_axis(array, axis, width):
 TEXT_KEYS = ("text_a", "text_b")
 
 
+@kbert_export("kbert.features.read_rows")
 def read_rows(path) -> list[dict]:
-    """The rows of a JSONL file; a DataError names the line and field of anything malformed."""
+    """The rows of a JSONL file (``kbert features``' input): one object per line with ``text_a`` (and ``text_b``).
+
+    Args:
+        path: the JSONL file.
+
+    Returns:
+        A list of dicts, in file order.
+
+    Raises:
+        kbert.DataError: a line that is not a JSON object, or lacks ``text_a``; names the line.
+
+    Examples:
+        >>> import pathlib
+        >>> import kbert
+        >>> path = pathlib.Path("runs/rows.jsonl")
+        >>> path.parent.mkdir(exist_ok=True)
+        >>> _ = path.write_text('{"text_a": "the quick fox"}\\n{"text_a": "a dog", "text_b": "a man"}\\n')
+        >>> kbert.features.read_rows(path)
+        [{'text_a': 'the quick fox'}, {'text_a': 'a dog', 'text_b': 'a man'}]
+    """
     path = pathlib.Path(path)
     if not path.is_file():
         raise FileNotFoundError(2, "No such file", str(path))
@@ -186,10 +267,29 @@ def read_rows(path) -> list[dict]:
     return rows
 
 
+@kbert_export("kbert.extract_arrays", "kbert.features.extract_arrays")
 def extract_arrays(model_dir, rows: list[dict], seq_length: int = 128, batch_size: int = 32) -> dict:
-    """The arrays ``kbert features`` writes (see kbert/commands/features.py), for ``rows`` (dicts with
-    text_a[, text_b]): the packed inputs, sequence_output, pooled_output and every combination of
-    COMBINATIONS the encoder has blocks for, row i of each array for ``rows[i]``, zeros at padding."""
+    """The arrays ``kbert features`` writes, for ``rows`` of text.
+
+    Args:
+        model_dir: a model directory (or ``hf://ORG/NAME``).
+        rows: dicts with ``text_a`` (and ``text_b``).
+        seq_length: the longest packed input.
+        batch_size: rows per model call.
+
+    Returns:
+        ``{name: numpy array}``: the packed inputs, ``sequence_output``, ``pooled_output`` and every
+        combination of ``COMBINATIONS`` the encoder has blocks for; row i of each array is
+        ``rows[i]``, zeros at padding.
+
+    Examples:
+        >>> import kbert
+        >>> arrays = kbert.extract_arrays(kbert.random_model_dir("runs/tiny"), [{"text_a": "the quick fox"}],
+        ...                             seq_length=8)
+        >>> arrays["pooled_output"].shape, arrays["last_hidden"].shape
+        ((1, 128), (1, 8, 128))
+    """
+    model_dir = resolve_model_dir(model_dir)
     num_blocks = load_config(model_dir).num_hidden_layers
     names = []
     for name in COMBINATIONS:

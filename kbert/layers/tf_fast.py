@@ -4,7 +4,7 @@ The layers are written in ``keras.ops`` and run as they are on every Keras backe
 TensorFlow runs a different formulation of the same numbers faster (docs/performance.md), a layer
 asks ``available()`` (or ``kernels_enabled(x)`` for the XLA element-wise kernels) and calls the
 function here instead of its plain code. Everything TensorFlow-specific about speed lives in this
-module and in ``kbert.layers.fused`` (the XLA kernels, which only this module imports):
+module and in ``kbert.layers.tf_elementwise`` (the XLA kernels, which only this module imports):
 
 * ``dense``: MatMul + BiasAdd (+ residual Add, + activation), the op order grappler fuses into one
   oneDNN MatMul;
@@ -31,7 +31,7 @@ import os
 import keras
 
 from kbert import compat
-from kbert.layers import fused
+from kbert.layers import tf_elementwise
 from kbert.layers.activations import gelu_exact, gelu_tanh
 
 FAST_PATHS_ENV = "KBERT_FAST_PATHS"
@@ -77,10 +77,10 @@ def in_xla() -> bool:
 
 
 def kernels_enabled(x) -> bool:
-    """Whether the XLA element-wise kernels (``kbert.layers.fused``) apply to tensor ``x``: fast
+    """Whether the XLA element-wise kernels (``kbert.layers.tf_elementwise``) apply to tensor ``x``: fast
     paths available, ``KBERT_FUSED_KERNELS`` not 0, a fully static shape (XLA compiles once per
     shape), and not already inside an XLA-compiled function (XLA fuses the plain ops itself)."""
-    if not available() or os.environ.get(fused.FUSED_ENV, "1").strip().lower() in _OFF:
+    if not available() or os.environ.get(tf_elementwise.FUSED_ENV, "1").strip().lower() in _OFF:
         return False
     return x.shape.is_fully_defined() and not in_xla()
 
@@ -198,22 +198,22 @@ def assert_length(seq_length, max_length, message):
     tf.debugging.assert_less_equal(seq_length, max_length, message=message)
 
 
-# -- the XLA element-wise kernels (kbert.layers.fused) ------------------------------------------
+# -- the XLA element-wise kernels (kbert.layers.tf_elementwise) ------------------------------------------
 def training_activation(activation, x):
     """The fused kernel standing in for ``activation`` (kbert's GELUs) on ``x`` in training, where
     ``kernels_enabled``; otherwise ``activation`` itself."""
     if activation in (gelu_tanh, gelu_exact) and kernels_enabled(x):
-        return functools.partial(fused.gelu, approximate=activation is gelu_tanh)
+        return functools.partial(tf_elementwise.gelu, approximate=activation is gelu_tanh)
     return activation
 
 
 def dropout(x, rate, seed, residual=None):
-    """``kbert.layers.fused.dropout``: inverted dropout (+ residual) in one compiled loop each way;
+    """``kbert.layers.tf_elementwise.dropout``: inverted dropout (+ residual) in one compiled loop each way;
     ``seed`` is a Keras ``SeedGenerator`` draw (int64 state folded into int32 here)."""
     tf = _tf()
     if seed.dtype != tf.int32:  # SeedGenerator state is int64; stateless ops want int32
         seed = tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
-    return fused.dropout(x, rate, seed, residual=residual)
+    return tf_elementwise.dropout(x, rate, seed, residual=residual)
 
 
-sparse_softmax_cross_entropy = fused.sparse_softmax_cross_entropy
+sparse_softmax_cross_entropy = tf_elementwise.sparse_softmax_cross_entropy

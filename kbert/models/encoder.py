@@ -6,12 +6,14 @@ from keras import ops
 from kbert.config import BertConfig
 from kbert.layers import BertEmbeddings, TransformerBlock
 from kbert.layers.initializers import truncated_normal
+from kbert.api_export import kbert_export
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
 
+@kbert_export("kbert.BertEncoder")
 class BertEncoder(keras.Model):
-    """BERT encoder (Devlin et al. 2018).
+    """BERT encoder (Devlin et al. 2018), a functional Keras model with TF Hub's input and output names.
 
     Inputs (dict of int32 [batch, seq]): ``input_word_ids``, ``input_mask``, ``input_type_ids``.
     Outputs (dict): ``sequence_output`` [batch, seq, H], ``pooled_output`` [batch, H] (tanh dense
@@ -21,10 +23,24 @@ class BertEncoder(keras.Model):
     [batch, heads, seq, seq], one per block, each row the softmax over the keys (padded keys 0).
     Without it the call is the functional graph itself, the same ops as ever.
 
-    ``attention_impl``: "plain" (the reference), "fused" or "auto", the attention every block runs
-    (``kbert.layers.accel``: fused attention on GPUs and TPUs, without dropout on the attention
-    probabilities). A run-time choice like ``dtype``: the weights and ``bert_config.json`` are the
-    same either way.
+    Args:
+        config: a ``kbert.BertConfig`` (or its dict); default: BERT-Base.
+        dtype: the layers' dtype policy (e.g. ``"mixed_bfloat16"``); default: Keras' global policy.
+        attention_impl: "plain" (the reference), "fused" or "auto", the attention every block runs
+            (``kbert.layers.accel``: fused attention on GPUs and TPUs, without dropout on the attention
+            probabilities). A run-time choice like ``dtype``: the weights and ``bert_config.json`` are
+            the same either way.
+        **kwargs: passed to ``keras.Model`` (``name``).
+
+    Examples:
+        >>> import numpy as np
+        >>> import kbert
+        >>> encoder = kbert.BertEncoder(kbert.BertConfig.preset("tiny", vocab_size=100))
+        >>> ids = np.array([[2, 17, 42, 3, 0]], dtype="int32")
+        >>> outputs = encoder({"input_word_ids": ids, "input_mask": (ids > 0).astype("int32"),
+        ...                    "input_type_ids": np.zeros_like(ids)})
+        >>> outputs["sequence_output"].shape, outputs["pooled_output"].shape, len(outputs["encoder_outputs"])
+        (TensorShape([1, 5, 128]), TensorShape([1, 128]), 2)
     """
 
     def __init__(self, config: BertConfig | None = None, dtype=None, attention_impl="plain", **kwargs):

@@ -21,6 +21,7 @@ from kbert import compat
 from kbert.layers import tf_fast
 from kbert.layers.heads import build_head
 from kbert.models.encoder import INPUT_NAMES
+from kbert.api_export import kbert_export
 
 
 class SingleReplica:
@@ -50,7 +51,36 @@ class LossParts:
         return self.values[name]
 
 
+@kbert_export("kbert.BertPretrainer")
 class BertPretrainer(compat.LocalReplicaBuild, keras.Model):
+    """The pre-training model: an encoder with the masked-LM and next-sentence heads and their loss.
+
+    ``fit`` it on the batches of ``kbert.data.pretraining`` (what ``kbert.pretrain`` does): inputs
+    are the encoder's three plus ``masked_lm_positions``; targets ``masked_lm_ids``,
+    ``masked_lm_weights`` and ``next_sentence_labels``. The loss is the mean masked-LM cross-entropy
+    over real predictions plus the NSP cross-entropy, as google-research/bert's ``run_pretraining.py``.
+
+    Args:
+        encoder: the ``kbert.BertEncoder`` to train.
+        mlm_head: the masked-LM head (default: a new one, its decoder tied to the word embeddings).
+        nsp_head: the next-sentence head (default: a new one).
+        use_nsp: False trains the masked LM alone (RoBERTa's choice).
+        replicas: under ``tf.distribute``, ``kbert.training.distribute.StrategyReplicas()`` (the
+            loss is normalised over the global batch); default: one replica.
+        **kwargs: passed to ``keras.Model``.
+
+    Examples:
+        >>> import numpy as np
+        >>> import kbert
+        >>> encoder = kbert.BertEncoder(kbert.BertConfig.preset("tiny", vocab_size=100))
+        >>> pretrainer = kbert.BertPretrainer(encoder)
+        >>> ids = np.array([[2, 17, 4, 3]], dtype="int32")
+        >>> logits = pretrainer({"input_word_ids": ids, "input_mask": np.ones_like(ids),
+        ...                      "input_type_ids": np.zeros_like(ids),
+        ...                      "masked_lm_positions": np.array([[2]], dtype="int32")})
+        >>> logits["mlm_logits"].shape, logits["nsp_logits"].shape
+        (TensorShape([1, 1, 100]), TensorShape([1, 2]))
+    """
     def __init__(self, encoder, mlm_head=None, nsp_head=None, use_nsp=True, replicas=None, **kwargs):
         super().__init__(**kwargs)
         self.encoder = encoder

@@ -24,10 +24,12 @@ import tensorflow as tf
 
 from kbert import compat
 from kbert import model_dir as model_dir_lib
+from kbert.hub_models import resolve_model_dir
 from kbert.tasks.batching import trim_to_longest
 from kbert.text import BertPreprocessor
 from kbert.text.pre_tokenize import pre_tokenize_data, pre_tokenize_dataset
 from kbert.text.registry import as_tokenizer, is_tokenizer, load_tokenizer
+from kbert.api_export import kbert_export
 
 
 def _processes() -> tuple:
@@ -44,8 +46,17 @@ def host_packing() -> bool:
     return keras.backend.backend() != "tensorflow"
 
 
+@kbert_export("kbert.tasks.TaskModelError")
 class TaskModelError(ValueError):
-    """A task model directory or setting that does not fit: names the file, field and value."""
+    """A task model directory or setting that does not fit: names the file, field and value.
+
+    Examples:
+        >>> import kbert
+        >>> kbert.load_task_model(kbert.random_model_dir("runs/tiny"))
+        Traceback (most recent call last):
+        ...
+        kbert.tasks.base.TaskModelError: runs/tiny/kbert.json has no 'task' object: runs/tiny is not a fine-tuned task model
+    """
 
 
 def _string_tensors(data):
@@ -84,12 +95,33 @@ def _label_arrays(data):
     return convert(data)
 
 
+@kbert_export("kbert.TaskModel", "kbert.tasks.TaskModel")
 class TaskModel(keras.Model):
-    """Base class: holds ``encoder``, ``head`` and ``preprocessor``; saves and reloads them.
+    """Base class of the task models: holds ``encoder``, ``head`` and ``preprocessor``; saves and reloads them.
 
-    Subclasses set ``task_type``, ``head_name`` and ``head_shape_keys`` (the settings that fix
-    the head's weights' shapes, which a reload may not change) and implement ``call``,
-    ``task_settings`` and ``default_loss``.
+    A task model takes raw strings (``{"text_a": [...], "text_b": [...]}``): its preprocessor
+    tokenizes and packs them inside the graph, so ``fit``, ``evaluate``, ``predict`` and the
+    exported SavedModel read text. ``save_model_dir`` writes a model directory;
+    ``from_model_dir`` (or ``kbert.load_task_model``) reads it back, head included. Subclasses set
+    ``task_type``, ``head_name`` and ``head_shape_keys`` (the settings that fix the head's weights'
+    shapes, which a reload may not change) and implement ``call``, ``task_settings`` and
+    ``default_loss``.
+
+    Args:
+        encoder: a ``kbert.BertEncoder``.
+        tokenizer: a tokenizer object (``kbert.load_tokenizer``), or for WordPiece a ``vocab.txt``
+            path or token list.
+        lower_case: with a vocabulary only: True for uncased (default).
+        seq_length: the longest packed input (128).
+        truncator: "round_robin" or "waterfall" (``kbert.text.BertPacker``).
+        dynamic_length: trim each batch to its longest row (False: always ``seq_length``).
+        **kwargs: passed to ``keras.Model``.
+
+    Examples:
+        >>> import kbert
+        >>> model = kbert.TextClassifier.from_model_dir(kbert.random_model_dir("runs/tiny"), num_classes=2)
+        >>> isinstance(model, kbert.TaskModel), model.task_type, model.seq_length
+        (True, 'text_classifier', 128)
     """
 
     task_type = ""
@@ -346,8 +378,9 @@ class TaskModel(keras.Model):
         may then change preprocessing (e.g. seq_length) but not the head's size. Otherwise a new
         head is initialised from ``settings`` (e.g. ``num_classes=2``); ``load_head=False``
         forces that. ``encoder_overrides`` replace bert_config fields (e.g. dropout rates).
+        ``model_dir`` may be ``hf://ORG/NAME`` (``kbert.resolve_model_dir``).
         """
-        model_dir = pathlib.Path(model_dir)
+        model_dir = pathlib.Path(resolve_model_dir(model_dir))
         metadata = model_dir_lib.read_metadata(model_dir)
         saved = metadata.get("task")
         where = model_dir / model_dir_lib.METADATA_FILE
@@ -412,11 +445,33 @@ def _differs(a, b) -> bool:
     return a != b
 
 
+@kbert_export("kbert.load_task_model", "kbert.tasks.load_task_model")
 def load_task_model(model_dir, **settings) -> TaskModel:
-    """Rebuilds whichever task model ``model_dir`` holds (its kbert.json ``task.type``)."""
+    """Rebuilds whichever task model ``model_dir`` holds (its kbert.json ``task.type``), head included.
+
+    Args:
+        model_dir: a fine-tuned model directory (``kbert.finetune``'s output, or
+            ``TaskModel.save_model_dir``).
+        **settings: preprocessing settings to change (e.g. ``seq_length``); the head's size stays.
+
+    Returns:
+        The ``kbert.TaskModel`` subclass the directory names (``TextClassifier``, ``TokenTagger``, ...).
+
+    Raises:
+        kbert.tasks.TaskModelError: a directory without a fine-tuned task, or one that does not fit.
+
+    Examples:
+        >>> import kbert
+        >>> model = kbert.TextClassifier.from_model_dir(kbert.random_model_dir("runs/tiny"),
+        ...                                             label_names=["negative", "positive"])
+        >>> saved = model.save_model_dir("runs/tiny-classifier")
+        >>> reloaded = kbert.load_task_model(saved)
+        >>> type(reloaded).__name__, reloaded.label_names
+        ('TextClassifier', ['negative', 'positive'])
+    """
     from kbert.tasks.registry import UnknownTaskError, model_types, task_type_for_model
 
-    model_dir = pathlib.Path(model_dir)
+    model_dir = pathlib.Path(resolve_model_dir(model_dir))
     task = model_dir_lib.read_metadata(model_dir).get("task")
     where = model_dir / model_dir_lib.METADATA_FILE
     if not isinstance(task, dict) or "type" not in task:

@@ -22,6 +22,7 @@ from kbert.tasks.batching import in_input_order, length_order, progress_callback
 from kbert.tasks.heads import PooledHead
 from kbert.tasks.text_inputs import take_rows, text_lengths, text_segments
 from kbert.tasks.windows import check_long_documents, default_stride
+from kbert.api_export import kbert_export
 
 
 class _PooledTextModel(TaskModel):
@@ -138,17 +139,28 @@ def _label_names(num_classes, label_names, who):
     return int(num_classes), None
 
 
+@kbert_export("kbert.TextClassifier", "kbert.tasks.TextClassifier")
 class TextClassifier(_PooledTextModel):
-    """Single-label classification of one text or a pair.
+    """Single-label classification of one text or a pair (the paper's Figure 3 a, b).
 
     Args:
-      encoder: a kbert.BertEncoder; tokenizer: a tokenizer object (kbert.text.load_tokenizer) or, for
+      encoder: a kbert.BertEncoder; tokenizer: a tokenizer object (kbert.load_tokenizer) or, for
         WordPiece, a vocab.txt path or token list; lower_case: for a vocabulary only (default True).
       num_classes / label_names: the classes (label_names: strings, index = class id).
       num_segments: 1 (one text) or 2 (a pair).
       seq_length, truncator: packing (see kbert.text.BertPacker); dynamic_length: trim each batch
         to its longest sequence.
       dropout: before the dense layer (0.1 as in the paper).
+
+    Examples:
+        >>> import kbert
+        >>> model_dir = kbert.random_model_dir("runs/tiny")
+        >>> model = kbert.TextClassifier(kbert.load_encoder(model_dir), kbert.load_tokenizer(model_dir),
+        ...                              label_names=["negative", "positive"], seq_length=16)
+        >>> model.compile(optimizer="adam")
+        >>> history = model.fit({"text_a": ["a good movie", "a bad movie"]}, [1, 0], epochs=1, verbose=0)
+        >>> model.predict({"text_a": ["a great film"]}, verbose=0).shape   # logits
+        (1, 2)
     """
 
     task_type = "text_classifier"
@@ -189,8 +201,22 @@ class TextClassifier(_PooledTextModel):
         return [self.label_names[i] for i in ids] if self.label_names else ids.tolist()
 
 
+@kbert_export("kbert.TextRegressor", "kbert.tasks.TextRegressor")
 class TextRegressor(_PooledTextModel):
-    """One real-valued score for a text or a pair (STS-B), trained with mean squared error."""
+    """One real-valued score for a text or a pair (STS-B), trained with mean squared error.
+
+    Args:
+        encoder: a ``kbert.BertEncoder``.
+        tokenizer: a tokenizer object (``kbert.load_tokenizer``), or a WordPiece vocabulary.
+        lower_case: with a vocabulary only.
+        **kwargs: as ``kbert.TextClassifier`` (``num_segments``, ``seq_length``, ``dropout``, ...).
+
+    Examples:
+        >>> import kbert
+        >>> model = kbert.TextRegressor.from_model_dir(kbert.random_model_dir("runs/tiny"), num_segments=2)
+        >>> model.predict({"text_a": ["a man"], "text_b": ["a woman"]}, verbose=0).shape
+        (1,)
+    """
 
     task_type = "text_regressor"
 
@@ -210,12 +236,28 @@ class TextRegressor(_PooledTextModel):
         return {"scores": self(inputs, training=False)}
 
 
+@kbert_export("kbert.MultiLabelClassifier", "kbert.tasks.MultiLabelClassifier")
 class MultiLabelClassifier(_PooledTextModel):
     """Any subset of the labels: one sigmoid per label, binary cross-entropy.
 
-    Labels are [batch, num_labels] 0/1 indicators. ``threshold`` (probability) decides a label;
-    ``at_least_one``: a row where no label passes it gets its most probable label (argmax), so
-    that every row has at least one label.
+    Labels are [batch, num_labels] 0/1 indicators.
+
+    Args:
+        encoder: a ``kbert.BertEncoder``.
+        tokenizer: a tokenizer object (``kbert.load_tokenizer``), or a WordPiece vocabulary.
+        lower_case: with a vocabulary only.
+        num_labels: the number of labels, or ``label_names`` (strings, index = label id).
+        label_names: the labels' names.
+        threshold: the probability above which a label is predicted.
+        at_least_one: a row where no label passes ``threshold`` gets its most probable label.
+        **kwargs: as ``kbert.TextClassifier`` (``num_segments``, ``seq_length``, ``dropout``, ...).
+
+    Examples:
+        >>> import kbert
+        >>> model = kbert.MultiLabelClassifier.from_model_dir(kbert.random_model_dir("runs/tiny"),
+        ...                                                   label_names=["city", "food", "movie"])
+        >>> model.predict({"text_a": ["paris bought milk"]}, verbose=0).shape
+        (1, 3)
     """
 
     task_type = "multi_label_classifier"

@@ -20,12 +20,30 @@ from kbert.tasks.base import TaskModel, TaskModelError, host_packing
 from kbert.tasks.batching import in_input_order, length_order, progress_callbacks
 from kbert.tasks.heads import PooledHead
 from kbert.tasks.text_inputs import take_rows
+from kbert.api_export import kbert_export
 
 INPUT_KEYS = ("text_a", "choices")
 
 
+@kbert_export("kbert.MultipleChoiceModel", "kbert.tasks.MultipleChoiceModel")
 class MultipleChoiceModel(TaskModel):
-    """Scores ``num_choices`` continuations of a text (any number when num_choices is None)."""
+    """Scores continuations of a text and picks one (SWAG).
+
+    Args:
+        encoder: a ``kbert.BertEncoder``.
+        tokenizer: a tokenizer object (``kbert.load_tokenizer``), or a WordPiece vocabulary.
+        lower_case: with a vocabulary only.
+        num_choices: the choices per example (None: any number).
+        dropout: before the scoring layer.
+        **kwargs: as ``kbert.TaskModel`` (``seq_length``, ...).
+
+    Examples:
+        >>> import kbert
+        >>> model = kbert.MultipleChoiceModel.from_model_dir(kbert.random_model_dir("runs/tiny"), seq_length=16)
+        >>> model.predict({"text_a": ["he went to the store ."],
+        ...                "choices": [["he bought milk .", "the fox jumps ."]]}, verbose=0).shape
+        (1, 2)
+    """
 
     task_type = "multiple_choice"
     head_name = "choice"

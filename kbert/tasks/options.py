@@ -1,5 +1,4 @@
-"""Fine-tuning options as typed dataclasses, and the one place that turns them into command-line
-arguments and back.
+"""Fine-tuning options as typed dataclasses.
 
 ``FinetuneOptions`` holds what every task shares (data files, training hyper-parameters); each
 task type adds its own dataclass (``TaskType.Options``, e.g. the CSV columns or SQuAD's window
@@ -9,34 +8,23 @@ settings), held in ``FinetuneOptions.task_options``. From Python::
     from kbert.tasks.options import FinetuneOptions
     finetune(FinetuneOptions(task="glue/sst2", init="models/tiny", model_dir="runs/sst2", data_dir="glue/SST-2"))
 
-On the command line, ``add_arguments`` makes one flag per field (``--data-dir`` for
-``data_dir``; help, type and flag name from the field's metadata) and ``from_args`` builds the
-dataclass from the parsed namespace. ``kbert.finetune`` and ``kbert.bench finetune`` both build
-their parsers from these fields.
+On the command line, ``kbert.cli_support.add_arguments`` makes one flag per field (``--data-dir``
+for ``data_dir``; help, type and flag name from the field's metadata) and
+``kbert.cli_support.from_args`` builds the dataclass from the parsed namespace: ``kbert finetune``
+and ``kbert bench finetune`` both build their parsers from these fields.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 
+from kbert.api_export import kbert_export
+from kbert.errors import OptionsError
+from kbert.options import comma_list, option
 
-def comma_list(text) -> tuple:
-    """ "a,b" -> ("a", "b"); a list/tuple is kept as a tuple."""
-    if isinstance(text, (list, tuple)):
-        return tuple(str(t) for t in text)
-    return tuple(part.strip() for part in str(text).split(",") if part.strip())
-
-
-def option(default=dataclasses.MISSING, *, help: str, type=None, flag: str | None = None):
-    """A dataclass field with its command-line help (``type``: the argparse converter when the
-    default does not say it; ``flag``: e.g. "--no-bucketing" for a True default)."""
-    metadata = {"help": help, "type": type, "flag": flag}
-    return dataclasses.field(default=default, metadata=metadata)
-
-
-class OptionsError(ValueError):
-    """An option value that cannot work (named with its flag)."""
+# option and comma_list live in kbert.options (PretrainOptions uses them too); the task types' option
+# classes import them from here as well. One OptionsError for every option: kbert.errors'.
+__all__ = ["FinetuneOptions", "NoOptions", "OptionsError", "comma_list", "option"]
 
 
 @dataclasses.dataclass
@@ -44,9 +32,32 @@ class NoOptions:
     """A task type without options of its own."""
 
 
+@kbert_export("kbert.FinetuneOptions")
 @dataclasses.dataclass
 class FinetuneOptions:
-    """The options of every fine-tuning run (``python -m kbert.finetune``)."""
+    """The options of every fine-tuning run (``kbert finetune`` has one flag per field).
+
+    The fields not listed below (batching, seeds, dropout, devices) are documented by their flags:
+    ``kbert finetune --help``.
+
+    Attributes:
+        task: the task's name (``kbert.tasks.task_names()``: ``glue/sst2``, ``csv``, ``squad``, ...).
+        init: the model directory to start from (``kbert.convert_hf``'s output, a pre-training run).
+        model_dir: the output: the best epoch's model directory, metrics, predictions, logs.
+        data_dir: the task's folder, or ``train_file`` and ``eval_file`` (``eval_split``: which split).
+        epochs: passes over the training data; ``batch_size``, ``eval_batch_size``,
+            ``learning_rate``, ``warmup_proportion``, ``weight_decay``: the optimisation (AdamW).
+        seq_length: at most this many tokens per example (None: the task type's default).
+        max_train_examples: train on a random subset of this size (``max_eval_examples`` likewise).
+        task_options: the task type's own options (e.g. ``kbert.TableOptions`` for ``csv``).
+
+    Examples:
+        >>> import kbert
+        >>> options = kbert.FinetuneOptions(task="glue/sst2", init="runs/tiny", model_dir="runs/sst2",
+        ...                                 data_dir="glue/SST-2", epochs=1)
+        >>> options.learning_rate, options.batch_size
+        (5e-05, 32)
+    """
 
     task: str = option(help="the task (see the list above)")
     init: str = option(help="model directory to start from (kbert.convert output)")
@@ -100,54 +111,3 @@ class FinetuneOptions:
     @property
     def dynamic_length(self) -> bool:
         return not self.fixed_length
-
-
-def _flag(field) -> str:
-    return field.metadata.get("flag") or "--" + field.name.replace("_", "-")
-
-
-def cli_fields(cls) -> list:
-    return [f for f in dataclasses.fields(cls) if f.metadata.get("cli", True)]
-
-
-def add_arguments(parser, cls, *, only=None, defaults=None, helps=None, title=None):
-    """One flag per field of dataclass ``cls`` (``only``: these field names, in that order);
-    ``defaults``/``helps`` override a field's default/help for this parser (a field without a
-    default is a required flag unless ``defaults`` gives one). ``title``: an argument group."""
-    defaults, helps = defaults or {}, helps or {}
-    fields = {f.name: f for f in cli_fields(cls)}
-    target = parser.add_argument_group(title) if title else parser
-    for name in (only or list(fields)):
-        field = fields[name]
-        # A flag that an earlier dataclass made for a field of the same name is shared, made once
-        # (--doc-stride: the windows of any task, span QA's own); from_args gives each its value.
-        existing = parser._option_string_actions.get(_flag(field))
-        if existing is not None and existing.dest == name:
-            continue
-        default = defaults.get(name, field.default)
-        help_text = helps.get(name, field.metadata.get("help"))
-        kwargs = {"dest": name, "help": help_text}
-        if isinstance(default, bool):
-            kwargs["action"] = "store_false" if default else "store_true"
-        else:
-            converter = field.metadata.get("type") or (type(default) if default not in (None, dataclasses.MISSING)
-                                                       else None)
-            if converter is not None:
-                kwargs["type"] = converter
-            if default is dataclasses.MISSING:
-                kwargs["required"] = True
-            else:
-                kwargs["default"] = default
-                if default is not None and kwargs["help"]:
-                    kwargs["help"] += f" (default {default})"
-        target.add_argument(_flag(field), **kwargs)
-    return parser
-
-
-def from_args(cls, args: argparse.Namespace, **extra):
-    """``cls`` from the parsed namespace (fields it lacks keep their defaults)."""
-    values = {f.name: getattr(args, f.name) for f in cli_fields(cls) if hasattr(args, f.name)}
-    for f in cli_fields(cls):  # a shared flag left out (None) keeps this field's own default
-        if values.get(f.name, 0) is None and f.default is not None and f.default is not dataclasses.MISSING:
-            del values[f.name]
-    return cls(**values, **extra)

@@ -15,15 +15,40 @@ from kbert.errors import DataError
 from kbert.tasks.base import TaskModelError
 from kbert.tasks.prediction import PredictOptions, RowProgress, write_text
 from kbert.tasks.registry import UnknownTaskError, task_type_for_model
+from kbert.api_export import kbert_export
 
 
+@kbert_export("kbert.predict_file")
 def predict_file(model_dir, input_path, output_path, fmt="jsonl", options=None, show_progress=False,
                  model=None, overwrite: bool = False) -> dict:
-    """Reads ``input_path``, predicts every row with the model in ``model_dir`` and writes
-    ``output_path`` atomically. ``model``: that directory's model if already loaded
-    (load_task_model), to predict several files without reloading it. An existing ``output_path``
-    is refused (kbert.model_dir.OutputExistsError) unless ``overwrite``; one that is the input or a
-    file of the model directory always. Returns {"rows", "model_type", "output", "seconds"}."""
+    """Predicts every row of a file with a fine-tuned model and writes the answers.
+
+    Args:
+        model_dir: a fine-tuned model directory (``kbert.finetune``'s output).
+        input_path: the rows: a table (CSV/TSV/JSONL), a GLUE TSV, a CoNLL file or SQuAD JSON,
+            as the model's task type reads (``options.task_format``).
+        output_path: the file to write, atomically (``fmt``: ``jsonl``, ``tsv``, ``glue``, ``squad``).
+        fmt: the output format.
+        options: a ``kbert.PredictOptions`` (columns, ids, probabilities, batch size).
+        show_progress: show a progress display.
+        model: the directory's model if already loaded (``kbert.load_task_model``), to predict
+            several files without reloading it.
+        overwrite: replace an existing ``output_path`` (never the input or a file of the model).
+
+    Returns:
+        ``{"rows", "model_type", "output", "seconds"}``.
+
+    Examples:
+        >>> import json, pathlib
+        >>> import kbert
+        >>> model = kbert.TextClassifier.from_model_dir(kbert.random_model_dir("runs/tiny"),
+        ...                                             label_names=["negative", "positive"])
+        >>> saved = model.save_model_dir("runs/tiny-classifier")
+        >>> _ = pathlib.Path("runs/reviews.jsonl").write_text('{"text": "a good movie"}\\n{"text": "a bad one"}\\n')
+        >>> summary = kbert.predict_file(saved, "runs/reviews.jsonl", "runs/answers.jsonl", overwrite=True)
+        >>> summary["rows"], json.loads(pathlib.Path("runs/answers.jsonl").read_text().splitlines()[0])["label"] in ("negative", "positive")
+        (2, True)
+    """
     options = options or PredictOptions()
     model_files = [p for p in pathlib.Path(model_dir).iterdir()] if pathlib.Path(model_dir).is_dir() else []
     model_dir_lib.check_output(output_path, [input_path, model_dir, *model_files], overwrite=overwrite)

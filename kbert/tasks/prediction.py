@@ -12,9 +12,12 @@ import dataclasses
 import json
 import math
 
+from kbert.api_export import kbert_export
+
 FORMATS = ("jsonl", "tsv", "glue", "squad")
 
 
+@kbert_export("kbert.PredictOptions")
 @dataclasses.dataclass
 class PredictOptions:
     """How kbert.predict reads the input and what it writes for each row.
@@ -28,6 +31,11 @@ class PredictOptions:
       batch_size: rows per model call.
       long_documents, doc_stride: truncate or windows, and the windows' stride, instead of what the
         model was fine-tuned with (kbert.tasks.windows).
+
+    Examples:
+        >>> import kbert
+        >>> kbert.PredictOptions(probabilities=True).batch_size
+        64
     """
 
     task_format: str | None = None

@@ -21,6 +21,8 @@ import dataclasses
 import importlib
 import types
 
+from kbert.api_export import kbert_export
+
 # The built-in task types, in the order listings show them.
 BUILTIN_TYPE_ORDER = ("classification", "tagging", "span_qa", "multiple_choice")
 # Modules whose import registers the built-in task types (and their named tasks).
@@ -65,9 +67,25 @@ class NamedTask:
         return get_task_type(self.type)
 
 
+@kbert_export("kbert.tasks.register_task_type")
 def register_task_type(task_type):
-    """Registers a TaskType instance (or class, instantiated here) under ``task_type.name`` and
-    as the owner of its model types. Returns it, so it works as a class decorator too."""
+    """Registers a task type (a ``kbert.tasks.TaskType``) under its ``name``, as the owner of its model types.
+
+    Args:
+        task_type: a ``TaskType`` instance, or a class (instantiated here).
+
+    Returns:
+        The instance, so that it works as a class decorator too.
+
+    Examples:
+        >>> import kbert
+        >>> @kbert.tasks.register_task_type
+        ... class Reviews(kbert.tasks.TaskType):
+        ...     name = "reviews-demo"
+        ...     model_types = ("reviews-demo",)
+        >>> kbert.tasks.register_task("demo/reviews", "reviews-demo").task_type.name
+        'reviews-demo'
+    """
     _load_builtins()  # the built-in types first, whoever registers first (a stable listing order)
     instance = task_type() if isinstance(task_type, type) else task_type
     if not instance.name:
@@ -78,9 +96,29 @@ def register_task_type(task_type):
     return task_type
 
 
+@kbert_export("kbert.tasks.register_task")
 def register_task(name: str, task_type: str, *, help: str = "", aliases=(), **preset) -> NamedTask:
-    """Registers ``name`` (and ``aliases``) as a task of the registered ``task_type`` with the
-    given preset settings; a later registration of the same name replaces it."""
+    """Registers ``name`` (and ``aliases``) as a task of a registered task type with preset settings.
+
+    A later registration of the same name replaces it; ``kbert finetune --task NAME`` and
+    ``kbert.FinetuneOptions(task=NAME)`` then find it.
+
+    Args:
+        name: the task's name.
+        task_type: the registered task type's name (``classification``, ``tagging``, ``span_qa``, ...).
+        help: one line for ``kbert finetune --help``.
+        aliases: other names of the task.
+        **preset: the task type's settings of this task (e.g. ``glue_task="sst2"``, ``recipe=...``).
+
+    Returns:
+        The ``NamedTask``.
+
+    Examples:
+        >>> import kbert
+        >>> task = kbert.tasks.register_task("my/reviews", "classification", help="reviews as CSV")
+        >>> kbert.tasks.get_task("my/reviews").task_type.name
+        'classification'
+    """
     _load_builtins()
     if task_type not in _TYPES:
         raise UnknownTaskError(f"task {name!r}: unknown task type {task_type!r}; known: {sorted(_TYPES)}")
@@ -116,7 +154,25 @@ def _lookup(table: dict, key, what: str, known):
         raise UnknownTaskError(f"unknown {what} {key!r}; expected one of: {', '.join(known())}") from None
 
 
+@kbert_export("kbert.tasks.get_task")
 def get_task(name: str) -> NamedTask:
+    """The registered task ``name`` (or one of its aliases).
+
+    Args:
+        name: a task name (``kbert.tasks.task_names()``), e.g. ``glue/sst2``, ``csv``, ``squad``.
+
+    Returns:
+        The ``NamedTask``: ``name``, ``task_type`` (a ``kbert.tasks.TaskType``), ``preset``, ``help``.
+
+    Raises:
+        kbert.tasks.registry.UnknownTaskError: an unknown name; the message lists the known ones.
+
+    Examples:
+        >>> import kbert
+        >>> task = kbert.tasks.get_task("glue/sst2")
+        >>> task.name, task.task_type.name
+        ('glue/sst2', 'classification')
+    """
     return _lookup(_TASKS, str(name).lower(), "task", task_names)
 
 
@@ -133,8 +189,19 @@ def named_task_of(task_meta: dict):
         return None
 
 
+@kbert_export("kbert.tasks.task_names")
 def task_names() -> list:
-    """The registered task names (not aliases): the built-in types' first, then by registration."""
+    """The registered task names (not aliases): the built-in types' first, then by registration.
+
+    Returns:
+        A list of names.
+
+    Examples:
+        >>> import kbert
+        >>> names = kbert.tasks.task_names()
+        >>> "glue/sst2" in names and "csv" in names and "squad/v1.1" in names
+        True
+    """
     return [t.name for t in tasks()]
 
 

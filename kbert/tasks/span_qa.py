@@ -30,6 +30,7 @@ from kbert.tasks.datasets import make_dataset
 from kbert.tasks.heads import SequenceHead
 from kbert.tasks.inference_step import inference_step
 from kbert.tasks.squad_postprocess import build_windows, postprocess_example
+from kbert.api_export import kbert_export
 
 PADDING_LOGIT = -10000.0
 
@@ -38,6 +39,7 @@ def _text(value) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
+@kbert_export("kbert.SpanQuestionAnswerer", "kbert.tasks.SpanQuestionAnswerer")
 class SpanQuestionAnswerer(TaskModel):
     """SQuAD-style span prediction.
 
@@ -45,8 +47,16 @@ class SpanQuestionAnswerer(TaskModel):
       encoder, tokenizer, lower_case, seq_length (384 in the paper), truncator, dynamic_length: as
         TaskModel.
       max_query_length, doc_stride: window building, as run_squad.py (64, 128).
-      n_best_size, max_answer_length (tokens), version_2_with_negative,
-      null_score_diff_threshold: answer selection, as run_squad.py (20, 30, False, 0.0).
+      n_best_size, max_answer_length (tokens), version_2_with_negative, null_score_diff_threshold:
+        answer selection, as run_squad.py (20, 30, False, 0.0).
+
+    Examples:
+        >>> import kbert
+        >>> model = kbert.SpanQuestionAnswerer.from_model_dir(kbert.random_model_dir("runs/tiny"),
+        ...                                                   seq_length=64, max_query_length=16)
+        >>> answers = model.answer(["where did he go ?"], ["he went to the store ."])
+        >>> len(answers), answers[0].text in "he went to the store ."
+        (1, True)
     """
 
     task_type = "span_qa"

@@ -33,6 +33,7 @@ from kbert.tasks.inference_step import inference_step
 from kbert.tasks.ner_alignment import IGNORE_INDEX, entity_spans
 from kbert.tasks.windows import check_long_documents, default_stride, max_context_mask, window_rows
 from kbert.text.pre_tokenize import needs_pre_tokenize, pre_tokenize_data
+from kbert.api_export import kbert_export
 
 
 def _ragged_words(words) -> tf.RaggedTensor:
@@ -89,6 +90,7 @@ def words_from_tokens(token_tags, word_ids, num_words: int, fill_value: int = 0)
     return tags
 
 
+@kbert_export("kbert.TokenTagger", "kbert.tasks.TokenTagger")
 class TokenTagger(TaskModel):
     """Tags words with one of ``label_names`` (e.g. the CoNLL-2003 IOB2 tags, "O" first).
 
@@ -98,6 +100,14 @@ class TokenTagger(TaskModel):
       dropout: before the per-token dense layer.
       fill_label: tag id predicted for words that truncation left without a piece (default 0).
       ignore_index: the label of positions out of the loss; always IGNORE_INDEX (-100).
+
+    Examples:
+        >>> import kbert
+        >>> model = kbert.TokenTagger.from_model_dir(kbert.random_model_dir("runs/tiny"),
+        ...                                          label_names=["O", "B-LOC", "I-LOC"])
+        >>> tags = model.predict_words([["he", "went", "to", "new", "york"]])
+        >>> len(tags[0])
+        5
     """
 
     task_type = "token_tagger"

@@ -29,6 +29,7 @@ from collections.abc import Callable
 import numpy as np
 
 from kbert.tasks.options import FinetuneOptions, NoOptions
+from kbert.api_export import kbert_export
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,8 +49,24 @@ class DataSource:
     metrics: tuple = ()
 
 
+@kbert_export("kbert.tasks.TaskType")
 class TaskType:
-    """One kind of task; subclasses fill in the attributes and methods below."""
+    """One kind of task; subclasses fill in the attributes and methods below.
+
+    Attributes:
+        name: the type's name (``kbert.tasks.register_task`` refers to it).
+        model_types: the ``kbert.json`` ``task.type`` values whose models it rebuilds.
+        Options: the dataclass of its own fine-tuning options (``FinetuneOptions.task_options``).
+        recipe_class: its fine-tuning ``kbert.tasks.Recipe``.
+        default_seq_length: the sequence length when ``FinetuneOptions.seq_length`` is None.
+        backends: the Keras backends its models run under.
+
+    Examples:
+        >>> import kbert
+        >>> task_type = kbert.tasks.get_task("squad").task_type
+        >>> isinstance(task_type, kbert.tasks.TaskType), task_type.default_seq_length
+        (True, 384)
+    """
 
     name = ""
     model_types: tuple = ()
@@ -145,11 +162,24 @@ def subsample(examples, n, seed):
     return [examples[i] for i in index], index
 
 
+@kbert_export("kbert.tasks.Recipe")
 class Recipe:
-    """How ``python -m kbert.finetune`` runs a task: read the data (``read``, called by the
-    constructor), build the model, feed it, evaluate it with the benchmark's metric and write its
-    predictions. Subclasses set metric_names, main_metric, num_train, num_eval and implement
-    read, build_model, train_dataset, evaluate and write_predictions."""
+    """How ``kbert.finetune`` runs a task: read the data (``read``, called by the constructor), build
+    the model, feed it, evaluate it with the benchmark's metric and write its predictions.
+
+    Subclasses set metric_names, main_metric, num_train, num_eval and implement read, build_model,
+    train_dataset, evaluate and write_predictions.
+
+    Args:
+        task: the ``NamedTask`` (``kbert.tasks.get_task``).
+        options: the run's ``kbert.FinetuneOptions`` (``task_options`` checked against the type's).
+
+    Examples:
+        >>> import kbert
+        >>> recipe_class = kbert.tasks.get_task("csv").task_type.recipe_class
+        >>> issubclass(recipe_class, kbert.tasks.Recipe)
+        True
+    """
 
     metric_names: tuple = ()
     main_metric = ""

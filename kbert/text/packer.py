@@ -20,11 +20,13 @@ import tensorflow_text as tf_text
 
 from kbert import compat
 from kbert.text.inputs import Untracked
+from kbert.api_export import kbert_export
 
 TRUNCATORS = ("round_robin", "waterfall")
 OUTPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 
 
+@kbert_export("kbert.text.BertPacker")
 class BertPacker(keras.layers.Layer):
     """Packs a list of tokenized segments into BERT's three int32 [batch, seq_length] inputs.
 
@@ -41,6 +43,14 @@ class BertPacker(keras.layers.Layer):
     begins a word (the first piece of each word of a [batch, words, pieces] segment, every token of
     a [batch, tokens] one, [CLS] and [SEP]), 0 for the other pieces and padding. Whole-word masking
     reads it where the ids alone cannot tell (MeCab words of single characters, mecab-character).
+
+    Examples:
+        >>> import tensorflow as tf
+        >>> import kbert
+        >>> packer = kbert.text.BertPacker(6, start_of_sequence_id=2, end_of_segment_id=3, padding_id=0)
+        >>> packed = packer([tf.ragged.constant([[7, 8]]), tf.ragged.constant([[9]])])
+        >>> packed["input_word_ids"].numpy().tolist(), packed["input_type_ids"].numpy().tolist()
+        ([[2, 7, 8, 3, 9, 3]], [[0, 0, 0, 0, 1, 1]])
     """
 
     def __init__(self, seq_length, start_of_sequence_id, end_of_segment_id, padding_id,

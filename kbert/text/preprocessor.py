@@ -16,8 +16,10 @@ from kbert.text.inputs import as_string_tensor, shard_rows
 from kbert.text.packer import BertPacker
 from kbert.text.registry import as_tokenizer, is_tokenizer
 from kbert.text.tokenizer import BertTokenizer
+from kbert.api_export import kbert_export
 
 
+@kbert_export("kbert.BertPreprocessor", "kbert.text.BertPreprocessor")
 class BertPreprocessor(keras.layers.Layer):
     """Tokenizer + packer as one Keras layer.
 
@@ -35,6 +37,14 @@ class BertPreprocessor(keras.layers.Layer):
 
     The texts it takes are what the tokenizer's graph part takes: for a tokenizer with a Python
     step (``tokenizer.in_graph`` False) run ``tokenizer.pre_tokenize`` on them first.
+
+    Examples:
+        >>> import kbert
+        >>> preprocessor = kbert.BertPreprocessor(kbert.load_tokenizer(kbert.random_model_dir("runs/tiny")),
+        ...                                       seq_length=8)
+        >>> packed = preprocessor(["the quick fox"])
+        >>> packed["input_word_ids"].numpy().tolist(), packed["input_mask"].numpy().tolist()
+        ([[2, 12, 51, 53, 3, 0, 0, 0]], [[1, 1, 1, 1, 1, 0, 0, 0]])
     """
 
     def __init__(self, tokenizer=None, lower_case=None, seq_length=128, truncator="round_robin", vocab=None,

@@ -42,6 +42,7 @@ import pathlib
 
 from kbert.model_metadata import FORMAT_VERSION, METADATA_FILE, ModelDirError, read_metadata, write_metadata
 from kbert.text.spec import DEFAULT_TYPE, TokenizerSpec, TokenizerSpecError
+from kbert.api_export import kbert_export
 
 _BUILTIN_MODULES = {
     "wordpiece": "kbert.text.tokenizer",
@@ -52,8 +53,29 @@ _BUILTIN_MODULES = {
 _REGISTRY: dict[str, type] = {}
 
 
+@kbert_export("kbert.register_tokenizer", "kbert.text.register_tokenizer")
 def register_tokenizer(name: str):
-    """Class decorator: ``@register_tokenizer("wordpiece") class BertTokenizer(...)``."""
+    """Class decorator that registers a tokenizer type under ``name``.
+
+    The class derives from ``kbert.text.tokenizer_layer.TokenizerLayer`` and implements its
+    interface (``from_spec``, ``pre_tokenize``, ``tokenize``, ``asset_files``, ...); a
+    ``TokenizerSpec`` with ``type=name`` then creates it, in every command and export.
+
+    Args:
+        name: the type's name, as ``kbert.json`` and ``--tokenizer`` spell it.
+
+    Returns:
+        The decorator (it returns the class, with ``tokenizer_type = name``).
+
+    Examples:
+        >>> import kbert
+        >>> from kbert.text.tokenizer import BertTokenizer
+        >>> @kbert.register_tokenizer("wordpiece-demo")
+        ... class DemoTokenizer(BertTokenizer):
+        ...     pass
+        >>> DemoTokenizer.tokenizer_type
+        'wordpiece-demo'
+    """
 
     def register(cls):
         if name in _REGISTRY and _REGISTRY[name] is not cls:
@@ -77,9 +99,50 @@ def tokenizer_class(name: str) -> type:
     return _REGISTRY[name]
 
 
+@kbert_export("kbert.create_tokenizer", "kbert.text.create_tokenizer")
 def create_tokenizer(spec: TokenizerSpec, directory=None, **kwargs):
-    """The tokenizer a spec describes; ``spec.vocab_file`` is read relative to ``directory``."""
+    """The tokenizer a spec describes.
+
+    Args:
+        spec: a ``kbert.TokenizerSpec``.
+        directory: the folder ``spec.vocab_file`` is relative to (a model directory).
+        **kwargs: passed to the type's ``from_spec``.
+
+    Returns:
+        A tokenizer layer of the registered type.
+
+    Examples:
+        >>> import kbert
+        >>> model_dir = kbert.random_model_dir("runs/tiny")
+        >>> tokenizer = kbert.create_tokenizer(kbert.TokenizerSpec(vocab_file="vocab.txt"), model_dir)
+        >>> tokenizer.tokenize_flat(["the quick fox"]).to_list()
+        [[12, 51, 53]]
+    """
     return tokenizer_class(spec.type).from_spec(spec, directory, **kwargs)
+
+
+def tokenizer_spec_for(vocab=None, *, cased: bool = False, tokenizer_type: str | None = None, directory=None,
+                       directory_flag: str | None = "--model-dir") -> tuple:
+    """``(spec, directory)`` that ``create_tokenizer`` takes, from a tokenizer's file or a model directory.
+
+    ``vocab`` (a ``vocab.txt`` or SentencePiece model) wins; otherwise ``directory``'s ``kbert.json``
+    names the tokenizer, and ``tokenizer_type``/``cased`` override its type and case.
+    ``directory_flag``: how error messages name the directory (the command's flag)."""
+    if vocab:
+        kind = tokenizer_type or DEFAULT_TYPE
+        # Only WordPiece lower-cases by default (cased turns it off); the Japanese types and
+        # SentencePiece never do (lower-casing strips the voicing marks of kana: が -> か).
+        spec = TokenizerSpec(type=kind, lower_case=kind == "wordpiece" and not cased,
+                             vocab_file=os.path.abspath(os.path.expanduser(str(vocab))))
+        return spec, None
+    if not directory:
+        flag = f" or {directory_flag}" if directory_flag else ""
+        raise TokenizerSpecError(f"--vocab{flag} is required (the tokenizer)")
+    spec = read_tokenizer_spec(directory)
+    changes = {"type": tokenizer_type} if tokenizer_type else {}
+    if cased:
+        changes["lower_case"] = False
+    return (spec.replace(**changes) if changes else spec), directory
 
 
 def asset_path(spec: TokenizerSpec, directory) -> pathlib.Path:
@@ -135,8 +198,25 @@ def record_tokenizer_spec(model_dir, spec) -> None:
     write_metadata(model_dir, metadata)
 
 
+@kbert_export("kbert.text.load_tokenizer")
 def load_tokenizer(model_dir, **kwargs):
-    """The tokenizer of a model directory, from its ``kbert.json`` (legacy ``do_lower_case`` included)."""
+    """The tokenizer of a model directory, from its ``kbert.json`` (legacy ``do_lower_case`` included).
+
+    ``kbert.load_tokenizer`` is the same, and takes ``hf://ORG/NAME`` too.
+
+    Args:
+        model_dir: a model directory.
+        **kwargs: passed to the type's ``from_spec``.
+
+    Returns:
+        A tokenizer layer of the registered type.
+
+    Examples:
+        >>> import kbert
+        >>> tokenizer = kbert.text.load_tokenizer(kbert.random_model_dir("runs/tiny"))
+        >>> tokenizer.lower_case
+        True
+    """
     spec = read_tokenizer_spec(model_dir)
     try:
         cls = tokenizer_class(spec.type)

@@ -16,6 +16,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from kbert.api_export import kbert_export
+
 DEFAULT_TYPE = "wordpiece"
 DEFAULT_VOCAB_FILE = "vocab.txt"
 _FIELDS = ("type", "lower_case", "vocab_file")
@@ -25,8 +27,24 @@ class TokenizerSpecError(ValueError):
     """A tokenizer spec that cannot be used: names the source, the field and the value."""
 
 
+@kbert_export("kbert.TokenizerSpec", "kbert.text.TokenizerSpec")
 @dataclasses.dataclass(frozen=True)
 class TokenizerSpec:
+    """What a tokenizer is, as ``kbert.json`` records it: its type, case and file.
+
+    Attributes:
+        type: the registered type (``wordpiece``, ``mecab-wordpiece``, ``mecab-character``,
+            ``sentencepiece``, or one added with ``kbert.register_tokenizer``).
+        lower_case: True for uncased models.
+        vocab_file: the tokenizer's file, relative to the model directory (or absolute).
+        options: the type's own settings (e.g. WordPiece's ``strip_accents``, MeCab's dictionary).
+
+    Examples:
+        >>> import kbert
+        >>> spec = kbert.TokenizerSpec(type="wordpiece", lower_case=True, vocab_file="vocab.txt")
+        >>> spec.to_json()
+        {'type': 'wordpiece', 'lower_case': True, 'vocab_file': 'vocab.txt'}
+    """
     type: str = DEFAULT_TYPE
     lower_case: bool = True
     vocab_file: str = DEFAULT_VOCAB_FILE

@@ -37,6 +37,7 @@ from kbert.text.spec import TokenizerSpec, TokenizerSpecError
 from kbert.text.inputs import default_shards, entry_graphs
 from kbert.text.normalize import GOOGLE, TRANSFORMERS, check_rules, normalize, normalize_per_char
 from kbert.text.tokenizer_layer import OFFSET_UNITS, TokenizerLayer, group_words
+from kbert.api_export import kbert_export
 
 SUFFIX_INDICATOR = "##"
 # google-research/bert tokenization.py WordpieceTokenizer(max_input_chars_per_word=200).
@@ -53,6 +54,7 @@ WHITESPACE_PATTERN = r"[\t\n\r\p{Zs}\x{2028}\x{2029}]+"
 PUNCTUATION_PATTERN = r"[!-/:-@\[-`{-~\p{P}]"
 
 
+@kbert_export("kbert.text.BertTokenizer")
 @register_tokenizer("wordpiece")
 class BertTokenizer(TokenizerLayer):
     """BERT's WordPiece tokenizer as a Keras layer (eager, ``tf.function``, ``tf.data``, SavedModel).
@@ -72,6 +74,12 @@ class BertTokenizer(TokenizerLayer):
     Calling it on strings of shape ``S`` gives int32 ids of shape ``S + [words, pieces]``
     (a RaggedTensor). ``tokenize_flat`` merges words and pieces, ``tokenize_with_offsets``
     also gives each piece's span in the input.
+
+    Examples:
+        >>> import kbert
+        >>> tokenizer = kbert.text.BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "fox", "##es"])
+        >>> tokenizer.tokenize_flat(["The foxes"]).to_list()
+        [[5, 6, 7]]
     """
 
     @classmethod

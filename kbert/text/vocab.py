@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from kbert.errors import DataError
+from kbert.api_export import kbert_export
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 RESERVED_TOKENS = (PAD, UNK, CLS, SEP, MASK)
@@ -24,10 +25,20 @@ SPECIAL_TOKEN_NAMES = {
 }
 
 
+@kbert_export("kbert.text.VocabError")
 class VocabError(ValueError):
-    """A vocabulary that cannot be used: the message names the file (or list), token and line."""
+    """A vocabulary that cannot be used: the message names the file (or list), token and line.
+
+    Examples:
+        >>> import kbert
+        >>> kbert.text.special_token_ids(["[PAD]", "the"])
+        Traceback (most recent call last):
+        ...
+        kbert.text.vocab.VocabError: ...
+    """
 
 
+@kbert_export("kbert.text.load_vocab")
 def load_vocab(path) -> list[str]:
     """The tokens of a ``vocab.txt``, in id order.
 
@@ -36,6 +47,17 @@ def load_vocab(path) -> list[str]:
     token): it is kept as it is, a token that no text can produce, so that it neither becomes
     empty nor collides with another token. A missing or empty file, an empty line and a token
     that occurs twice are errors naming the file and the line(s): each would shift or shadow ids.
+
+    Args:
+        path: the ``vocab.txt``.
+
+    Returns:
+        The tokens, a list of strings (id = position).
+
+    Examples:
+        >>> import kbert
+        >>> kbert.text.load_vocab(kbert.random_model_dir("runs/tiny") / "vocab.txt")[:6]
+        ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', '.']
     """
     path = os.fspath(path)
     if not os.path.isfile(path):
@@ -89,8 +111,25 @@ def as_token_list(vocab) -> list[str]:
     return tokens
 
 
+@kbert_export("kbert.text.special_token_ids")
 def special_token_ids(tokens, source="vocab") -> dict[str, int]:
-    """padding_id, start_of_sequence_id, end_of_segment_id, mask_id, unknown_id, looked up."""
+    """The ids of ``[PAD]``, ``[CLS]``, ``[SEP]``, ``[MASK]`` and ``[UNK]`` in a vocabulary.
+
+    Args:
+        tokens: the vocabulary, in id order.
+        source: what error messages call it (its file).
+
+    Returns:
+        ``{"padding_id", "start_of_sequence_id", "end_of_segment_id", "mask_id", "unknown_id"}``.
+
+    Raises:
+        kbert.text.VocabError: a special token is missing.
+
+    Examples:
+        >>> import kbert
+        >>> kbert.text.special_token_ids(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the"])
+        {'padding_id': 0, 'start_of_sequence_id': 2, 'end_of_segment_id': 3, 'mask_id': 4, 'unknown_id': 1}
+    """
     index = {t: i for i, t in enumerate(tokens)}
     missing = [tok for tok in SPECIAL_TOKEN_NAMES.values() if tok not in index]
     if missing:

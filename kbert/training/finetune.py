@@ -20,6 +20,7 @@ import time
 
 from kbert.errors import OptionsError
 from kbert.tasks.options import FinetuneOptions
+from kbert.api_export import kbert_export
 
 
 def resolve_options(options: FinetuneOptions) -> FinetuneOptions:
@@ -59,9 +60,38 @@ def check_windows(task_type, options: FinetuneOptions) -> None:
                            f"{', '.join(task_type.long_documents)}")
 
 
+@kbert_export("kbert.finetune")
 def finetune(options: FinetuneOptions, *, progress_bar: bool = True, log=print) -> dict:
-    """Fine-tunes ``options.init`` on ``options.task``; returns the results also written to
-    ``model_dir/eval_results.json``. ``progress_bar=False``: Keras' one line per epoch instead."""
+    """Fine-tunes ``options.init`` on ``options.task`` with ``model.fit`` and keeps the best epoch.
+
+    Every epoch is evaluated with the task's metric; the best epoch's model directory, its
+    predictions and ``eval_results.json`` are written to ``options.model_dir``. Errors are raised
+    (``kbert.OptionsError``, ``kbert.DataError``, ...), never an exit.
+
+    Args:
+        options: a ``kbert.FinetuneOptions``.
+        progress_bar: False prints Keras' one line per epoch instead of the progress display.
+        log: where the run's lines go (``print``).
+
+    Returns:
+        The results also written to ``model_dir/eval_results.json``: the best epoch's metrics,
+        the task, the number of examples, timings.
+
+    Examples:
+        >>> import contextlib, io, pathlib
+        >>> import kbert
+        >>> model_dir = kbert.random_model_dir("runs/tiny")
+        >>> _ = pathlib.Path("runs/reviews.csv").write_text(
+        ...     "text,label\\n" + "a good movie,positive\\na bad movie,negative\\n" * 4)
+        >>> options = kbert.FinetuneOptions(
+        ...     task="csv", init=str(model_dir), model_dir="runs/reviews", train_file="runs/reviews.csv",
+        ...     eval_file="runs/reviews.csv", epochs=1, batch_size=4, seq_length=16,
+        ...     task_options=kbert.TableOptions(text_columns=("text",)))
+        >>> with contextlib.redirect_stdout(io.StringIO()):   # the run's progress lines
+        ...     results = kbert.finetune(options, progress_bar=False)
+        >>> type(kbert.load_task_model("runs/reviews")).__name__, "accuracy" in str(results)
+        ('TextClassifier', True)
+    """
     import keras
 
     from kbert.tasks.evaluation import EpochTensorBoard, EvaluateEachEpoch

@@ -24,15 +24,40 @@ import time
 from collections.abc import Callable
 
 from kbert.errors import DataError, OptionsError, TrainingStopped
-from kbert.tasks.options import option
+from kbert.options import option
+from kbert.api_export import kbert_export
 
 EVAL_SEED = 0  # the held-out masks' seed
 PRESET_NAMES = ("tiny", "mini", "small", "medium", "base", "large")
 
 
+@kbert_export("kbert.PretrainOptions")
 @dataclasses.dataclass
 class PretrainOptions:
-    """The options of a pre-training run (``python -m kbert.pretrain`` has one flag per field)."""
+    """The options of a pre-training run (``kbert pretrain`` has one flag per field).
+
+    The fields not listed below (precision, XLA, checkpoints, seeds, strategies and devices) are
+    documented by their flags: ``kbert pretrain --help``.
+
+    Attributes:
+        train_data: a glob of the TFRecords ``pipelines.pretraining_data`` writes.
+        model_dir: where checkpoints, TensorBoard logs and the final model directory go.
+        config: a preset name (``kbert.PRESETS``) or a ``bert_config.json``.
+        vocab: the tokenizer's file (``vocab.txt`` for WordPiece), or ``tokenizer_dir``: a model
+            directory whose tokenizer to use; ``cased`` and ``tokenizer`` (its type) refine it.
+        seq_length: tokens per sequence; ``max_predictions``, ``mask_rate``, ``mask_token_rate``,
+            ``random_token_rate``, ``whole_word_masking``, ``no_nsp``: the masked-LM recipe.
+        batch_size: the global batch; ``steps``, ``learning_rate``, ``warmup_steps``,
+            ``weight_decay``, ``optimizer``, ``clip_norm``: the optimisation.
+        eval_data: held-out TFRecords, evaluated ``eval_steps`` batches at the end.
+
+    Examples:
+        >>> import kbert
+        >>> options = kbert.PretrainOptions(train_data="runs/records/*.tfrecord", model_dir="runs/pretrain",
+        ...                                 config="tiny", vocab="runs/tiny/vocab.txt", steps=10)
+        >>> options.seq_length, options.batch_size
+        (128, 32)
+    """
 
     train_data: str = option(help="glob of TFRecords from pipelines.pretraining_data")
     model_dir: str = option(help="checkpoints, TensorBoard logs and the final model directory")
@@ -73,7 +98,7 @@ class PretrainOptions:
 
 
 def build_config(options: PretrainOptions, vocab_size: int):
-    from kbert import BertConfig
+    from kbert.config import BertConfig
 
     config = BertConfig.from_name_or_path(options.config)
     if config.vocab_size != vocab_size:
@@ -104,11 +129,32 @@ def check_options(options: PretrainOptions, backend: str) -> None:
                            "its workers from TF_CONFIG: --strategy multi_worker)")
 
 
+@kbert_export("kbert.pretrain")
 def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None, log=print) -> dict:
-    """Pre-trains; returns the results also written to ``model_dir/pretrain_results.json``.
+    """Pre-trains BERT (masked LM and next sentence) on TFRecords of raw text, with ``model.fit``.
 
-    ``callbacks_for(encoder, mlm_head, preprocessor, tokenizer) -> list``: extra Keras callbacks
-    built on the run's own layers (the CLI's fill-mask logger)."""
+    Checkpoints are written every ``checkpoint_every`` steps and a run resumes from the last one;
+    the final model directory (encoder, heads, tokenizer) is written under ``options.model_dir``.
+
+    Args:
+        options: a ``kbert.PretrainOptions``.
+        callbacks_for: ``callbacks_for(encoder, mlm_head, preprocessor, tokenizer) -> list``: extra
+            Keras callbacks built on the run's own layers (the command's fill-mask logger).
+        log: where the run's lines go (``print``).
+
+    Returns:
+        The results also written to ``model_dir/pretrain_results.json`` (losses, accuracies,
+        steps, timings, the model directory).
+
+    Examples:
+        >>> import kbert
+        >>> options = kbert.PretrainOptions(train_data="runs/no-records/*.tfrecord", model_dir="runs/pretrain",
+        ...                                 config="tiny", vocab=str(kbert.random_model_dir("runs/tiny") / "vocab.txt"))
+        >>> kbert.pretrain(options)    # the records come from ``python -m pipelines.pretraining_data``
+        Traceback (most recent call last):
+        ...
+        FileNotFoundError: no pre-training files match runs/no-records/*.tfrecord
+    """
     import keras
     import tensorflow as tf
 
@@ -118,7 +164,7 @@ def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None,
     from kbert.models import BertEncoder
     from kbert.models.pretrainer import BertPretrainer
     from kbert.text import BertPreprocessor
-    from kbert.text.cli_args import tokenizer_from_args
+    from kbert.text.registry import create_tokenizer, tokenizer_spec_for
     from kbert.text.masking import MlmMasker
     from kbert.training.checkpoints import CheckpointCallback, StepLogger, checkpoint_state
     from kbert.training.optimization import create_optimizer
@@ -155,7 +201,8 @@ def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None,
         keras.mixed_precision.set_dtype_policy("mixed_bfloat16" if on_tpu else options.mixed_precision)
 
     # Any type: one with a Python step (the mecab-* types' MeCab split) runs it in the tf.data map.
-    tokenizer = tokenizer_from_args(options, "tokenizer_dir")
+    tokenizer = create_tokenizer(*tokenizer_spec_for(options.vocab, cased=options.cased, tokenizer_type=options.tokenizer,
+                                                     directory=options.tokenizer_dir, directory_flag="--tokenizer-dir"))
     config = build_config(options, tokenizer.vocab_size)
     preprocessor = BertPreprocessor(tokenizer, seq_length=options.seq_length)
     masker = MlmMasker.from_tokenizer(tokenizer, max_predictions=options.max_predictions,

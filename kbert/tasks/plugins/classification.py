@@ -18,6 +18,7 @@ from kbert.data import glue, table
 from kbert.tasks import submission
 from kbert.tasks.metrics import compute_metrics
 from kbert.tasks.options import comma_list, option
+from kbert.api_export import kbert_export
 from kbert.tasks.plugins.classification_predict import ClassificationPrediction
 from kbert.tasks.registry import register_task, register_task_type
 from kbert.tasks.task_type import WARMUP_TEXTS, DataSource, Recipe, TaskType
@@ -26,9 +27,25 @@ from kbert.tasks.task_type import WARMUP_TEXTS, DataSource, Recipe, TaskType
 GLUE_MAIN_METRIC = {"cola": "matthews_corrcoef", "mrpc": "f1", "qqp": "f1", "stsb": "spearman"}
 
 
+@kbert_export("kbert.TableOptions")
 @dataclasses.dataclass
 class TableOptions:
-    """csv / jsonl: a generic file with named columns"""
+    """csv / jsonl: a generic file with named columns
+
+    Attributes:
+        text_columns: one or two column names (default: ``text``, or ``text_a``/``text_b``).
+        label_column: the label's column.
+        label_names: the label vocabulary (default: the training file's labels).
+        regression: the label is a number (``kbert.TextRegressor``).
+        multi_label: each row's label is a list (``kbert.MultiLabelClassifier``).
+        threshold: multi-label: the probability above which a label is predicted.
+        at_least_one_label: multi-label: a row with no label above the threshold gets its best one.
+
+    Examples:
+        >>> import kbert
+        >>> kbert.TableOptions(text_columns="question,answer").text_columns
+        ('question', 'answer')
+    """
 
     text_columns: tuple | None = option(None, type=comma_list, help="one or two column names, comma-separated")
     label_column: str = option("label", help="the label's column")

@@ -1,4 +1,4 @@
-"""kbert.layers.fused: XLA-compiled GELU and dropout with written-out gradients (TensorFlow only)."""
+"""kbert.layers.tf_elementwise: XLA-compiled GELU and dropout with written-out gradients (TensorFlow only)."""
 
 import keras
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from kbert import BertConfig, BertEncoder
-from kbert.layers import fused
+from kbert.layers import tf_elementwise
 from kbert.layers.dropout import Dropout
 
 
@@ -25,7 +25,7 @@ def test_gelu_values_and_gradients_match_keras(approximate):
     rng = np.random.default_rng(0)
     x = tf.constant(rng.normal(scale=3.0, size=(64, 48)).astype("float32"))
     dy = tf.constant(rng.normal(size=(64, 48)).astype("float32"))
-    ours = _value_and_grad(lambda v: fused.gelu(v, approximate), x, dy)
+    ours = _value_and_grad(lambda v: tf_elementwise.gelu(v, approximate), x, dy)
     ref = _value_and_grad(lambda v: keras.activations.gelu(v, approximate=approximate), x, dy)
     np.testing.assert_allclose(ours[0], ref[0], atol=2e-6, rtol=1e-5)
     np.testing.assert_allclose(ours[1], ref[1], atol=2e-5, rtol=1e-4)
@@ -35,7 +35,7 @@ def test_dropout_rate_scale_and_one_mask_for_both_passes():
     rate = 0.1
     x = tf.constant(np.random.default_rng(1).normal(size=(32, 4, 64, 65)).astype("float32"))  # odd size
     dy = tf.ones_like(x) * 2.0
-    y, g = _value_and_grad(lambda v: fused.dropout(v, rate, tf.constant([3, 4])), x, dy)
+    y, g = _value_and_grad(lambda v: tf_elementwise.dropout(v, rate, tf.constant([3, 4])), x, dy)
     kept = y != 0
     n = kept.size
     # kept fraction within 5 standard deviations of 1 - round(rate * 65536) / 65536
@@ -45,12 +45,12 @@ def test_dropout_rate_scale_and_one_mask_for_both_passes():
     np.testing.assert_allclose(y[kept], np.asarray(x)[kept] * scale, rtol=1e-6)
     np.testing.assert_array_equal(g != 0, kept)  # the gradient uses the forward's mask
     np.testing.assert_allclose(g[kept], 2.0 * scale, rtol=1e-6)
-    same, _ = _value_and_grad(lambda v: fused.dropout(v, rate, tf.constant([3, 4])), x, dy)
-    other, _ = _value_and_grad(lambda v: fused.dropout(v, rate, tf.constant([3, 5])), x, dy)
+    same, _ = _value_and_grad(lambda v: tf_elementwise.dropout(v, rate, tf.constant([3, 4])), x, dy)
+    other, _ = _value_and_grad(lambda v: tf_elementwise.dropout(v, rate, tf.constant([3, 5])), x, dy)
     np.testing.assert_array_equal(same, y)
     assert (other != 0).mean() == pytest.approx(p, abs=0.01) and not np.array_equal(other != 0, kept)
     with pytest.raises(ValueError, match="rate"):
-        fused.dropout(x, 1.0, tf.constant([1, 2]))
+        tf_elementwise.dropout(x, 1.0, tf.constant([1, 2]))
 
 
 def test_dropout_layer_fuses_static_shapes_only_and_is_identity_in_inference():
@@ -91,9 +91,9 @@ def test_fused_training_gradients_equal_the_plain_ops(monkeypatch):
             return [None if g is None else tf.convert_to_tensor(g)
                     for g in tape.gradient(loss, encoder.trainable_variables)]
 
-        monkeypatch.setenv(fused.FUSED_ENV, "1")
+        monkeypatch.setenv(tf_elementwise.FUSED_ENV, "1")
         with_fused = grads()
-        monkeypatch.setenv(fused.FUSED_ENV, "0")
+        monkeypatch.setenv(tf_elementwise.FUSED_ENV, "0")
         plain = grads()
         assert sum(g is not None for g in plain) == len(plain) - 2  # all but the pooler's
         for a, b, w in zip(with_fused, plain, encoder.trainable_variables):
@@ -116,14 +116,14 @@ def test_sparse_cross_entropy_matches_tensorflow_and_rejects_bad_labels():
             loss = f(labels, logits)
         return loss.numpy(), tape.gradient(loss, logits, dy).numpy()
 
-    ours = run(fused.sparse_softmax_cross_entropy)
+    ours = run(tf_elementwise.sparse_softmax_cross_entropy)
     ref = run(lambda y, z: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=z))
     assert ours[0].shape == (3, 5)
     np.testing.assert_allclose(ours[0], ref[0], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(ours[1], ref[1], rtol=1e-5, atol=1e-6)
     for bad in (301, -1):
         with pytest.raises(tf.errors.InvalidArgumentError, match="label"):
-            fused.sparse_softmax_cross_entropy(tf.constant([[0, bad]]), logits[:1, :2])
+            tf_elementwise.sparse_softmax_cross_entropy(tf.constant([[0, bad]]), logits[:1, :2])
 
 
 def test_dropout_with_residual_adds_in_the_same_kernel():
@@ -132,8 +132,8 @@ def test_dropout_with_residual_adds_in_the_same_kernel():
     seed = tf.constant([7, 8])
     with tf.GradientTape(persistent=True) as tape:
         tape.watch([x, r])
-        plain = fused.dropout(x, 0.1, seed) + r
-        added = fused.dropout(x, 0.1, seed, residual=r)
+        plain = tf_elementwise.dropout(x, 0.1, seed) + r
+        added = tf_elementwise.dropout(x, 0.1, seed, residual=r)
     np.testing.assert_allclose(added, plain, rtol=1e-6)
     gx, gr = tape.gradient(added, [x, r], dy)
     np.testing.assert_allclose(gx, tape.gradient(plain, x, dy), rtol=1e-6)

@@ -1,0 +1,21 @@
+"""The field helper of kbert's typed options (``FinetuneOptions``, ``PretrainOptions``, the task types'
+options): a dataclass field that carries its command-line help, read by the commands'
+``kbert.cli_support.add_arguments``. Imports nothing of kbert."""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+def comma_list(text) -> tuple:
+    """ "a,b" -> ("a", "b"); a list/tuple is kept as a tuple."""
+    if isinstance(text, (list, tuple)):
+        return tuple(str(t) for t in text)
+    return tuple(part.strip() for part in str(text).split(",") if part.strip())
+
+
+def option(default=dataclasses.MISSING, *, help: str, type=None, flag: str | None = None):
+    """A dataclass field with its command-line help (``type``: the argparse converter when the
+    default does not say it; ``flag``: e.g. "--no-bucketing" for a True default)."""
+    metadata = {"help": help, "type": type, "flag": flag}
+    return dataclasses.field(default=default, metadata=metadata)
