@@ -52,6 +52,11 @@ def parse_args(argv=None):
                                                         "(default: those the model was fine-tuned on)")
     p.add_argument("--id-column", default=None, help="table input: the column of each row's id (default: line number)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--attention", choices=("auto", "plain", "fused"), default="auto",
+                   help="auto (default: the fastest faithful attention on the device, cuDNN flash attention under "
+                        "--backend jax on NVIDIA GPUs), plain or fused")
+    p.add_argument("--mixed-precision", choices=("float32", "mixed_bfloat16", "mixed_float16"), default="float32",
+                   help="Keras' dtype policy for the model (default float32)")
     add_verbose_flag(p)
     add_backend_flag(p)
     args = p.parse_args(argv)
@@ -83,6 +88,7 @@ def main(argv=None) -> int:
                              text_columns=comma_list(args.text_columns) if args.text_columns else None,
                              id_column=args.id_column, probabilities=args.probabilities, batch_size=args.batch_size)
     result = predict_file(args.model_dir, args.input, args.output, args.format, options,
-                          show_progress=not args.quiet, overwrite=args.overwrite)
+                          show_progress=not args.quiet, overwrite=args.overwrite, attention=args.attention,
+                          mixed_precision=args.mixed_precision)
     print(f"{result['rows']} predictions ({result['model_type']}, {result['seconds']} s) -> {result['output']}")
     return 0

@@ -18,12 +18,14 @@ from kbert.tasks.registry import UnknownTaskError, task_type_for_model
 
 
 def predict_file(model_dir, input_path, output_path, fmt="jsonl", options=None, show_progress=False,
-                 model=None, overwrite: bool = False) -> dict:
+                 model=None, overwrite: bool = False, attention: str = "auto",
+                 mixed_precision: str = "float32") -> dict:
     """Reads ``input_path``, predicts every row with the model in ``model_dir`` and writes
     ``output_path`` atomically. ``model``: that directory's model if already loaded
     (load_task_model), to predict several files without reloading it. An existing ``output_path``
     is refused (kbert.model_dir.OutputExistsError) unless ``overwrite``; one that is the input or a
-    file of the model directory always. Returns {"rows", "model_type", "output", "seconds"}."""
+    file of the model directory always. ``attention`` ("auto", "plain", "fused") and
+    ``mixed_precision`` (a Keras dtype policy) apply to a model loaded here. Returns {"rows", "model_type", "output", "seconds"}."""
     options = options or PredictOptions()
     model_files = [p for p in pathlib.Path(model_dir).iterdir()] if pathlib.Path(model_dir).is_dir() else []
     model_dir_lib.check_output(output_path, [input_path, model_dir, *model_files], overwrite=overwrite)
@@ -44,7 +46,15 @@ def predict_file(model_dir, input_path, output_path, fmt="jsonl", options=None, 
     from kbert.tasks import load_task_model
 
     start = time.time()
-    model = model if model is not None else load_task_model(model_dir)
+    if model is None:
+        import keras
+
+        policy = keras.config.dtype_policy()
+        keras.config.set_dtype_policy(mixed_precision)
+        try:
+            model = load_task_model(model_dir, attention=attention)
+        finally:
+            keras.config.set_dtype_policy(policy)
     predictions = task_type.predict(model, data, options, RowProgress(show_progress))
     if len(predictions) != len(data.examples):  # a plug-in's predict must answer every row
         raise RuntimeError(f"{type(task_type).__name__}.predict returned {len(predictions)} predictions "

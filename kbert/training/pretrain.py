@@ -28,6 +28,7 @@ from kbert.tasks.options import option
 
 EVAL_SEED = 0  # the held-out masks' seed
 PRESET_NAMES = ("tiny", "mini", "small", "medium", "base", "large")
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
 @dataclasses.dataclass
@@ -59,6 +60,7 @@ class PretrainOptions:
     optimizer: str = option("adamw", help="adamw or lamb")
     clip_norm: float = option(1.0, help="global gradient norm clip")
     mixed_precision: str = option("float32", help="float32, mixed_bfloat16 or mixed_float16")
+    attention: str = option("auto", help="auto (the fastest faithful attention on the device: cuDNN flash attention under --backend jax on NVIDIA GPUs), plain or fused; any reads the same model directories")
     jit_compile: bool = option(False, help="XLA-compile the TensorFlow step (JAX always compiles)")
     steps_per_execution: int = option(1, help="steps per compiled call")
     checkpoint_every: int = option(500, help="steps between checkpoints")
@@ -88,12 +90,23 @@ def build_config(options: PretrainOptions, vocab_size: int):
     return config
 
 
+def check_attention_and_precision(options) -> None:
+    """OptionsError unless ``options.attention`` and ``options.mixed_precision`` name a choice."""
+    from kbert.layers.accel import ATTENTION_IMPLS
+
+    if options.attention not in ATTENTION_IMPLS:
+        raise OptionsError(f"--attention {options.attention!r}; expected one of {', '.join(ATTENTION_IMPLS)}")
+    if options.mixed_precision not in PRECISIONS:
+        raise OptionsError(f"--mixed-precision {options.mixed_precision!r}; expected one of {', '.join(PRECISIONS)}")
+
+
 def check_options(options: PretrainOptions, backend: str) -> None:
     for name in ("train_data", "model_dir"):
         if not getattr(options, name):
             raise OptionsError(f"--{name.replace('_', '-')} is required")
     if not options.vocab and not options.tokenizer_dir:
         raise OptionsError("--vocab or --tokenizer-dir is required (the tokenizer)")
+    check_attention_and_precision(options)
     if options.optimizer not in ("adamw", "lamb"):
         raise OptionsError(f"--optimizer {options.optimizer!r}; expected adamw or lamb")
     if backend != "tensorflow" and options.strategy != "auto":
@@ -181,10 +194,10 @@ def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None,
         train_ds = process_share(dataset(options.batch_size))  # this process's rows of each global batch
     with scope():
         if options.init_checkpoint:
-            encoder = load_encoder(options.init_checkpoint)
+            encoder = load_encoder(options.init_checkpoint, attention=options.attention)
             heads = load_heads(options.init_checkpoint, encoder.config)
         else:
-            encoder, heads = BertEncoder(config), {}
+            encoder, heads = BertEncoder(config, attention_impl=options.attention), {}
         pretrainer = BertPretrainer(encoder, heads.get("mlm"), heads.get("nsp"), use_nsp=use_nsp,
                                     replicas=replica_helpers)
         warmup = options.warmup_steps if options.warmup_steps is not None else options.steps // 100
