@@ -136,6 +136,11 @@ CHILD = textwrap.dedent("""
     accel._cudnn_function = lambda: (refuse, None)
     out["refused_auto"] = f32(c_auto(x, mask))
     out["said_gpu"] = np.array(json.dumps(accel.decisions()))
+    # Dropout bits from XLA's RngBitGenerator instead of threefry (kbert's dropout layers only).
+    keras.mixed_precision.set_global_policy("float32")
+    for impl in ("rbg", "unsafe_rbg"):
+        accel.set_dropout_prng(impl)
+        out[f"probe_prng_{impl}"] = np.array(dropout_probe("plain"))
     np.savez(out_file, **out)
     assert "tensorflow" not in sys.modules, "the accelerator path imported TensorFlow"
 """)
@@ -203,6 +208,11 @@ def _check_probe(probe, rate=0.25):
 @pytest.mark.parametrize("impl", ["plain", "fused", "auto"])
 def test_attention_dropout_drops_the_configured_fraction_and_keeps_the_expectation_jax(jax_run, impl):
     _check_probe(jax_run[f"probe_{impl}"])
+
+
+@pytest.mark.parametrize("impl", ["rbg", "unsafe_rbg"])
+def test_dropout_with_rbg_bits_drops_the_configured_fraction_and_keeps_the_expectation(jax_run, impl):
+    _check_probe(jax_run[f"probe_prng_{impl}"])
 
 
 @pytest.mark.parametrize("impl", ["plain", "fused", "auto"])

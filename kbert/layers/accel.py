@@ -38,6 +38,7 @@ accumulate it in float32.
 
 from __future__ import annotations
 
+import collections
 import functools
 import logging
 
@@ -68,6 +69,21 @@ def say_once(key: str, message: str, level=logging.WARNING) -> None:
 def decisions() -> dict:
     """What this process logged about its attention choices, by key (for reports and the bench)."""
     return dict(_said)
+
+
+_traced = collections.Counter()
+
+
+def record_call(kernel: str, training, dropout_applied: bool) -> None:
+    """Counts one traced attention call: in training or not, the kernel it ran, whether it dropped
+    out attention probabilities."""
+    _traced[f"{'train' if training else 'infer'}:{kernel}{'+dropout' if dropout_applied else ''}"] += 1
+
+
+def traced_calls() -> dict:
+    """``{"train:cudnn+dropout": n, "infer:plain": m, ...}``: the attention calls traced in this
+    process so far (a compiled step is traced once, so these count layers, not steps)."""
+    return dict(_traced)
 
 
 @functools.lru_cache(maxsize=None)
@@ -136,6 +152,39 @@ def choose_kernel(impl: str, *, training, dropout_rate: float, dtype, head_size:
                  f"dropout, so training with attention dropout {dropout_rate} runs the plain attention")
         return "plain"
     return kernel
+
+
+# -- dropout bits ---------------------------------------------------------------------------------
+_dropout_prng = ["threefry"]
+DROPOUT_PRNGS = ("threefry", "rbg", "unsafe_rbg")
+
+
+def set_dropout_prng(impl: str) -> None:
+    """Under JAX, which PRNG draws kbert's dropout masks: "threefry" (Keras' own dropout, the
+    default), or "rbg" / "unsafe_rbg" (XLA's RngBitGenerator: far cheaper bits on GPUs and TPUs;
+    other masks, the same distribution). Keras keeps threefry keys of two words, so a global
+    ``jax_default_prng_impl`` switch breaks Keras' dropout; this one is kbert's dropout only."""
+    if impl not in DROPOUT_PRNGS:
+        raise ValueError(f"dropout PRNG is {impl!r}; expected one of {', '.join(DROPOUT_PRNGS)}")
+    _dropout_prng[0] = impl
+
+
+def dropout_prng() -> str:
+    return _dropout_prng[0] if keras.backend.backend() == "jax" else "threefry"
+
+
+def jax_dropout(inputs, rate: float, seed):
+    """Inverted dropout under JAX with the ``set_dropout_prng`` generator, keyed by a Keras seed
+    (two uint32 words, a fresh pair per call from the layer's SeedGenerator)."""
+    import jax
+    import jax.numpy as jnp
+
+    words = jnp.asarray(seed).astype("uint32")
+    # rbg keys are four words: the two of the seed and a mix of them.
+    key = jax.random.wrap_key_data(jnp.concatenate([words, words[::-1] ^ jnp.uint32(0x9E3779B9)]),
+                                   impl=_dropout_prng[0])
+    keep = jax.random.bernoulli(key, 1.0 - rate, inputs.shape)
+    return jnp.where(keep, inputs / jnp.asarray(1.0 - rate, inputs.dtype), jnp.zeros((), inputs.dtype))
 
 
 def padding_lengths(padding_mask):

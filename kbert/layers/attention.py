@@ -103,6 +103,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                 ops.reshape(dense(self.value, flat), (batch, seq, heads, size)),
                 padding_mask, 1.0 / float(size) ** 0.5, dropout_rate=self.dropout_rate, training=training,
                 seed=self.kernel_seed)
+        ran = kernel if context is not None else "plain"
+        accel.record_call(ran, training, bool(training) and self.dropout_rate > 0.0 and ran in ("plain", "cudnn"))
         if context is not None:
             context, probabilities = ops.reshape(context, (-1, width)), None
         else:

@@ -117,6 +117,41 @@ def check_options(options: PretrainOptions, backend: str) -> None:
                            "its workers from TF_CONFIG: --strategy multi_worker)")
 
 
+def build_pretrainer(options: PretrainOptions, config, replicas=None) -> tuple:
+    """``(encoder, pretrainer, optimizer)`` as ``pretrain`` trains them: the encoder (new from
+    ``config``, or ``options.init_checkpoint``'s with its heads) with ``options.attention``, the
+    pre-training heads and loss, the optimizer and its schedule, compiled with
+    ``options.steps_per_execution`` and built on zeros of the batches' shapes. Imports no
+    TensorFlow under JAX (the accelerator bench builds its model here, as the command does)."""
+    import keras
+
+    from kbert.models import BertEncoder
+    from kbert.models.pretrainer import BertPretrainer
+    from kbert.training.optimization import create_optimizer
+
+    if options.init_checkpoint:
+        from kbert.model_dir import load_encoder, load_heads
+
+        encoder = load_encoder(options.init_checkpoint, attention=options.attention)
+        heads = load_heads(options.init_checkpoint, encoder.config)
+    else:
+        encoder, heads = BertEncoder(config, attention_impl=options.attention), {}
+    pretrainer = BertPretrainer(encoder, heads.get("mlm"), heads.get("nsp"), use_nsp=not options.no_nsp,
+                                replicas=replicas)
+    warmup = options.warmup_steps if options.warmup_steps is not None else options.steps // 100
+    optimizer = create_optimizer(options.learning_rate, options.steps, warmup, options.weight_decay,
+                                 options.optimizer, options.clip_norm)
+    backend = keras.backend.backend()
+    pretrainer.compile(optimizer=optimizer, jit_compile=options.jit_compile if backend == "tensorflow" else "auto",
+                       steps_per_execution=options.steps_per_execution)
+    # Build on zeros of the batches' shapes: no data read (nor a second tf.data pipeline traced).
+    pretrainer({name: keras.ops.zeros([1, options.max_predictions if name == "masked_lm_positions"
+                                       else options.seq_length], "int32")
+                for name in ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")})
+    optimizer.build(pretrainer.trainable_variables)
+    return encoder, pretrainer, optimizer
+
+
 def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None, log=print) -> dict:
     """Pre-trains; returns the results also written to ``model_dir/pretrain_results.json``.
 
@@ -127,14 +162,11 @@ def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None,
 
     from kbert.data.pretraining import BadRecordCounter, CorruptRecordError, explain_data_errors, list_files, \
         pretraining_dataset
-    from kbert.model_dir import load_encoder, load_heads, save_model_dir
-    from kbert.models import BertEncoder
-    from kbert.models.pretrainer import BertPretrainer
+    from kbert.model_dir import save_model_dir
     from kbert.text import BertPreprocessor
     from kbert.text.cli_args import tokenizer_from_args
     from kbert.text.masking import MlmMasker
     from kbert.training.checkpoints import CheckpointCallback, StepLogger, checkpoint_state
-    from kbert.training.optimization import create_optimizer
     from kbert.training.progress import RunProgress
 
     backend = keras.backend.backend()
@@ -193,23 +225,7 @@ def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None,
 
         train_ds = process_share(dataset(options.batch_size))  # this process's rows of each global batch
     with scope():
-        if options.init_checkpoint:
-            encoder = load_encoder(options.init_checkpoint, attention=options.attention)
-            heads = load_heads(options.init_checkpoint, encoder.config)
-        else:
-            encoder, heads = BertEncoder(config, attention_impl=options.attention), {}
-        pretrainer = BertPretrainer(encoder, heads.get("mlm"), heads.get("nsp"), use_nsp=use_nsp,
-                                    replicas=replica_helpers)
-        warmup = options.warmup_steps if options.warmup_steps is not None else options.steps // 100
-        optimizer = create_optimizer(options.learning_rate, options.steps, warmup, options.weight_decay,
-                                     options.optimizer, options.clip_norm)
-        pretrainer.compile(optimizer=optimizer, jit_compile=options.jit_compile if backend == "tensorflow" else "auto",
-                           steps_per_execution=options.steps_per_execution)
-        # Build on zeros of the batches' shapes: no data read (nor a second tf.data pipeline traced).
-        pretrainer({name: keras.ops.zeros([1, options.max_predictions if name == "masked_lm_positions"
-                                           else options.seq_length], "int32")
-                    for name in ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")})
-        optimizer.build(pretrainer.trainable_variables)
+        encoder, pretrainer, optimizer = build_pretrainer(options, config, replicas=replica_helpers)
     state = checkpoint_state(model_dir / "checkpoints", pretrainer, optimizer, log=log)
     step = state.restore()
     if step:
