@@ -254,7 +254,7 @@ def run_kbert(spec: dict) -> dict:
     def steps(n):
         """n optimizer steps (a multiple of steps_per_execution), then wait for the device."""
         start = time.perf_counter()
-        model.fit(batches(), steps_per_epoch=n, epochs=1, verbose=0)
+        model.fit(batches(), steps_per_epoch=n, epochs=1, verbose=0, shuffle=False)
         # A small weight that every step updates: reading it waits for the last step.
         probe = min(model.trainable_variables, key=lambda v: math.prod(v.shape))
         keras.ops.convert_to_numpy(probe.value)

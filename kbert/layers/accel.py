@@ -94,9 +94,9 @@ def cuda_device():
     import jax
 
     device = jax.devices()[0]
-    if device.platform != "gpu" or "cuda" not in str(getattr(device.client, "platform_version", "")).lower():
-        return None
-    return device
+    version = str(getattr(getattr(device, "client", None), "platform_version", "")).lower()
+    nvidia = "cuda" in version or "nvidia" in str(getattr(device, "device_kind", "")).lower()
+    return device if device.platform == "gpu" and nvidia else None
 
 
 @functools.lru_cache(maxsize=None)
