@@ -284,8 +284,11 @@ def run_kbert(spec: dict) -> dict:
                   cudnn_fmha_targets=hlo["targets"] if hlo else None, attention_calls_traced=traced,
                   attention_dropout_applied=_dropout_applied(spec, hlo, traced),
                   attention_log=accel.decisions(), dropout_prng=accel.dropout_prng())
-    error = missing_cudnn(spec["attention"], accel.cuda_device() is not None, kernel, result["device"],
-                          accel.decisions())
+    said = accel.decisions()
+    if spec.get("dump_dir") and hlo is None:
+        said = {**said, "no-hlo": "no optimized HLO of the training step was dumped (--xla_dump_to), so the "
+                                  f"kernel could not be read from it; traced calls: {traced}"}
+    error = missing_cudnn(spec["attention"], accel.cuda_device() is not None, kernel, result["device"], said)
     if error:
         result["error"] = error
     if spec.get("profile_dir"):
