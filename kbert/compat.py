@@ -1,12 +1,12 @@
-"""Every use of a private Keras / TensorFlow API in kbert, in one place.
+"""Every use of a private Keras / TensorFlow / JAX API in kbert, in one place.
 
-Each entry below reaches into ``keras.src.*``, ``tensorflow.python.*``, ``tf.__internal__`` or a
-private member of a Keras / tf.distribute object, because no public API does the same thing (the
+Each entry below reaches into ``keras.src.*``, ``tensorflow.python.*``, ``tf.__internal__``,
+``jax._src.*`` or a private member of a Keras / tf.distribute object, because no public API does the same thing (the
 comment on each says what it is for). ``tests/test_compat.py`` checks every one against the
 installed Keras and TensorFlow, so an upgrade that moves or changes one fails there, by name,
 rather than somewhere deep in a training run.
 
-Nothing here imports TensorFlow at module import: the layers import this module under every Keras
+Nothing here imports TensorFlow or JAX at module import: the layers import this module under every Keras
 backend.
 """
 
@@ -128,3 +128,56 @@ def accept_raw_call_inputs(layer) -> None:
     ``Layer.__init__``."""
     layer._convert_input_args = False
     layer._allow_non_tensor_positional_args = True
+
+
+# -- JAX ------------------------------------------------------------------------------------------
+# JAX's cuDNN fused attention with dropout on the attention probabilities. The public
+# ``jax.nn.dot_product_attention`` reaches the same kernel but has no dropout; this private
+# function takes ``dropout_rate`` (cuDNN draws the mask inside the kernel; XLA advances its Philox
+# offset on every execution, so each step gets a new mask; ``seed`` is a compile-time constant).
+# Known to work from this JAX version on (keyword arguments and MaskType as below):
+CUDNN_ATTENTION_MIN_JAX = (0, 5, 0)
+CUDNN_ATTENTION_KEYWORDS = ("q_seqlen", "kv_seqlen", "scale", "mask_type", "seed", "dropout_rate", "qkv_layout")
+
+
+def _version_tuple(text: str) -> tuple:
+    parts = []
+    for piece in text.split(".")[:3]:
+        digits = "".join(c for c in piece if c.isdigit()) if piece[:1].isdigit() else ""
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts + [0] * (3 - len(parts)))
+
+
+def cudnn_attention():
+    """``(function, None)``: JAX's cuDNN fused attention with padding lengths and dropout,
+    ``function(query, key, value, q_seqlen, kv_seqlen, *, scale, dropout_rate, seed)`` on
+    [batch, T, heads, size] inputs (BTNH); or ``(None, reason)`` when the installed JAX does not
+    have it in the form kbert was written for (the reason names the version or the missing part)."""
+    import inspect
+
+    import jax
+
+    version = _version_tuple(jax.__version__)
+    if version < CUDNN_ATTENTION_MIN_JAX:
+        return None, (f"jax {jax.__version__} is older than "
+                      f"{'.'.join(map(str, CUDNN_ATTENTION_MIN_JAX))}, the first kbert's cuDNN attention supports")
+    try:
+        from jax._src.cudnn import fused_attention_stablehlo as fused
+    except ImportError as e:
+        return None, f"jax {jax.__version__} has no jax._src.cudnn.fused_attention_stablehlo ({e})"
+    target = getattr(fused, "dot_product_attention", None)
+    mask_type = getattr(getattr(fused, "MaskType", None), "PADDING", None)
+    try:
+        parameters = inspect.signature(target).parameters if target is not None else {}
+    except (TypeError, ValueError):
+        parameters = {}
+    missing = [name for name in CUDNN_ATTENTION_KEYWORDS if name not in parameters]
+    if target is None or mask_type is None or missing:
+        what = ", ".join(missing) or ("MaskType.PADDING" if mask_type is None else "dot_product_attention")
+        return None, f"jax {jax.__version__}'s private cuDNN attention lacks {what}"
+
+    def attention(query, key, value, q_seqlen, kv_seqlen, *, scale, dropout_rate, seed):
+        return target(query, key, value, None, None, q_seqlen=q_seqlen, kv_seqlen=kv_seqlen, scale=scale,
+                      mask_type=mask_type, seed=int(seed), dropout_rate=float(dropout_rate), qkv_layout="BTNH")
+
+    return attention, None

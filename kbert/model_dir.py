@@ -109,10 +109,12 @@ def check_files(model_dir) -> None:
         raise ModelDirError(f"model directory {model_dir} is missing: {', '.join(missing)}")
 
 
-def load_encoder(model_dir, dtype=None, **overrides):
+def load_encoder(model_dir, dtype=None, attention="auto", **overrides):
     """Builds a BertEncoder from ``bert_config.json`` and loads ``encoder.weights.h5``.
 
-    ``overrides`` replace config fields (e.g. dropout rates for fine-tuning).
+    ``overrides`` replace config fields (e.g. dropout rates for fine-tuning). ``attention``: the
+    encoder's attention, "auto", "plain" or "fused" (kbert.layers.accel); the files are the same
+    whichever wrote them.
     """
     from kbert.models import BertEncoder
 
@@ -120,7 +122,7 @@ def load_encoder(model_dir, dtype=None, **overrides):
     config = load_config(model_dir)
     if overrides:
         config = BertConfig(**{**config.to_dict(), **overrides})
-    encoder = BertEncoder(config, dtype=dtype)
+    encoder = BertEncoder(config, dtype=dtype, attention_impl=attention)
     path = pathlib.Path(model_dir) / ENCODER_WEIGHTS
     load_weights_checked(encoder, path, f"the architecture in {CONFIG_FILE}")
     return encoder

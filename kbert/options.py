@@ -19,3 +19,10 @@ def option(default=dataclasses.MISSING, *, help: str, type=None, flag: str | Non
     default does not say it; ``flag``: e.g. "--no-bucketing" for a True default)."""
     metadata = {"help": help, "type": type, "flag": flag}
     return dataclasses.field(default=default, metadata=metadata)
+
+
+# The choices of the ``attention`` and ``mixed_precision`` options of fine-tuning, pre-training and
+# predict: kbert.layers.accel.ATTENTION_IMPLS and Keras' dtype policies, named here without
+# importing Keras (the commands parse flags first).
+ATTENTION_CHOICES = ("auto", "plain", "fused")
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")

@@ -1,5 +1,7 @@
-"""python -m kbert.bench accelerator: its FLOP count, and a --tiny run on this CPU with TensorFlow unimportable."""
+"""python -m kbert.bench accelerator: its FLOP count, what a line says about the attention that ran, the
+profile table, and a --tiny run on this CPU with TensorFlow unimportable."""
 
+import gzip
 import importlib.util
 import json
 import os
@@ -14,7 +16,8 @@ from kbert.bench import accelerator_bench as bench
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 FIELDS = ("case", "system", "batch_size", "seq_per_s", "mfu", "peak_memory_gb", "device", "versions",
-          "compile_s", "step_s", "flops_per_seq", "attention_impl", "attention_dropout_applied")
+          "compile_s", "step_s", "flops_per_seq", "attention", "attention_kernel", "attention_dropout_applied",
+          "variant", "stderr_tail")
 
 
 def test_flops_formula_matches_a_hand_count():
@@ -57,7 +60,73 @@ def test_bad_arguments_are_refused(capsys):
         bench.main(["--systems", "keras-hub"])
 
 
-def _tiny_run(tmp_path, cases, systems):
+def test_cases_run_the_goal_case_then_base_512_and_squad_first():
+    assert list(bench.CASES)[:3] == ["pretrain-large-128", "pretrain-base-512", "squad-base-384"]
+    assert {"pretrain-base-128", "pretrain-large-512"} <= set(bench.CASES)
+
+
+def test_variants_join_and_unknown_ones_are_refused(capsys):
+    assert bench.variant_settings("prng-rbg+triton-gemm+spe-1") == {
+        "dropout_prng": "rbg", "xla_flags": "--xla_gpu_triton_gemm_any=true", "steps_per_execution": 1}
+    assert bench.variant_settings("default") == {}
+    with pytest.raises(SystemExit):
+        bench.main(["--variant", "default,prng-mt19937"])
+    assert "unknown variant 'prng-mt19937'" in capsys.readouterr().err
+
+
+def test_step_hlo_counts_read_cudnn_attention_calls_from_the_dump(tmp_path):
+    calls = ['%a = custom-call(%q), custom_call_target="__cudnn$fmhaSoftmaxDropout"',
+             '%b = custom-call(%q), custom_call_target="__cudnn$fmhaSoftmaxDropout"',
+             '%c = custom-call(%g), custom_call_target="__cudnn$fmhaSoftmaxDropoutBackward"',
+             '%d = custom-call(%x), custom_call_target="__cublas$gemm"']
+    (tmp_path / "module_0001.jit_train_step.after_optimizations.txt").write_text("\n".join(calls))
+    (tmp_path / "module_0001.jit_train_step.before_optimizations.txt").write_text("nothing")
+    counts = bench.step_hlo_counts(tmp_path)
+    assert (counts["fmha"], counts["fmha_forward"], counts["fmha_dropout"]) == (3, 2, 2)
+    spec = {"config": {"attention_probs_dropout_prob": 0.1}}
+    assert bench._dropout_applied(spec, counts, {})
+    (tmp_path / "module_0001.jit_train_step.after_optimizations.txt").write_text(
+        'custom_call_target="__cudnn$fmhaSoftmax"\ncustom_call_target="__cudnn$fmhaSoftmaxBackward"')
+    assert not bench._dropout_applied(spec, bench.step_hlo_counts(tmp_path), {})
+    assert bench.step_hlo_counts(tmp_path / "empty") is None
+    # Without cuDNN: the traced training calls say; every one must have dropped out.
+    assert bench._dropout_applied(spec, None, {"plain+dropout": 2})
+    assert not bench._dropout_applied(spec, None, {"plain+dropout": 1, "xla": 1})
+
+
+def test_a_line_that_asked_for_cudnn_and_compiled_without_it_is_an_error():
+    said = {"k": "attention auto: plain attention, not cuDNN flash attention: the attention runs in float32"}
+    error = bench.missing_cudnn("auto", True, "plain", "NVIDIA H100", said)
+    assert "has no __cudnn$fmha custom call" in error and "float32" in error
+    assert bench.missing_cudnn("fused", True, "xla", "NVIDIA H100", {}) is not None
+    assert bench.missing_cudnn("auto", True, "cudnn", "NVIDIA H100", {}) is None
+    assert bench.missing_cudnn("plain", True, "plain", "NVIDIA H100", {}) is None
+    assert bench.missing_cudnn("auto", False, "plain", "cpu", {}) is None
+
+
+def test_profile_table_sums_device_ops_per_step(tmp_path):
+    from kbert.bench import profile_table
+
+    events = [{"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/host:CPU"}},
+              {"ph": "M", "pid": 7, "name": "process_name", "args": {"name": "/device:GPU:0"}},
+              {"ph": "X", "pid": 1, "tid": 1, "ts": 0, "dur": 9000.0, "name": "python step"},
+              {"ph": "X", "pid": 7, "tid": 2, "ts": 0, "dur": 300.0, "name": "cutlass_gemm"},
+              {"ph": "X", "pid": 7, "tid": 2, "ts": 400, "dur": 500.0, "name": "cutlass_gemm"},
+              {"ph": "X", "pid": 7, "tid": 3, "ts": 0, "dur": 200.0, "name": "cudnn_fmha|fwd"}]
+    trace = tmp_path / "plugins" / "profile" / "run" / "perfetto_trace.json.gz"
+    trace.parent.mkdir(parents=True)
+    with gzip.open(trace, "wt") as f:
+        json.dump({"traceEvents": events}, f)
+    assert profile_table.find_trace(tmp_path) == trace
+    table = profile_table.top_ops(trace, 15, steps=2)
+    assert table["device_ms"] == pytest.approx(0.5)  # (300 + 500 + 200) us over 2 steps
+    assert [(r["op"], r["calls"], r["ms"]) for r in table["rows"]] == [("cutlass_gemm", 1.0, 0.4),
+                                                                      ("cudnn_fmha|fwd", 0.5, 0.1)]
+    text = profile_table.markdown_table("title", table)
+    assert "| 1 | `cutlass_gemm` | 1 | 0.400 | 80.0% |" in text and "`cudnn_fmha\\|fwd`" in text
+
+
+def _tiny_run(tmp_path, cases, systems, extra=()):
     # A 'tensorflow' package that cannot be imported, first on the path of this run and its children.
     shim = tmp_path / "no_tf" / "tensorflow"
     shim.mkdir(parents=True)
@@ -67,7 +136,7 @@ def _tiny_run(tmp_path, cases, systems):
     env = dict(os.environ, JAX_PLATFORMS="cpu", USE_TF="0",
                PYTHONPATH=os.pathsep.join([str(shim.parent), str(REPO), os.environ.get("PYTHONPATH", "")]))
     argv = [sys.executable, "-m", "kbert.bench", "accelerator", "--tiny", "--out", str(out),
-            "--systems", ",".join(systems)] + [a for c in cases for a in ("--case", c)]
+            "--systems", ",".join(systems), *extra] + [a for c in cases for a in ("--case", c)]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path)
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     printed = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
@@ -81,8 +150,9 @@ def _systems():
     return ["kbert", "transformers"] if have_peer else ["kbert"]
 
 
-def _check(lines, cases, systems):
-    assert [(ln["case"], ln["system"]) for ln in lines] == [(c, s) for c in cases for s in systems]
+def _check(lines, cases, systems, variants=("default",)):
+    assert [(ln["case"], ln["system"], ln["variant"]) for ln in lines] == [
+        (c, s, v) for c in cases for s in systems for v in (variants if s == "kbert" else ["default"])]
     for ln in lines:
         assert all(field in ln for field in FIELDS), sorted(set(FIELDS) - set(ln))
         assert ln["tiny"] and ln["batch_size"] == 4 and ln["seq_per_s"] > 0 and ln["device"] == "cpu"
@@ -93,13 +163,28 @@ def _check(lines, cases, systems):
             config, ln["case"].split("-")[0], ln["seq_length"], ln["predictions"] or 0)
     kbert = [ln for ln in lines if ln["system"] == "kbert"]
     assert all(ln["tensorflow_loaded"] is False and ln["versions"]["jax"] for ln in kbert)
-    assert all(ln["attention_impl"] == "fused" and not ln["attention_dropout_applied"] for ln in kbert)
+    # On a CPU "auto" is the plain attention, with its dropout; the HLO has no cuDNN call.
+    default = [ln for ln in kbert if ln["variant"] == "default"]
+    assert all(ln["attention"] == "auto" and ln["attention_kernel"] == "plain" and ln["attention_dropout_applied"]
+               and ln["cudnn_fmha_calls"] == 0 for ln in default)
+    assert all(ln["attention_kernel"] == "sdpa" and ln["attention_dropout_applied"]
+               for ln in lines if ln["system"] == "transformers")
 
 
 @pytest.mark.slow
 def test_tiny_pretraining_runs_without_tensorflow(tmp_path):
     systems = _systems()
-    _check(_tiny_run(tmp_path, ["pretrain-base-128"], systems), ["pretrain-base-128"], systems)
+    variants = ["default", "fused-attention+no-attention-dropout+prng-rbg"]
+    lines = _tiny_run(tmp_path, ["pretrain-base-128"], systems,
+                      ["--variant", ",".join(variants), "--profile-dir", str(tmp_path / "profile")])
+    _check(lines, ["pretrain-base-128"], systems, variants)
+    # The explicit departure is recorded as such: XLA's lengths kernel, no attention dropout.
+    fused = next(ln for ln in lines if ln["variant"] == variants[1])
+    assert fused["attention"] == "fused" and fused["attention_kernel"] == "xla"
+    assert fused["attention_dropout"] == 0.0 and not fused["attention_dropout_applied"]
+    assert fused["dropout_prng"] == "rbg"
+    table = pathlib.Path(fused["profile_table"]).read_text()
+    assert table.startswith("### pretrain-base-128 kbert " + variants[1]) and "no device events" in table
 
 
 @pytest.mark.slow

@@ -21,7 +21,7 @@ def test_no_private_api_outside_compat():
     pattern = re.compile(r"keras(_hub)?\.src\b|tensorflow\.python\b|tf\.__internal__|\._in_multi_worker_mode\b|"
                          r"\._loss_tracker\b|\._get_variable_index\b|\._momentums\b|\._velocities\b|"
                          r"\._(maybe_)?symbolic_build\b|\._distribute_strategy\b|\._clip_gradients\b|"
-                         r"\._convert_input_args\b|\._allow_non_tensor_positional_args\b")
+                         r"\._convert_input_args\b|\._allow_non_tensor_positional_args\b|jax\._src\b")
     hits = [f"{path.relative_to(REPO)}:{n}: {line.strip()}"
             for folder in ("kbert", "pipelines") for path in sorted((REPO / folder).rglob("*.py"))
             if path.name != "compat.py"
@@ -148,3 +148,29 @@ def test_accept_raw_call_inputs_hands_strings_to_call_as_they_are():
     assert layer(texts) is texts
     strings = np.array([b"x", b"y"], dtype=object)
     assert layer(strings) is strings
+
+
+def test_cudnn_attention_is_the_private_jax_function_kbert_was_written_for():
+    jax = pytest.importorskip("jax")
+    function, reason = compat.cudnn_attention()
+    # The installed JAX (0.10 here) has it; its keyword arguments are the ones the wrapper passes.
+    assert reason is None and callable(function), reason
+    from jax._src.cudnn import fused_attention_stablehlo as fused
+
+    parameters = inspect.signature(fused.dot_product_attention).parameters
+    assert set(compat.CUDNN_ATTENTION_KEYWORDS) <= set(parameters)
+    assert parameters["dropout_rate"].default == 0.0 and fused.MaskType.PADDING.name == "PADDING"
+    assert compat._version_tuple(jax.__version__) >= compat.CUDNN_ATTENTION_MIN_JAX
+    # Without a GPU the function refuses at trace time (cuDNN not found, or bf16 required), which
+    # kbert.layers.accel catches to fall back; it never returns a wrong number silently.
+    q = np.zeros((1, 8, 2, 8), "float32")
+    lengths = np.full((1,), 8, "int32")
+    with pytest.raises((RuntimeError, NotImplementedError, ValueError)):
+        function(q, q, q, lengths, lengths, scale=1.0, dropout_rate=0.1, seed=1)
+
+
+def test_cudnn_attention_refuses_an_old_jax(monkeypatch):
+    jax = pytest.importorskip("jax")
+    monkeypatch.setattr(jax, "__version__", "0.4.20")
+    function, reason = compat.cudnn_attention()
+    assert function is None and "0.4.20 is older than" in reason

@@ -1,9 +1,14 @@
 """The accelerator fast paths (kbert.layers.accel) against the plain keras.ops reference.
 
-Fused attention (keras.ops.dot_product_attention) must give the plain path's numbers with a
-padding mask: 1e-5 in float32, and bf16 within the rounding of bf16; mixed precision must keep
-LayerNorm statistics and the attention softmax in float32. The JAX checks run in one child
-interpreter (Keras fixes its backend at import); its numbers come back in an .npz.
+Every fused path must give the plain path's numbers with a padding mask: the sequence-lengths form
+under JAX (jax.nn.dot_product_attention, XLA here; eager and inside jax.jit), the boolean-mask
+form elsewhere (keras.ops.dot_product_attention): 1e-5 in float32, and bf16 within the rounding of
+bf16. Training keeps the attention dropout on every path (a statistical check: the configured
+fraction dropped, the expectation kept). The cuDNN kernel needs an NVIDIA GPU; here its wiring is
+checked with a stand-in for JAX's private function (the lengths and rate it is given, the fallback
+when it refuses). Mixed precision must keep LayerNorm statistics and the attention softmax in
+float32. The JAX checks run in one child interpreter (Keras fixes its backend at import); its
+numbers come back in an .npz.
 """
 
 import json
@@ -24,9 +29,11 @@ from kbert.layers.attention import MultiHeadSelfAttention
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
 CHILD = textwrap.dedent("""
-    import json, sys
-    import keras, numpy as np
+    import json, sys, types
+    import jax, keras, numpy as np
+    from attention_probe import dropout_probe
     from kbert import BertConfig
+    from kbert.layers import accel
     from kbert.layers.attention import MultiHeadSelfAttention
     from kbert.models.encoder import BertEncoder
     assert keras.backend.backend() == "jax", keras.backend.backend()
@@ -40,7 +47,7 @@ CHILD = textwrap.dedent("""
     positions = np.array([[0, 2, 5], [1, 8, 3], [0, 1, 2], [11, 4, 7]], dtype="int32")
 
     # One attention layer, both implementations on the same weights.
-    plain = MultiHeadSelfAttention(64, 4, dropout=0.1, output_dropout=0.1, name="a")
+    plain = MultiHeadSelfAttention(64, 4, dropout=0.1, output_dropout=0.1, attention_impl="plain", name="a")
     fused = MultiHeadSelfAttention(64, 4, dropout=0.1, output_dropout=0.1, attention_impl="fused", name="a")
     plain.build((None, None, 64)); fused.build((None, None, 64))
     for w in plain.weights:  # non-zero biases, so a dropped bias would show
@@ -50,18 +57,30 @@ CHILD = textwrap.dedent("""
     out["att_pos_plain"] = numpy(plain(x, mask, positions=positions))
     out["att_pos_fused"] = numpy(fused(x, mask, positions=positions))
     out["att_nomask_plain"], out["att_nomask_fused"] = numpy(plain(x)), numpy(fused(x))
+    # Inside a compiled function the mask's values are not known: the lengths come from its sums.
+    out["att_jit_fused"] = numpy(jax.jit(lambda a, m: fused(a, m))(x, mask))
+    out["att_jit_pos_fused"] = numpy(jax.jit(lambda a, m, p: fused(a, m, positions=p))(x, mask, positions))
+    out["att_jit_plain"], out["att_jit_pos_plain"] = out["att_plain"], out["att_pos_plain"]
+    out["kernel_infer_fused"] = np.array(accel.choose_kernel("fused", training=False, dropout_rate=0.1,
+                                                             dtype="float32", head_size=16))
+    # A left-padded mask (known values) cannot be lengths: the masked attention runs, logged once.
+    left = mask[:, ::-1].copy()
+    out["att_left_plain"], out["att_left_fused"] = numpy(plain(x, left)), numpy(fused(x, left))
+    out["said"] = np.array(json.dumps(accel.decisions()))
+    for impl in ("plain", "fused", "auto"):
+        out[f"probe_{impl}"] = np.array(dropout_probe(impl))
 
     config = BertConfig.preset("tiny", vocab_size=300, max_position_embeddings=32)
     ids = {"input_word_ids": (rng.integers(1, 300, (4, 16)) * mask).astype("int32"), "input_mask": mask,
            "input_type_ids": ((np.arange(16)[None, :] >= 5) * mask).astype("int32")}
     # (no keras.utils.set_random_seed: it imports TensorFlow where installed)
-    enc_plain = BertEncoder(config)
+    enc_plain = BertEncoder(config, attention_impl="plain")
     weights = enc_plain.get_weights()
     enc_fused = BertEncoder(config, attention_impl="fused")
     enc_fused.set_weights(weights)
     out["enc_f32_plain"] = numpy(enc_plain(ids)["sequence_output"])
     out["enc_f32_fused"] = numpy(enc_fused(ids)["sequence_output"])
-    # "fused" in training: the hidden dropouts still apply, the attention-probability dropout does not.
+    # Attention dropout 0.5, hidden dropout 0: training differs from inference on every path.
     nodrop = BertConfig.preset("tiny", vocab_size=300, max_position_embeddings=32, hidden_dropout_prob=0.0,
                                attention_probs_dropout_prob=0.5)
     for impl in ("plain", "fused"):
@@ -86,6 +105,42 @@ CHILD = textwrap.dedent("""
     rows = (1000.0 + rng.normal(scale=4.0, size=(8, 64))).astype("float32")
     y = ln(rows)
     out["ln_in"], out["ln_out"], out["ln_dtype"] = rows, numpy(keras.ops.cast(y, "float32")), np.array(str(y.dtype))
+
+    # The cuDNN path with a stand-in for JAX's private kernel (this CPU has no cuDNN): an NVIDIA
+    # device of compute capability 9.0, and a function that records what it is given and answers
+    # with XLA's attention on the same lengths.
+    calls = []
+    def stand_in(q, k, v, q_seqlen, kv_seqlen, *, scale, dropout_rate, seed):
+        calls.append(dict(q_seqlen=np.asarray(q_seqlen).tolist(), kv_seqlen=np.asarray(kv_seqlen).tolist(),
+                          dropout_rate=dropout_rate, seed=seed, dtype=str(q.dtype), shape=list(q.shape)))
+        return jax.nn.dot_product_attention(q, k, v, scale=scale, key_value_seq_lengths=kv_seqlen,
+                                            implementation="xla")
+    accel.cuda_device = lambda: types.SimpleNamespace(compute_capability="9.0", device_kind="stand-in GPU")
+    accel._cudnn_function = lambda: (stand_in, None)
+    c_plain = MultiHeadSelfAttention(64, 4, dropout=0.1, attention_impl="plain", name="c")
+    c_auto = MultiHeadSelfAttention(64, 4, dropout=0.1, attention_impl="auto", name="c")
+    c_auto2 = MultiHeadSelfAttention(64, 4, dropout=0.1, attention_impl="auto", name="c")
+    for layer in (c_plain, c_auto, c_auto2):
+        layer.build((None, None, 64))
+    c_auto.set_weights(plain.get_weights()); c_plain.set_weights(plain.get_weights())
+    f32 = lambda t: numpy(keras.ops.cast(t, "float32"))  # the layers run in bf16 (mixed_bfloat16 above)
+    out["cudnn_plain"], out["cudnn_auto"] = f32(c_plain(x, mask)), f32(c_auto(x, mask))
+    c_auto(x, mask, training=True)
+    c_auto2(x, mask, training=True)
+    out["cudnn_calls"] = np.array(json.dumps(calls))
+    out["cudnn_seeds"] = np.array([c_auto.kernel_seed, c_auto2.kernel_seed])
+    out["kernel_auto_f32"] = np.array(accel.choose_kernel("auto", training=False, dropout_rate=0.1,
+                                                          dtype="float32", head_size=16))
+    def refuse(*args, **kwargs):
+        raise NotImplementedError("stand-in: unsupported pattern")
+    accel._cudnn_function = lambda: (refuse, None)
+    out["refused_auto"] = f32(c_auto(x, mask))
+    out["said_gpu"] = np.array(json.dumps(accel.decisions()))
+    # Dropout bits from XLA's RngBitGenerator instead of threefry (kbert's dropout layers only).
+    keras.mixed_precision.set_global_policy("float32")
+    for impl in ("rbg", "unsafe_rbg"):
+        accel.set_dropout_prng(impl)
+        out[f"probe_prng_{impl}"] = np.array(dropout_probe("plain"))
     np.savez(out_file, **out)
     assert "tensorflow" not in sys.modules, "the accelerator path imported TensorFlow"
 """)
@@ -96,7 +151,7 @@ def jax_run(tmp_path_factory):
     pytest.importorskip("jax")
     out = tmp_path_factory.mktemp("accel") / "out.npz"
     env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu",
-               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+               PYTHONPATH=os.pathsep.join([str(REPO), str(REPO / "tests"), os.environ.get("PYTHONPATH", "")]))
     done = subprocess.run([sys.executable, "-c", CHILD, str(out)], env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -112,9 +167,16 @@ def _rel(a, b):
 
 
 def test_fused_attention_matches_plain_in_float32_with_padding(jax_run):
-    for name in ("att", "att_pos", "att_nomask"):
+    # Under JAX on a CPU "fused" is the sequence-lengths form through XLA.
+    assert str(jax_run["kernel_infer_fused"]) == "xla"
+    for name in ("att", "att_pos", "att_nomask", "att_jit", "att_jit_pos", "att_left"):
         assert _max_diff(jax_run[f"{name}_fused"], jax_run[f"{name}_plain"]) <= 1e-5, name
     assert _max_diff(jax_run["enc_f32_fused"], jax_run["enc_f32_plain"]) <= 1e-5
+
+
+def test_a_mask_that_is_not_right_padded_is_said_once(jax_run):
+    said = json.loads(str(jax_run["said"]))
+    assert "not right-padded" in said["not-right-padded"]
 
 
 def test_fused_attention_in_bf16_is_within_bf16_rounding_of_float32(jax_run):
@@ -127,12 +189,59 @@ def test_fused_attention_in_bf16_is_within_bf16_rounding_of_float32(jax_run):
     assert _rel(jax_run["enc_bf16_fused"], jax_run["enc_bf16_plain"]) < 2e-2
 
 
-def test_fused_training_drops_no_attention_probabilities(jax_run):
-    # Hidden dropout 0, attention dropout 0.5: plain training differs from inference, fused does not
-    # (keras.ops.dot_product_attention has no dropout: the stated difference of "fused").
-    assert _max_diff(jax_run["train_plain"], jax_run["infer_plain"]) > 1e-2
-    assert _max_diff(jax_run["train_fused"], jax_run["infer_fused"]) <= 1e-5
+def test_training_keeps_the_attention_dropout_on_every_path(jax_run):
+    # Hidden dropout 0, attention dropout 0.5: training differs from inference whatever was asked for.
+    for impl in ("plain", "fused"):
+        assert _max_diff(jax_run[f"train_{impl}"], jax_run[f"infer_{impl}"]) > 1e-2, impl
     assert _max_diff(jax_run["infer_fused"], jax_run["infer_plain"]) <= 1e-5
+
+
+def _check_probe(probe, rate=0.25):
+    dropped, mean, padded = probe
+    # 64 x 16 x 12 = 12,288 kept-or-dropped probabilities: the dropped fraction's standard error
+    # is 0.004 and the mean's (keep / (1 - rate), variance rate / (1 - rate)) 0.005.
+    assert abs(dropped - rate) < 0.02, probe
+    assert abs(mean - 1.0) < 0.03, probe
+    assert padded == 0.0, probe
+
+
+@pytest.mark.parametrize("impl", ["plain", "fused", "auto"])
+def test_attention_dropout_drops_the_configured_fraction_and_keeps_the_expectation_jax(jax_run, impl):
+    _check_probe(jax_run[f"probe_{impl}"])
+
+
+@pytest.mark.parametrize("impl", ["rbg", "unsafe_rbg"])
+def test_dropout_with_rbg_bits_drops_the_configured_fraction_and_keeps_the_expectation(jax_run, impl):
+    _check_probe(jax_run[f"probe_prng_{impl}"])
+
+
+@pytest.mark.parametrize("impl", ["plain", "fused", "auto"])
+def test_attention_dropout_drops_the_configured_fraction_and_keeps_the_expectation_here(impl):
+    from attention_probe import dropout_probe
+
+    keras.utils.set_random_seed(3)
+    _check_probe(dropout_probe(impl))
+
+
+def test_cudnn_path_gets_lengths_and_the_attention_dropout(jax_run):
+    calls = json.loads(str(jax_run["cudnn_calls"]))
+    # Inference (rate 0), then one training call of each of two layers (the config's 0.1).
+    assert [c["dropout_rate"] for c in calls] == [0.0, 0.1, 0.1]
+    for c in calls:
+        assert c["q_seqlen"] == [16, 16, 16, 16] and c["kv_seqlen"] == [16, 9, 3, 12]
+        assert c["shape"] == [4, 16, 4, 16]
+    # Each layer its own constant seed, so that layers do not share dropout masks.
+    assert calls[1]["seed"] != calls[2]["seed"]
+    assert sorted(jax_run["cudnn_seeds"].tolist()) == sorted([calls[1]["seed"], calls[2]["seed"]])
+    assert c["dtype"] == "bfloat16"
+    assert _rel(jax_run["cudnn_auto"], jax_run["cudnn_plain"]) < 2e-2  # both bf16: bf16 rounding apart
+    # float32 activations: "auto" says why it does not take cuDNN and runs the plain path.
+    assert str(jax_run["kernel_auto_f32"]) == "plain"
+    said = json.loads(str(jax_run["said_gpu"]))
+    assert any("bf16 or fp16" in m for m in said.values()), said
+    # A refusal by the kernel (at trace time) falls back to the plain path, said once.
+    assert _max_diff(jax_run["refused_auto"], jax_run["cudnn_plain"]) == 0.0
+    assert any(k.startswith("cudnn-refused:NotImplementedError") for k in said), said
 
 
 def test_mixed_bfloat16_keeps_float32_where_it_matters(jax_run):
@@ -151,7 +260,7 @@ def test_fused_attention_matches_plain_on_this_backend():
     rng = np.random.default_rng(5)
     x = rng.normal(size=(3, 10, 32)).astype("float32")
     mask = (np.arange(10)[None, :] < np.array([10, 4, 7])[:, None]).astype("int32")
-    plain = MultiHeadSelfAttention(32, 4)
+    plain = MultiHeadSelfAttention(32, 4, attention_impl="plain")
     fused = MultiHeadSelfAttention(32, 4, attention_impl="fused")
     plain.build((None, None, 32))
     fused.build((None, None, 32))
@@ -161,17 +270,22 @@ def test_fused_attention_matches_plain_on_this_backend():
 
 
 def test_attention_impl_choice():
-    with pytest.raises(ValueError, match="attention_impl is 'flash'"):
+    with pytest.raises(ValueError, match="attention is 'flash'"):
         MultiHeadSelfAttention(32, 4, attention_impl="flash")
     # The probabilities need the plain path, whatever was asked for.
-    assert not accel.use_fused("fused", training=False, dropout_rate=0.0, return_attention=True)
-    assert accel.use_fused("fused", training=True, dropout_rate=0.1)
-    assert not accel.use_fused("plain", training=False, dropout_rate=0.0)
-    if not accel.on_accelerator():
-        assert not accel.use_fused("auto", training=False, dropout_rate=0.0)
+    kwargs = dict(dtype="float32", head_size=16)
+    assert accel.choose_kernel("fused", training=False, dropout_rate=0.0, return_attention=True, **kwargs) == "plain"
+    assert accel.choose_kernel("plain", training=False, dropout_rate=0.0, **kwargs) == "plain"
+    # TensorFlow: the boolean-mask kernel for "fused" where no dropout is lost, the plain path
+    # (with TensorFlow's own fast paths) for "auto" and for training with attention dropout.
+    assert accel.choose_kernel("fused", training=False, dropout_rate=0.1, **kwargs) == "keras"
+    assert accel.choose_kernel("fused", training=True, dropout_rate=0.0, **kwargs) == "keras"
+    assert accel.choose_kernel("fused", training=True, dropout_rate=0.1, **kwargs) == "plain"
+    assert accel.choose_kernel("auto", training=False, dropout_rate=0.0, **kwargs) == "plain"
+    assert "kernel has no dropout" in " ".join(accel.decisions().values())
     config = BertConfig.preset("tiny", vocab_size=50, max_position_embeddings=16)
     encoder = BertEncoder(config, attention_impl="fused")
     clone = BertEncoder.from_config(json.loads(json.dumps(encoder.get_config())))
     assert clone.attention_impl == "fused"
     assert clone.blocks[0].attention.attention_impl == "fused"
-    assert BertEncoder.from_config({"config": config.to_dict()}).attention_impl == "plain"
+    assert BertEncoder.from_config({"config": config.to_dict()}).attention_impl == "auto"

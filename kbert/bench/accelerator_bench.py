@@ -1,24 +1,35 @@
-"""python -m kbert.bench accelerator [--case NAME ...] [--systems kbert,transformers] [--tiny] [--out FILE]
+"""python -m kbert.bench accelerator [--case NAME ...] [--systems kbert,transformers] [--variant V,...] [--tiny]
 
 Training-step throughput on an accelerator, without TensorFlow: kbert on Keras' JAX backend against
 transformers (torch) on the same device, in the same run, on the same shapes.
 
-Cases (``CASES``; seq/s at the given batch size, which ``--batch-size CASE=N`` changes):
-  pretrain-{base,large}-{128,512}   MLM (15% of the positions masked, at most 20 of 128 / 80 of 512
-                                    predicted) + NSP, AdamW, bf16, dropout 0.1
-  squad-base-384                    the SQuAD fine-tuning step: start/end logits over every position
+Cases (``CASES``, in this order; seq/s at the given batch size, which ``--batch-size CASE=N`` changes):
+  pretrain-large-128, pretrain-base-512, squad-base-384, pretrain-base-128, pretrain-large-512
+                                    MLM (15% of the positions masked, at most 20 of 128 / 80 of 512
+                                    predicted) + NSP, AdamW, bf16, dropout 0.1; squad: start/end
+                                    logits over every position
 Systems:
-  kbert         ``BertPretrainer`` (or the encoder + a 2-unit sequence head for SQuAD) through Keras'
-                own trainer: ``compile(jit_compile=True, steps_per_execution=K)`` + ``fit``, Keras
-                AdamW, ``mixed_bfloat16``, ``attention_impl`` "fused" (``kbert.layers.accel``:
-                cuDNN flash attention on NVIDIA GPUs, no dropout on the attention probabilities;
-                ``--attention-impl plain`` measures the reference path with that dropout)
+  kbert         the model the commands train, built through the same library entries
+                (``kbert.training.pretrain.build_pretrainer``; for SQuAD the encoder, the span head
+                and ``kbert finetune``'s optimizer), ``mixed_bfloat16``, ``--attention`` (default
+                auto: cuDNN flash attention with the attention dropout on NVIDIA GPUs), trained by
+                Keras' own ``fit`` with ``steps_per_execution``
   transformers  ``BertForPreTraining`` / ``BertForQuestionAnswering`` with SDPA attention (its
-                dropout kept), bf16 autocast, ``torch.compile`` of the whole loss, fused AdamW;
-                the MLM head at the masked positions only, as kbert and NVIDIA's BERT do
-Each (case, system) runs in its own child process with a timeout (a crash or an out-of-memory
-error costs that line only), one after another, so the two never share the device. Every line is
-written to ``--out`` (JSON Lines) and printed as soon as its child ends.
+                dropout kept), bf16 autocast, ``torch.compile`` of the whole loss, fused AdamW,
+                gradient clipping at 1.0 as kbert; the MLM head at the masked positions only, as
+                kbert and NVIDIA's BERT do
+Variants (``--variant``, kbert only; names join with "+"): ``VARIANTS``, each one lever measured on
+its own line (attention, dropout bits from rbg/unsafe_rbg, an XLA flag, the step loop).
+
+Each (case, system, variant) runs in its own child process with a timeout (a crash or an
+out-of-memory error costs that line only), one after another, so that two never share the device.
+Every line is written to ``--out`` (JSON Lines) and printed as soon as its child ends, with the
+tail of the child's stderr. A kbert line records ``attention_kernel`` ("cudnn" when the optimized
+HLO of the compiled training step, dumped by XLA, holds ``__cudnn$fmha`` custom calls; else "xla"
+or "plain", from the attention calls kbert traced), ``cudnn_fmha_calls`` and
+``attention_dropout_applied``; a line that asked for cuDNN (attention auto or fused on an NVIDIA
+GPU) and compiled without it is an error line, not a number. ``--profile-dir`` traces one step
+per kbert line with ``jax.profiler`` and writes its top-15 device ops table there.
 
 MFU = model FLOPs per second / ``--peak-tflops`` (989: H100 SXM dense bf16). Model FLOPs of one
 sequence of T tokens (``flops_per_sequence``): 6·N·T for the N weights of the L encoder blocks,
@@ -67,9 +78,9 @@ class Case:
 
 CASES = {c.name: c for c in (
     Case("pretrain-large-128", "pretrain", "large", 128, 20, 256),
-    Case("pretrain-base-128", "pretrain", "base", 128, 20, 256),
-    Case("squad-base-384", "squad", "base", 384, 0, 64),
     Case("pretrain-base-512", "pretrain", "base", 512, 80, 64),
+    Case("squad-base-384", "squad", "base", 384, 0, 64),
+    Case("pretrain-base-128", "pretrain", "base", 128, 20, 256),
     Case("pretrain-large-512", "pretrain", "large", 512, 80, 32),
 )}
 
@@ -150,47 +161,89 @@ def _versions(*names) -> dict:
 
 
 # -- kbert (child) -------------------------------------------------------------------------------
-def _kbert_model(task, config, attention_impl):
+def _kbert_model(spec, config):
+    """The model through the library entries the commands use: ``kbert.training.pretrain.build_pretrainer``
+    (what ``kbert pretrain`` trains: encoder with ``attention``, heads, AdamW with warmup/decay and
+    gradient clipping, compiled with ``steps_per_execution``); for SQuAD the encoder as
+    ``load_encoder`` builds it, the span head of ``SpanQuestionAnswerer`` (whose class needs the
+    TensorFlow tokenizer) and ``kbert finetune``'s optimizer."""
     import keras
     from keras import ops
 
+    from kbert.training.optimization import create_optimizer
+
+    if spec["task"] == "pretrain":
+        from kbert.training.pretrain import PretrainOptions, build_pretrainer
+
+        options = PretrainOptions(train_data="(synthetic batches)", model_dir="(not written)",
+                                  seq_length=spec["seq_length"], max_predictions=spec["predictions"],
+                                  batch_size=spec["batch_size"], steps=1000, learning_rate=1e-4, weight_decay=0.01,
+                                  mixed_precision=spec["precision"], steps_per_execution=spec["steps_per_execution"],
+                                  attention=spec["attention"])
+        return build_pretrainer(options, config)[1]
+
     from kbert.models.encoder import BertEncoder
-    from kbert.models.pretrainer import BertPretrainer
     from kbert.tasks.heads import SequenceHead
 
-    encoder = BertEncoder(config, attention_impl=attention_impl)
-    if task == "pretrain":
-        return BertPretrainer(encoder), None
-
     class SpanLogits(keras.Model):
-        """Encoder + dropout + 2-unit dense over every position: start and end logits (float32)."""
+        """Encoder + 2-unit dense over every position: start and end logits (float32)."""
 
         def __init__(self, encoder, **kwargs):
             super().__init__(**kwargs)
             self.encoder = encoder
-            self.head = SequenceHead(config.hidden_size, 2, dropout=config.hidden_dropout_prob,
-                                     initializer_range=config.initializer_range, name="span")
+            self.head = SequenceHead(config.hidden_size, 2, dropout=0.0, initializer_range=config.initializer_range,
+                                     name="span")
 
         def call(self, inputs, training=None):
             logits = ops.cast(self.head(self.encoder(inputs, training=training)["sequence_output"],
                                         training=training), "float32")
             return {"start_logits": logits[..., 0], "end_logits": logits[..., 1]}
 
+    model = SpanLogits(BertEncoder(config, attention_impl=spec["attention"]))
     loss = {name: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
             for name in ("start_logits", "end_logits")}
-    return SpanLogits(encoder), dict(loss=loss, loss_weights={"start_logits": 0.5, "end_logits": 0.5})
+    model.compile(optimizer=create_optimizer(3e-5, 1000, 100), loss=loss,
+                  loss_weights={"start_logits": 0.5, "end_logits": 0.5}, jit_compile=True,
+                  steps_per_execution=spec["steps_per_execution"])
+    return model
+
+
+CUDNN_FMHA = "__cudnn$fmha"
+
+
+def step_hlo_counts(dump_dir) -> dict | None:
+    """Counts of cuDNN fused-attention custom calls in the optimized HLO of the compiled training
+    step (XLA's dump, ``--xla_dump_to``): ``{"fmha": all, "fmha_dropout": those with dropout,
+    "file": name}``, or None when no step was dumped."""
+    import pathlib
+    import re
+
+    files = sorted(pathlib.Path(dump_dir).glob("*train_step*after_optimizations.txt"),
+                   key=lambda p: p.stat().st_size)
+    if not files:
+        return None
+    text = files[-1].read_text(errors="replace")
+    targets = re.findall(r'custom_call_target="(__cudnn\$fmha[^"]*)"', text)
+    forward = [t for t in targets if "Backward" not in t]
+    return {"fmha": len(targets), "fmha_forward": len(forward),
+            "fmha_dropout": sum("Dropout" in t for t in forward), "targets": sorted(set(targets)),
+            "file": files[-1].name}
 
 
 def run_kbert(spec: dict) -> dict:
+    import shutil
+
     import jax
     import keras
 
+    from kbert.layers import accel
+
+    if spec.get("dropout_prng", "threefry") != "threefry":
+        accel.set_dropout_prng(spec["dropout_prng"])
     keras.mixed_precision.set_global_policy(spec["precision"])
     config = BertConfig.from_dict(spec["config"])
-    model, loss_args = _kbert_model(spec["task"], config, spec["attention_impl"])
+    model = _kbert_model(spec, config)
     spe = int(spec["steps_per_execution"])
-    model.compile(optimizer=keras.optimizers.AdamW(learning_rate=1e-4, weight_decay=0.01, epsilon=1e-6),
-                  jit_compile=True, steps_per_execution=spe, **(loss_args or {}))
     x, y = synthetic_batch(spec["task"], config.vocab_size, spec["batch_size"], spec["seq_length"],
                            spec["predictions"])
 
@@ -201,24 +254,86 @@ def run_kbert(spec: dict) -> dict:
     def steps(n):
         """n optimizer steps (a multiple of steps_per_execution), then wait for the device."""
         start = time.perf_counter()
-        model.fit(batches(), steps_per_epoch=n, epochs=1, verbose=0)
+        model.fit(batches(), steps_per_epoch=n, epochs=1, verbose=0, shuffle=False)
         # A small weight that every step updates: reading it waits for the last step.
         probe = min(model.trainable_variables, key=lambda v: math.prod(v.shape))
         keras.ops.convert_to_numpy(probe.value)
         return time.perf_counter() - start
 
     first = steps(spe)
+    hlo = step_hlo_counts(spec["dump_dir"]) if spec.get("dump_dir") else None
+    if spec.get("dump_dir"):
+        shutil.rmtree(spec["dump_dir"], ignore_errors=True)
     steps(max(spe, spec["warmup_steps"] // spe * spe))
     timed = max(spe, spec["steps"] // spe * spe)
     runs = [steps(timed) / timed for _ in range(spec["runs"])]
     device = jax.devices()[0]
     stats = device.memory_stats() or {}
     peak = stats.get("peak_bytes_in_use")
-    return dict(step_s=statistics.median(runs), step_s_runs=runs, steps_per_run=timed, first_call_s=first,
-                first_call_steps=spe, device=getattr(device, "device_kind", device.platform),
-                platform=device.platform, peak_memory_gb=peak / 1e9 if peak else None,
-                versions=_versions("keras", "jax", "jaxlib", "numpy"),
-                tensorflow_loaded="tensorflow" in sys.modules and sys.modules["tensorflow"] is not None)
+    # The training step's attention calls (the functional build traces inference calls too).
+    traced = {k[len("train:"):]: n for k, n in accel.traced_calls().items() if k.startswith("train:")}
+    kernel = ("cudnn" if hlo and hlo["fmha"] else
+              "xla" if any(k.split("+")[0] in ("xla", "keras") for k in traced) else
+              "plain" if traced else "none")
+    result = dict(step_s=statistics.median(runs), step_s_runs=runs, steps_per_run=timed, first_call_s=first,
+                  first_call_steps=spe, device=getattr(device, "device_kind", device.platform),
+                  platform=device.platform, peak_memory_gb=peak / 1e9 if peak else None,
+                  versions=_versions("keras", "jax", "jaxlib", "numpy"),
+                  tensorflow_loaded="tensorflow" in sys.modules and sys.modules["tensorflow"] is not None,
+                  attention_kernel=kernel, cudnn_fmha_calls=hlo["fmha"] if hlo else None,
+                  cudnn_fmha_targets=hlo["targets"] if hlo else None, attention_calls_traced=traced,
+                  attention_dropout_applied=_dropout_applied(spec, hlo, traced),
+                  attention_log=accel.decisions(), dropout_prng=accel.dropout_prng())
+    said = accel.decisions()
+    if spec.get("dump_dir") and hlo is None:
+        said = {**said, "no-hlo": "no optimized HLO of the training step was dumped (--xla_dump_to), so the "
+                                  f"kernel could not be read from it; traced calls: {traced}"}
+    error = missing_cudnn(spec["attention"], accel.cuda_device() is not None, kernel, result["device"], said)
+    if error:
+        result["error"] = error
+    if spec.get("profile_dir"):
+        result.update(_profile(spec, steps, spe))
+    return result
+
+
+def missing_cudnn(attention: str, on_nvidia_gpu: bool, kernel: str, device: str, said: dict) -> str | None:
+    """The error of a line that asked for cuDNN flash attention (auto or fused on an NVIDIA GPU)
+    and compiled without it, or None."""
+    if attention == "plain" or not on_nvidia_gpu or kernel == "cudnn":
+        return None
+    return (f"asked for cuDNN flash attention ({attention}) on {device} but the compiled step has no "
+            f"{CUDNN_FMHA} custom call; kbert said: {' | '.join(said.values()) or 'nothing'}")
+
+
+def _dropout_applied(spec, hlo, traced) -> bool:
+    """Whether every traced training call dropped out attention probabilities (the config's rate > 0):
+    a cuDNN step needs its forward fMHA calls to be the dropout kind."""
+    if spec["config"]["attention_probs_dropout_prob"] <= 0:
+        return False
+    if hlo and hlo["fmha"]:
+        return hlo["fmha_dropout"] == hlo["fmha_forward"]
+    return bool(traced) and all(k.endswith("+dropout") for k in traced)
+
+
+def _profile(spec, steps, spe) -> dict:
+    """One traced execution of the step (``spe`` steps) -> the top-15 device ops table (Markdown)."""
+    import pathlib
+
+    import jax
+
+    from kbert.bench import profile_table
+
+    log_dir = pathlib.Path(spec["profile_dir"])
+    with jax.profiler.trace(str(log_dir), create_perfetto_trace=True):
+        steps(spe)
+    trace = profile_table.find_trace(log_dir)
+    if trace is None:
+        return {"profile_error": f"no perfetto_trace.json.gz under {log_dir}"}
+    table = profile_table.top_ops(trace, 15, steps=spe)
+    title = f"{spec['case']} kbert {spec['variant']}: top 15 device ops of one step"
+    path = log_dir / f"top-ops-{spec['case']}-{spec['variant']}.md"
+    path.write_text(profile_table.markdown_table(title, table))
+    return {"profile_table": str(path), "profile_device_ms": table["device_ms"]}
 
 
 # -- transformers (child) ------------------------------------------------------------------------
@@ -280,6 +395,8 @@ def run_transformers(spec: dict) -> dict:
     def step():
         loss = compiled()
         loss.backward()
+        # Global-norm clipping at 1.0, as kbert's optimizer does (and BERT's recipe).
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=cuda or None)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         return loss
@@ -327,32 +444,66 @@ def child(spec: dict) -> dict:
 
 
 # -- parent --------------------------------------------------------------------------------------
-def _spec(case: Case, system: str, args, attention_impl: str) -> dict:
-    config = case_config(case, args.tiny, args.dropout)
-    return dict(system=system, task=case.task, config=config.to_dict(), seq_length=case.seq_length,
-                predictions=case.predictions, batch_size=case.batch_size, precision=args.precision,
-                attention_impl=attention_impl, steps_per_execution=args.steps_per_execution,
+# Variants of kbert's line, each a lever measured on its own (names join with "+"):
+VARIANTS = {
+    "default": {},                                            # attention auto, threefry dropout bits
+    "plain-attention": {"attention": "plain"},                # the reference attention
+    "fused-attention": {"attention": "fused"},
+    "no-attention-dropout": {"attention_dropout": 0.0},       # an explicit, recorded departure from BERT
+    "prng-rbg": {"dropout_prng": "rbg"},                      # dropout bits from XLA's RngBitGenerator
+    "prng-unsafe-rbg": {"dropout_prng": "unsafe_rbg"},
+    "triton-gemm": {"xla_flags": "--xla_gpu_triton_gemm_any=true"},
+    "spe-1": {"steps_per_execution": 1},                      # Keras' step loop: one step per call
+    "spe-50": {"steps_per_execution": 50},
+}
+
+
+def variant_settings(name: str) -> dict:
+    """The settings of a variant name such as "prng-rbg+triton-gemm" (ValueError naming an unknown part)."""
+    settings = {}
+    for part in name.split("+"):
+        if part not in VARIANTS:
+            raise ValueError(f"unknown variant {part!r}; expected one of {', '.join(VARIANTS)} (joined with +)")
+        for key, value in VARIANTS[part].items():
+            settings[key] = f"{settings[key]} {value}" if key == "xla_flags" and key in settings else value
+    return settings
+
+
+def _spec(case: Case, system: str, args, variant: str) -> dict:
+    settings = variant_settings(variant) if system == "kbert" else {}
+    dropout = args.dropout
+    config = case_config(case, args.tiny, dropout)
+    if "attention_dropout" in settings:
+        config = BertConfig(**{**config.to_dict(), "attention_probs_dropout_prob": settings["attention_dropout"]})
+    return dict(system=system, case=case.name, variant=variant, task=case.task, config=config.to_dict(),
+                seq_length=case.seq_length, predictions=case.predictions, batch_size=case.batch_size,
+                precision=args.precision, attention=settings.get("attention", args.attention),
+                steps_per_execution=settings.get("steps_per_execution", args.steps_per_execution),
+                dropout_prng=settings.get("dropout_prng", "threefry"), xla_flags=settings.get("xla_flags", ""),
                 steps=args.steps, runs=args.runs, warmup_steps=args.warmup_steps,
-                torch_compile=not args.no_torch_compile)
+                torch_compile=not args.no_torch_compile, profile_dir=args.profile_dir if system == "kbert" else None)
 
 
 def _line(case: Case, spec: dict, args, result: dict) -> dict:
     config = BertConfig.from_dict(spec["config"])
     flops = flops_per_sequence(config, case.task, case.seq_length, case.predictions)
-    line = dict(case=case.name, system=spec["system"], tiny=args.tiny,
+    kbert = spec["system"] == "kbert"
+    line = dict(case=case.name, system=spec["system"], variant=spec["variant"], tiny=args.tiny,
                 model=dict(layers=config.num_hidden_layers, hidden=config.hidden_size,
                            heads=config.num_attention_heads, vocab=config.vocab_size),
                 seq_length=case.seq_length, predictions=case.predictions or None, batch_size=case.batch_size,
                 precision="bf16" if spec["precision"] == "mixed_bfloat16" else spec["precision"],
-                dropout=args.dropout, optimizer="AdamW",
-                attention_impl=spec["attention_impl"] if spec["system"] == "kbert" else "sdpa",
-                attention_dropout_applied=(args.dropout > 0 and (spec["system"] != "kbert"
-                                                                 or spec["attention_impl"] == "plain")),
-                steps_per_execution=spec["steps_per_execution"] if spec["system"] == "kbert" else 1,
+                dropout=config.hidden_dropout_prob, attention_dropout=config.attention_probs_dropout_prob,
+                optimizer="AdamW", clip_norm=1.0, attention=spec["attention"] if kbert else "sdpa",
+                steps_per_execution=spec["steps_per_execution"] if kbert else 1,
+                xla_flags=spec["xla_flags"] or None if kbert else None,
                 flops_per_seq=flops, peak_tflops=args.peak_tflops,
                 date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+    if not kbert:  # transformers' BertSdpaSelfAttention passes its dropout to SDPA in training
+        line.update(attention_kernel="sdpa", attention_dropout_applied=config.attention_probs_dropout_prob > 0)
     if "error" in result:
-        line.update(seq_per_s=None, mfu=None, error=result["error"])
+        line.update(seq_per_s=None, mfu=None)
+        line.update({k: v for k, v in result.items() if k not in line})
         return line
     seq_per_s = case.batch_size / result["step_s"]
     line.update(seq_per_s=seq_per_s, tokens_per_s=seq_per_s * case.seq_length,
@@ -361,24 +512,43 @@ def _line(case: Case, spec: dict, args, result: dict) -> dict:
     return line
 
 
+STDERR_TAIL = 2000  # characters of a child's stderr kept in its line
+
+
 def _run_child(spec: dict, timeout: float) -> dict:
+    import tempfile
+
     env = dict(os.environ)
     root = str(pathlib.Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH")] if p])
+    dump = None
     if spec["system"] == "kbert":
         env["KERAS_BACKEND"] = "jax"
         env.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.90")
+        # The compiled step's optimized HLO, to count cuDNN attention calls (step_hlo_counts).
+        dump = tempfile.mkdtemp(prefix="kbert-hlo-")
+        spec = dict(spec, dump_dir=dump)
+        flags = [env.get("XLA_FLAGS", ""), spec["xla_flags"], f"--xla_dump_to={dump}",
+                 "--xla_dump_hlo_as_text", "--xla_dump_hlo_module_re=.*train_step.*"]
+        env["XLA_FLAGS"] = " ".join(f for f in flags if f)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     try:
         done = subprocess.run([sys.executable, "-m", "kbert.bench.accelerator_bench", "--child", json.dumps(spec)],
                               env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout:.0f} s"}
+    except subprocess.TimeoutExpired as e:
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+        return {"error": f"timed out after {timeout:.0f} s", "stderr_tail": err[-STDERR_TAIL:]}
+    finally:
+        if dump:
+            import shutil
+
+            shutil.rmtree(dump, ignore_errors=True)
+    tail = done.stderr[-STDERR_TAIL:]
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
     if done.returncode or not lines:
-        tail = " | ".join(done.stderr.strip().splitlines()[-6:])
-        return {"error": f"exit code {done.returncode}: {tail[-1500:]}"}
-    return json.loads(lines[-1])
+        last = " | ".join(done.stderr.strip().splitlines()[-6:])
+        return {"error": f"exit code {done.returncode}: {last[-1500:]}", "stderr_tail": tail}
+    return {**json.loads(lines[-1]), "stderr_tail": tail}
 
 
 def parse_args(argv):
@@ -389,8 +559,10 @@ def parse_args(argv):
     parser.add_argument("--systems", default="kbert,transformers", help="comma-separated: kbert, transformers")
     parser.add_argument("--batch-size", action="append", default=[], metavar="CASE=N",
                         help="another batch size for a case (repeatable)")
-    parser.add_argument("--attention-impl", default="fused",
-                        help="kbert's attention, comma-separated for several lines: fused, plain, auto")
+    parser.add_argument("--attention", default="auto", choices=("auto", "plain", "fused"),
+                        help="kbert's attention (the commands' --attention; default auto)")
+    parser.add_argument("--variant", default="default",
+                        help="kbert's lines, comma-separated; each a name or names joined with +: " + ", ".join(VARIANTS))
     parser.add_argument("--precision", default="mixed_bfloat16", choices=("mixed_bfloat16", "float32"))
     parser.add_argument("--dropout", type=float, default=0.1, help="hidden and attention dropout")
     parser.add_argument("--steps", type=int, default=20, help="optimizer steps per timed run")
@@ -398,9 +570,12 @@ def parse_args(argv):
     parser.add_argument("--warmup-steps", type=int, default=10, help="untimed steps after the first call")
     parser.add_argument("--steps-per-execution", type=int, default=10, help="kbert: Keras steps_per_execution")
     parser.add_argument("--no-torch-compile", action="store_true", help="transformers in eager mode")
+    parser.add_argument("--profile-dir", default=None,
+                        help="kbert: trace one step per line with jax.profiler into this folder and write its "
+                             "top-15 device ops table there (top-ops-CASE-VARIANT.md)")
     parser.add_argument("--peak-tflops", type=float, default=H100_SXM_BF16_TFLOPS,
                         help="the device's dense bf16 peak, for MFU (default: H100 SXM, 989)")
-    parser.add_argument("--timeout", type=float, default=240.0, help="seconds per (case, system) child")
+    parser.add_argument("--timeout", type=float, default=240.0, help="seconds per (case, system, variant) child")
     parser.add_argument("--deadline", type=float, default=None,
                         help="seconds for the whole run: a child gets what is left, none starts with < 20 s")
     parser.add_argument("--tiny", action="store_true", help="BERT-Tiny, short sequences, batch 4 (a CPU test)")
@@ -422,10 +597,15 @@ def main(argv=None):
         print(json.dumps(child(json.loads(args.child))), flush=True)
         return 0
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
-    impls = [s.strip() for s in args.attention_impl.split(",") if s.strip()]
-    bad = [s for s in systems if s not in SYSTEMS] + [s for s in impls if s not in ("fused", "plain", "auto")]
-    if bad or not systems or not impls:
-        parser.error(f"unknown system or attention implementation: {', '.join(bad) or '(none given)'}")
+    variants = [s.strip() for s in args.variant.split(",") if s.strip()]
+    bad = [s for s in systems if s not in SYSTEMS]
+    if bad or not systems or not variants:
+        parser.error(f"unknown system or no variant: {', '.join(bad) or '(none given)'}")
+    for variant in variants:
+        try:
+            variant_settings(variant)
+        except ValueError as e:
+            parser.error(str(e))
     if args.steps < 1 or args.runs < 1 or args.steps_per_execution < 1:
         parser.error("--steps, --runs and --steps-per-execution must be >= 1")
     sizes = {}
@@ -440,20 +620,21 @@ def main(argv=None):
         cases = [tiny_case(c) for c in cases]
     out = pathlib.Path(args.out or (TINY_OUT if args.tiny else DEFAULT_OUT))
     out.parent.mkdir(parents=True, exist_ok=True)
+    if args.profile_dir:
+        pathlib.Path(args.profile_dir).mkdir(parents=True, exist_ok=True)
     if not args.append:
         out.write_text("")
     start = time.monotonic()
     lines = []
     for case in cases:
         for system in systems:
-            for impl in (impls if system == "kbert" else ["sdpa"]):
-                spec = _spec(case, system, args, impl)
+            for variant in (variants if system == "kbert" else ["default"]):
+                spec = _spec(case, system, args, variant)
                 left = None if args.deadline is None else args.deadline - (time.monotonic() - start)
                 if left is not None and left < 20:
                     result = {"error": f"skipped: {args.deadline:.0f} s deadline reached"}
                 else:
-                    print(f"# {case.name} {system}{' ' + impl if system == 'kbert' else ''} ...",
-                          file=sys.stderr, flush=True)
+                    print(f"# {case.name} {system} {variant} ...", file=sys.stderr, flush=True)
                     result = _run_child(spec, args.timeout if left is None else min(args.timeout, left))
                 line = _line(case, spec, args, result)
                 lines.append(line)
@@ -467,16 +648,17 @@ def main(argv=None):
 
 def print_table(lines, file=None):
     file = file or sys.stdout
-    print(f"\n{'case':<20}{'system':<22}{'batch':>6}{'seq/s':>10}{'MFU':>7}{'compile s':>11}{'peak GB':>9}",
-          file=file)
+    print(f"\n{'case':<20}{'system':<34}{'batch':>6}{'seq/s':>10}{'MFU':>7}{'compile s':>11}{'peak GB':>9}"
+          f"  attention", file=file)
     for ln in lines:
-        system = ln["system"] + (f" ({ln['attention_impl']})" if ln["system"] == "kbert" else "")
+        system = ln["system"] + (f" {ln['variant']}" if ln["system"] == "kbert" else "")
         if ln.get("error"):
-            print(f"{ln['case']:<20}{system:<22}{ln['batch_size']:>6}  error: {ln['error'][:80]}", file=file)
+            print(f"{ln['case']:<20}{system:<34}{ln['batch_size']:>6}  error: {ln['error'][:100]}", file=file)
             continue
         mem = f"{ln['peak_memory_gb']:.1f}" if ln.get("peak_memory_gb") else "-"
-        print(f"{ln['case']:<20}{system:<22}{ln['batch_size']:>6}{ln['seq_per_s']:>10.1f}"
-              f"{100 * ln['mfu']:>6.1f}%{ln['compile_s']:>11.1f}{mem:>9}", file=file)
+        att = f"{ln.get('attention_kernel')}{', dropout' if ln.get('attention_dropout_applied') else ', NO dropout'}"
+        print(f"{ln['case']:<20}{system:<34}{ln['batch_size']:>6}{ln['seq_per_s']:>10.1f}"
+              f"{100 * ln['mfu']:>6.1f}%{ln['compile_s']:>11.1f}{mem:>9}  {att}", file=file)
 
 
 if __name__ == "__main__":

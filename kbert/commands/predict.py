@@ -57,6 +57,11 @@ def parse_args(argv=None):
     p.add_argument("--doc-stride", type=int, default=None,
                    help="windows: word pieces between the starts of a text's windows (default: the model's)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--attention", choices=("auto", "plain", "fused"), default="auto",
+                   help="auto (default: the fastest faithful attention on the device, cuDNN flash attention under "
+                        "--backend jax on NVIDIA GPUs), plain or fused")
+    p.add_argument("--mixed-precision", choices=("float32", "mixed_bfloat16", "mixed_float16"), default="float32",
+                   help="Keras' dtype policy for the model (default float32)")
     add_verbose_flag(p)
     add_backend_flag(p)
     args = p.parse_args(argv)
@@ -89,6 +94,7 @@ def main(argv=None) -> int:
                              id_column=args.id_column, probabilities=args.probabilities, batch_size=args.batch_size,
                              long_documents=args.long_documents, doc_stride=args.doc_stride)
     result = predict_file(args.model_dir, args.input, args.output, args.format, options,
-                          show_progress=not args.quiet, overwrite=args.overwrite)
+                          show_progress=not args.quiet, overwrite=args.overwrite, attention=args.attention,
+                          mixed_precision=args.mixed_precision)
     print(f"{result['rows']} predictions ({result['model_type']}, {result['seconds']} s) -> {result['output']}")
     return 0

@@ -65,6 +65,9 @@ def parse_args(argv=None):
     p.add_argument("--optimizer", choices=("adamw", "lamb"), default="adamw")
     p.add_argument("--clip-norm", type=float, default=1.0)
     p.add_argument("--mixed-precision", choices=("float32", "mixed_bfloat16", "mixed_float16"), default="float32")
+    p.add_argument("--attention", choices=("auto", "plain", "fused"), default="auto",
+                   help="auto (default: the fastest faithful attention on the device, cuDNN flash attention under "
+                        "--backend jax on NVIDIA GPUs), plain or fused; the model directory is the same either way")
     p.add_argument("--jit-compile", action="store_true")
     p.add_argument("--steps-per-execution", type=int, default=1)
     p.add_argument("--checkpoint-every", type=int, default=500, help="steps between checkpoints")

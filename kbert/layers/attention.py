@@ -8,9 +8,13 @@ mask expanded by ``expand_dims``, the op order that oneDNN runs as one fused bat
 is computed in float32.
 
 ``attention_impl`` chooses the attention itself: ``"plain"`` (this module's reference code),
-``"fused"`` or ``"auto"`` (``keras.ops.dot_product_attention``, flash attention on GPUs; see
-``kbert.layers.accel`` for what it does not do: dropout on the attention probabilities).
+``"auto"`` or ``"fused"`` (``kbert.layers.accel``: cuDNN flash attention with the padding as
+sequence lengths and the attention dropout on NVIDIA GPUs under JAX; every path keeps the
+attention dropout in training).
 """
+
+import itertools
+
 
 import keras
 from keras import ops
@@ -32,7 +36,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     """
 
     def __init__(self, hidden_size, num_heads, dropout=0.1, initializer_range=0.02, output_dropout=0.0,
-                 attention_impl="plain", **kwargs):
+                 attention_impl="auto", **kwargs):
         super().__init__(**kwargs)
         self.attention_impl = accel.check_attention_impl(attention_impl)
         if hidden_size % num_heads:
@@ -52,6 +56,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.output_dense = dense_layer("output")
         self.dropout = Dropout(dropout)
         self.output_dropout = Dropout(output_dropout)
+        self.kernel_seed = _kernel_seed(self.dropout)
 
     def build(self, input_shape):
         for layer in (self.query, self.key, self.value, self.output_dense):
@@ -86,14 +91,21 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         q_rows, q_len = flat, seq
         if positions is not None:
             q_rows, q_len = gather_rows(flat, positions, seq), ops.shape(positions)[1]
-        if accel.use_fused(self.attention_impl, training=training, dropout_rate=self.dropout_rate,
-                           return_attention=return_attention):
+        kernel = accel.choose_kernel(self.attention_impl, training=training, dropout_rate=self.dropout_rate,
+                                     dtype=self.compute_dtype, head_size=size, return_attention=return_attention)
+        context = None
+        if kernel != "plain":
             # [batch, rows, heads, size], the layout the fused kernels take: no transposes.
             context = accel.attention(
+                kernel,
                 ops.reshape(dense(self.query, q_rows), (batch, q_len, heads, size)),
                 ops.reshape(dense(self.key, flat), (batch, seq, heads, size)),
                 ops.reshape(dense(self.value, flat), (batch, seq, heads, size)),
-                padding_mask, 1.0 / float(size) ** 0.5)
+                padding_mask, 1.0 / float(size) ** 0.5, dropout_rate=self.dropout_rate, training=training,
+                seed=self.kernel_seed)
+        ran = kernel if context is not None else "plain"
+        accel.record_call(ran, training, bool(training) and self.dropout_rate > 0.0 and ran in ("plain", "cudnn"))
+        if context is not None:
             context, probabilities = ops.reshape(context, (-1, width)), None
         else:
             context, probabilities = self._plain_attention(q_rows, flat, batch, seq, q_len, padding_mask, training)
@@ -144,6 +156,23 @@ def gather_rows(flat, positions, seq):
     positions = ops.cast(positions, "int32")
     offsets = ops.expand_dims(ops.arange(ops.shape(positions)[0], dtype="int32") * ops.cast(seq, "int32"), 1)
     return ops.take(flat, ops.reshape(positions + offsets, (-1,)), axis=0)
+
+
+_layer_numbers = itertools.count()
+
+
+def _kernel_seed(dropout) -> int:
+    """The cuDNN kernel's dropout seed: a compile-time constant (the kernel advances its offset on
+    every execution), one per layer so that layers do not share masks. From the seed the layer's
+    Dropout already drew (Keras draws it from Python's random, which keras.utils.set_random_seed
+    seeds), plus the layer's number in this process; no draw of its own, so the initial weights
+    of a seeded run stay what they were."""
+    number = next(_layer_numbers)
+    try:
+        drawn = int(ops.convert_to_numpy(dropout.seed_generator.state.value)[0])
+    except Exception:  # built inside a traced function: the number alone
+        drawn = 0
+    return (drawn * 1_000_003 + number) % 2**31
 
 
 def _large_negative(dtype):

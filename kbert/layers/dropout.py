@@ -1,8 +1,9 @@
-"""Dropout that runs as one XLA-compiled kernel in TensorFlow training (see kbert.layers.tf_fast)."""
+"""Dropout that runs as one XLA-compiled kernel in TensorFlow training (see kbert.layers.tf_fast),
+and under JAX may draw its bits with another PRNG (``kbert.layers.accel.set_dropout_prng``)."""
 
 import keras
 
-from kbert.layers import tf_fast
+from kbert.layers import accel, tf_fast
 
 
 class Dropout(keras.layers.Dropout):
@@ -12,6 +13,8 @@ class Dropout(keras.layers.Dropout):
     def call(self, inputs, training=False):
         if self._fusable(inputs, training):
             return tf_fast.dropout(inputs, self.rate, self.seed_generator.next())
+        if training and 0.0 < self.rate < 1.0 and self.noise_shape is None and accel.dropout_prng() != "threefry":
+            return accel.jax_dropout(inputs, self.rate, self.seed_generator.next())
         return super().call(inputs, training=training)
 
     def add_to(self, inputs, residual, training=False):

@@ -27,7 +27,7 @@ class TransformerBlock(keras.layers.Layer):
         dropout=0.1,
         attention_dropout=0.1,
         initializer_range=0.02,
-        attention_impl="plain",
+        attention_impl="auto",
         **kwargs,
     ):
         super().__init__(**kwargs)

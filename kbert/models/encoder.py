@@ -26,10 +26,10 @@ class BertEncoder(keras.Model):
     Args:
         config: a ``kbert.BertConfig`` (or its dict); default: BERT-Base.
         dtype: the layers' dtype policy (e.g. ``"mixed_bfloat16"``); default: Keras' global policy.
-        attention_impl: "plain" (the reference), "fused" or "auto", the attention every block runs
-            (``kbert.layers.accel``: fused attention on GPUs and TPUs, without dropout on the attention
-            probabilities). A run-time choice like ``dtype``: the weights and ``bert_config.json`` are
-            the same either way.
+        attention_impl: "auto" (the default: the fastest faithful path on the device), "plain" (the
+            reference) or "fused", the attention every block runs (``kbert.layers.accel``: cuDNN
+            flash attention with the attention dropout on NVIDIA GPUs under JAX). A run-time choice
+            like ``dtype``: the weights and ``bert_config.json`` are the same either way.
         **kwargs: passed to ``keras.Model`` (``name``).
 
     Examples:
@@ -43,7 +43,7 @@ class BertEncoder(keras.Model):
         (TensorShape([1, 5, 128]), TensorShape([1, 128]), 2)
     """
 
-    def __init__(self, config: BertConfig | None = None, dtype=None, attention_impl="plain", **kwargs):
+    def __init__(self, config: BertConfig | None = None, dtype=None, attention_impl="auto", **kwargs):
         config = config or BertConfig()
         if isinstance(config, dict):
             config = BertConfig.from_dict(config)
@@ -152,4 +152,4 @@ class BertEncoder(keras.Model):
     @classmethod
     def from_config(cls, config):
         return cls(BertConfig.from_dict(config["config"]), name=config.get("name"),
-                   attention_impl=config.get("attention_impl", "plain"))
+                   attention_impl=config.get("attention_impl", "auto"))

@@ -370,7 +370,7 @@ class TaskModel(keras.Model):
         return model_dir
 
     @classmethod
-    def from_model_dir(cls, model_dir, *, load_head=None, encoder_overrides=None, **settings):
+    def from_model_dir(cls, model_dir, *, load_head=None, encoder_overrides=None, attention="auto", **settings):
         """A task model on the encoder of ``model_dir``.
 
         If the directory holds a fine-tuned model of this task type (its kbert.json ``task``),
@@ -379,6 +379,7 @@ class TaskModel(keras.Model):
         head is initialised from ``settings`` (e.g. ``num_classes=2``); ``load_head=False``
         forces that. ``encoder_overrides`` replace bert_config fields (e.g. dropout rates).
         ``model_dir`` may be ``hf://ORG/NAME`` (``kbert.resolve_model_dir``).
+        ``attention``: the encoder's attention, "auto", "plain" or "fused" (kbert.layers.accel).
         """
         model_dir = pathlib.Path(resolve_model_dir(model_dir))
         metadata = model_dir_lib.read_metadata(model_dir)
@@ -403,7 +404,7 @@ class TaskModel(keras.Model):
                         f"{where}: the saved head has {key}={restored.get(key)!r} but {key}={settings[key]!r} "
                         "was asked; pass load_head=False to start a new head")
             kwargs = {**restored, **{k: v for k, v in settings.items() if v is not None}}
-        encoder = model_dir_lib.load_encoder(model_dir, **(encoder_overrides or {}))
+        encoder = model_dir_lib.load_encoder(model_dir, attention=attention, **(encoder_overrides or {}))
         try:
             tokenizer = load_tokenizer(model_dir)
         except ValueError as e:  # the spec's errors name kbert.json and the field

@@ -20,7 +20,7 @@ import dataclasses
 
 from kbert.api_export import kbert_export
 from kbert.errors import OptionsError
-from kbert.options import comma_list, option
+from kbert.options import ATTENTION_CHOICES, PRECISIONS, comma_list, option
 
 # option and comma_list live in kbert.options (PretrainOptions uses them too); the task types' option
 # classes import them from here as well. One OptionsError for every option: kbert.errors'.
@@ -81,6 +81,10 @@ class FinetuneOptions:
     fixed_length: bool = option(False, help="always pad to --seq-length (no per-batch trimming; e.g. for XLA/TPU)")
     seed: int = option(0, help="seed of the subsets, shuffling and initialisation")
     hidden_dropout: float | None = option(None, type=float, help="override the encoder's hidden_dropout_prob")
+    attention: str = option("auto", help="auto (the fastest faithful attention on the device: cuDNN flash "
+                                         "attention under --backend jax on NVIDIA GPUs), plain or fused; the "
+                                         "model directory is the same either way")
+    mixed_precision: str = option("float32", help="float32, mixed_bfloat16 or mixed_float16 (Keras' dtype policy)")
     tpu: str | None = option(None, help="--backend jax on a Cloud TPU VM: join its hosts (jax.distributed finds "
                                         "them; give any value, e.g. local)")
     coordinator_address: str | None = option(None, help="--backend jax over several processes: host:port of "
@@ -97,6 +101,12 @@ class FinetuneOptions:
     task_options: object = dataclasses.field(default=None, metadata={"cli": False})
 
     def __post_init__(self):
+        if self.attention not in ATTENTION_CHOICES:
+            raise OptionsError(f"attention (--attention) must be one of {', '.join(ATTENTION_CHOICES)}, "
+                               f"got {self.attention!r}")
+        if self.mixed_precision not in PRECISIONS:
+            raise OptionsError(f"mixed_precision (--mixed-precision) must be one of {', '.join(PRECISIONS)}, "
+                               f"got {self.mixed_precision!r}")
         # Checked here, not in the command line, so that every caller gets the same one-line error
         # (a count of 0 would reach tf.data as an empty shuffle buffer).
         for name in ("max_train_examples", "max_eval_examples", "batch_size", "eval_batch_size"):

@@ -20,7 +20,8 @@ from kbert.api_export import kbert_export
 
 @kbert_export("kbert.predict_file")
 def predict_file(model_dir, input_path, output_path, fmt="jsonl", options=None, show_progress=False,
-                 model=None, overwrite: bool = False) -> dict:
+                 model=None, overwrite: bool = False, attention: str = "auto",
+                 mixed_precision: str = "float32") -> dict:
     """Predicts every row of a file with a fine-tuned model and writes the answers.
 
     Args:
@@ -34,6 +35,9 @@ def predict_file(model_dir, input_path, output_path, fmt="jsonl", options=None, 
         model: the directory's model if already loaded (``kbert.load_task_model``), to predict
             several files without reloading it.
         overwrite: replace an existing ``output_path`` (never the input or a file of the model).
+        attention: the encoder's attention for a model loaded here: "auto", "plain" or "fused"
+            (``kbert.layers.accel``).
+        mixed_precision: the Keras dtype policy a model loaded here runs in (e.g. "mixed_bfloat16").
 
     Returns:
         ``{"rows", "model_type", "output", "seconds"}``.
@@ -72,7 +76,15 @@ def predict_file(model_dir, input_path, output_path, fmt="jsonl", options=None, 
     from kbert.tasks import load_task_model
 
     start = time.time()
-    model = model if model is not None else load_task_model(model_dir, **settings)
+    if model is None:
+        import keras
+
+        policy = keras.config.dtype_policy()
+        keras.config.set_dtype_policy(mixed_precision)
+        try:
+            model = load_task_model(model_dir, attention=attention, **settings)
+        finally:
+            keras.config.set_dtype_policy(policy)
     predictions = task_type.predict(model, data, options, RowProgress(show_progress))
     if len(predictions) != len(data.examples):  # a plug-in's predict must answer every row
         raise RuntimeError(f"{type(task_type).__name__}.predict returned {len(predictions)} predictions "

@@ -216,7 +216,8 @@ class Recipe:
     def build_kwargs(self, encoder_overrides=None) -> dict:
         """The from_model_dir arguments every task model takes."""
         return dict(seq_length=self.seq_length, load_head=False, encoder_overrides=encoder_overrides,
-                    dynamic_length=self.options.dynamic_length)
+                    dynamic_length=self.options.dynamic_length,
+                    attention=getattr(self.options, "attention", "auto"))
 
     def boundaries(self, seq_length):
         from kbert.tasks.datasets import bucket_boundaries

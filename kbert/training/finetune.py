@@ -94,10 +94,7 @@ def finetune(options: FinetuneOptions, *, progress_bar: bool = True, log=print) 
     """
     import keras
 
-    from kbert.tasks.evaluation import EpochTensorBoard, EvaluateEachEpoch
     from kbert.tasks.registry import get_task
-    from kbert.training.optimization import create_optimizer
-    from kbert.training.progress import RunProgress
 
     options = resolve_options(options)
     task = get_task(options.task)
@@ -110,6 +107,22 @@ def finetune(options: FinetuneOptions, *, progress_bar: bool = True, log=print) 
         devices = setup_devices(global_batch_size=options.batch_size, coordinator_address=options.coordinator_address,
                                 num_processes=options.num_processes, process_id=options.process_id, tpu=options.tpu)
     keras.utils.set_random_seed(options.seed)
+    policy = keras.config.dtype_policy()
+    if options.mixed_precision != "float32":
+        keras.config.set_dtype_policy(options.mixed_precision)
+    try:
+        return _finetune(options, task, out_dir, backend, devices, progress_bar, log)
+    finally:
+        keras.config.set_dtype_policy(policy)  # the process's policy as it was, for what runs next
+
+
+def _finetune(options, task, out_dir, backend, devices, progress_bar, log) -> dict:
+    import keras
+
+    from kbert.tasks.evaluation import EpochTensorBoard, EvaluateEachEpoch
+    from kbert.training.optimization import create_optimizer
+    from kbert.training.progress import RunProgress
+
     recipe = task.task_type.recipe(task, options)
     overrides = {} if options.hidden_dropout is None else {"hidden_dropout_prob": options.hidden_dropout}
     model = recipe.build_model(options.init, encoder_overrides=overrides)
@@ -147,6 +160,7 @@ def finetune(options: FinetuneOptions, *, progress_bar: bool = True, log=print) 
         **recipe.summary(),
         "epochs": options.epochs, "batch_size": options.batch_size, "learning_rate": options.learning_rate,
         "seq_length": options.seq_length, "bucketing": options.bucketing, "dynamic_length": not options.fixed_length,
+        "attention": options.attention, "mixed_precision": options.mixed_precision,
         "steps": total_steps,
         "prepare_seconds": round(prepare_seconds, 1),
         "prepare_cpu_seconds": round(prepare_cpu_seconds, 1),

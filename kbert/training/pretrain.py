@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 
 from kbert.errors import DataError, OptionsError, TrainingStopped
-from kbert.options import option
+from kbert.options import PRECISIONS, option
 from kbert.api_export import kbert_export
 
 EVAL_SEED = 0  # the held-out masks' seed
@@ -84,6 +84,7 @@ class PretrainOptions:
     optimizer: str = option("adamw", help="adamw or lamb")
     clip_norm: float = option(1.0, help="global gradient norm clip")
     mixed_precision: str = option("float32", help="float32, mixed_bfloat16 or mixed_float16")
+    attention: str = option("auto", help="auto (the fastest faithful attention on the device: cuDNN flash attention under --backend jax on NVIDIA GPUs), plain or fused; any reads the same model directories")
     jit_compile: bool = option(False, help="XLA-compile the TensorFlow step (JAX always compiles)")
     steps_per_execution: int = option(1, help="steps per compiled call")
     checkpoint_every: int = option(500, help="steps between checkpoints")
@@ -113,12 +114,23 @@ def build_config(options: PretrainOptions, vocab_size: int):
     return config
 
 
+def check_attention_and_precision(options) -> None:
+    """OptionsError unless ``options.attention`` and ``options.mixed_precision`` name a choice."""
+    from kbert.layers.accel import ATTENTION_IMPLS
+
+    if options.attention not in ATTENTION_IMPLS:
+        raise OptionsError(f"--attention {options.attention!r}; expected one of {', '.join(ATTENTION_IMPLS)}")
+    if options.mixed_precision not in PRECISIONS:
+        raise OptionsError(f"--mixed-precision {options.mixed_precision!r}; expected one of {', '.join(PRECISIONS)}")
+
+
 def check_options(options: PretrainOptions, backend: str) -> None:
     for name in ("train_data", "model_dir"):
         if not getattr(options, name):
             raise OptionsError(f"--{name.replace('_', '-')} is required")
     if not options.vocab and not options.tokenizer_dir:
         raise OptionsError("--vocab or --tokenizer-dir is required (the tokenizer)")
+    check_attention_and_precision(options)
     if options.optimizer not in ("adamw", "lamb"):
         raise OptionsError(f"--optimizer {options.optimizer!r}; expected adamw or lamb")
     if backend != "tensorflow" and options.strategy != "auto":
@@ -127,6 +139,41 @@ def check_options(options: PretrainOptions, backend: str) -> None:
     if backend == "tensorflow" and (options.coordinator_address or options.num_processes):
         raise OptionsError("--coordinator-address and --num-processes are for --backend jax (TensorFlow reads "
                            "its workers from TF_CONFIG: --strategy multi_worker)")
+
+
+def build_pretrainer(options: PretrainOptions, config, replicas=None) -> tuple:
+    """``(encoder, pretrainer, optimizer)`` as ``pretrain`` trains them: the encoder (new from
+    ``config``, or ``options.init_checkpoint``'s with its heads) with ``options.attention``, the
+    pre-training heads and loss, the optimizer and its schedule, compiled with
+    ``options.steps_per_execution`` and built on zeros of the batches' shapes. Imports no
+    TensorFlow under JAX (the accelerator bench builds its model here, as the command does)."""
+    import keras
+
+    from kbert.models import BertEncoder
+    from kbert.models.pretrainer import BertPretrainer
+    from kbert.training.optimization import create_optimizer
+
+    if options.init_checkpoint:
+        from kbert.model_dir import load_encoder, load_heads
+
+        encoder = load_encoder(options.init_checkpoint, attention=options.attention)
+        heads = load_heads(options.init_checkpoint, encoder.config)
+    else:
+        encoder, heads = BertEncoder(config, attention_impl=options.attention), {}
+    pretrainer = BertPretrainer(encoder, heads.get("mlm"), heads.get("nsp"), use_nsp=not options.no_nsp,
+                                replicas=replicas)
+    warmup = options.warmup_steps if options.warmup_steps is not None else options.steps // 100
+    optimizer = create_optimizer(options.learning_rate, options.steps, warmup, options.weight_decay,
+                                 options.optimizer, options.clip_norm)
+    backend = keras.backend.backend()
+    pretrainer.compile(optimizer=optimizer, jit_compile=options.jit_compile if backend == "tensorflow" else "auto",
+                       steps_per_execution=options.steps_per_execution)
+    # Build on zeros of the batches' shapes: no data read (nor a second tf.data pipeline traced).
+    pretrainer({name: keras.ops.zeros([1, options.max_predictions if name == "masked_lm_positions"
+                                       else options.seq_length], "int32")
+                for name in ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")})
+    optimizer.build(pretrainer.trainable_variables)
+    return encoder, pretrainer, optimizer
 
 
 @kbert_export("kbert.pretrain")
@@ -160,14 +207,11 @@ def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None,
 
     from kbert.data.pretraining import BadRecordCounter, CorruptRecordError, explain_data_errors, list_files, \
         pretraining_dataset
-    from kbert.model_dir import load_encoder, load_heads, save_model_dir
-    from kbert.models import BertEncoder
-    from kbert.models.pretrainer import BertPretrainer
+    from kbert.model_dir import save_model_dir
     from kbert.text import BertPreprocessor
     from kbert.text.registry import create_tokenizer, tokenizer_spec_for
     from kbert.text.masking import MlmMasker
     from kbert.training.checkpoints import CheckpointCallback, StepLogger, checkpoint_state
-    from kbert.training.optimization import create_optimizer
     from kbert.training.progress import RunProgress
 
     backend = keras.backend.backend()
@@ -227,23 +271,7 @@ def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None,
 
         train_ds = process_share(dataset(options.batch_size))  # this process's rows of each global batch
     with scope():
-        if options.init_checkpoint:
-            encoder = load_encoder(options.init_checkpoint)
-            heads = load_heads(options.init_checkpoint, encoder.config)
-        else:
-            encoder, heads = BertEncoder(config), {}
-        pretrainer = BertPretrainer(encoder, heads.get("mlm"), heads.get("nsp"), use_nsp=use_nsp,
-                                    replicas=replica_helpers)
-        warmup = options.warmup_steps if options.warmup_steps is not None else options.steps // 100
-        optimizer = create_optimizer(options.learning_rate, options.steps, warmup, options.weight_decay,
-                                     options.optimizer, options.clip_norm)
-        pretrainer.compile(optimizer=optimizer, jit_compile=options.jit_compile if backend == "tensorflow" else "auto",
-                           steps_per_execution=options.steps_per_execution)
-        # Build on zeros of the batches' shapes: no data read (nor a second tf.data pipeline traced).
-        pretrainer({name: keras.ops.zeros([1, options.max_predictions if name == "masked_lm_positions"
-                                           else options.seq_length], "int32")
-                    for name in ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")})
-        optimizer.build(pretrainer.trainable_variables)
+        encoder, pretrainer, optimizer = build_pretrainer(options, config, replicas=replica_helpers)
     state = checkpoint_state(model_dir / "checkpoints", pretrainer, optimizer, log=log)
     step = state.restore()
     if step:

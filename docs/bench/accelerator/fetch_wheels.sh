@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The wheels run_h100.sh installs on the device machine, which has JAX, torch and transformers but
-# not keras nor two of its dependencies (namex, optree). Run on the workstation from the
-# repository root; .whl/ is kept out of git (.git/info/exclude) and carried by the device call.
+# keras and two of its dependencies (namex, optree) as wheels in .whl/, for a GPU machine that has
+# JAX, torch and transformers but cannot install keras itself: run_h100.sh installs them from
+# .whl/ when keras is missing. Run from the repository root on a machine with network access;
+# .whl/ is kept out of git (.git/info/exclude). The versions are those installed here.
 set -eu -o pipefail
 cd "$(dirname "$0")/../../.."
 exclude=$(git rev-parse --git-path info/exclude)

@@ -1,37 +1,44 @@
 #!/usr/bin/env bash
-# The H100 run of `python -m kbert.bench accelerator` (kbert on Keras' JAX backend vs transformers),
-# made for the workplace's `device` tool: one call, under 6 minutes, raw output under $OUT.
+# One run of `python -m kbert.bench accelerator` on a machine with an NVIDIA GPU (H100/H200 class):
+# kbert on Keras' JAX backend against transformers (torch), under 8 minutes, raw output under $OUT.
 #
-# Before the call, on the workstation, from the repository root (the device machine has JAX, torch
-# and transformers but no keras, and can fetch nothing):
-#   bash docs/bench/accelerator/fetch_wheels.sh        # keras + namex + optree wheels into .whl/
-# The call (device tool `run`, carry [".whl"], timeout_s 420):
+# Needs: python3 with jax[cuda12] (or cuda13), torch with CUDA, transformers, numpy, keras (with
+# namex and optree); TensorFlow is neither needed nor imported. If keras is missing and .whl/
+# holds its wheels (fetch_wheels.sh), they are installed into /tmp/site first.
+#
 #   bash docs/bench/accelerator/run_h100.sh [CASE ...]
-# With no CASE it runs every case, the goal case first, and skips what the deadline (DEADLINE,
-# default 330 s for the benchmark itself) leaves no time for; a second call with the skipped
-# cases finishes the table. Every (case, system) line is appended to $OUT/accelerator.jsonl as
-# soon as it is measured, so a call cut short still returns what it measured.
 #
-# Dry run on any CPU (tiny model, no wheels; writes under runs/):
-#   OUT=runs/bench/h100-dry bash docs/bench/accelerator/run_h100.sh --dry-run
+# With no CASE: the goal case (pretrain-large-128), pretrain-base-512 and squad-base-384, each
+# kbert (attention auto: cuDNN flash attention with the attention dropout) and transformers, with
+# a top-15 device ops table per kbert line; then, while time is left, the levers on the goal case
+# (rbg dropout bits, Triton GEMMs, both, the plain attention). Lines that the deadline (DEADLINE,
+# default 400 s for the benchmark itself) leaves no time for are written as skipped; run the
+# script again with the cases named (e.g. pretrain-base-128 pretrain-large-512) for the rest.
+# Every line is appended to $OUT/accelerator.jsonl as soon as it is measured.
+#
+# Dry run on any CPU (tiny model, one case; writes under runs/):
+#   OUT=runs/bench/accelerator-dry bash docs/bench/accelerator/run_h100.sh --dry-run
 set -u -o pipefail
 cd "$(dirname "$0")/../../.."
 
 DRY=0
 if [ "${1:-}" = "--dry-run" ]; then DRY=1; shift; fi
-OUT=${OUT:-runs/bench/accelerator-h100}
-DEADLINE=${DEADLINE:-330}
+OUT=${OUT:-runs/bench/accelerator-gpu}
+DEADLINE=${DEADLINE:-400}
 mkdir -p "$OUT"
 start=$SECONDS
 
-if [ "$DRY" = 0 ]; then
-  ls .whl/*.whl >/dev/null 2>&1 || { echo "run_h100.sh: error: no wheels in .whl/ (run fetch_wheels.sh and carry .whl)" >&2; exit 1; }
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site
-  TINY=()
-else
-  TINY=(--tiny)
+if ! python3 -c "import keras" >/dev/null 2>&1; then
+  if ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+    export PYTHONPATH=/tmp/site
+  else
+    echo "run_h100.sh: error: keras is not installed (pip install keras, or put its wheels in .whl/: fetch_wheels.sh)" >&2
+    exit 1
+  fi
 fi
+TINY=()
+if [ "$DRY" = 1 ]; then TINY=(--tiny); fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 USE_TF=0 TF_CPP_MIN_LOG_LEVEL=3
 
 {
@@ -41,31 +48,35 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 USE_TF=0 
   python3 - <<'PY'
 import importlib.metadata as m, sys
 print("python", sys.version.split()[0])
-for name in ("keras", "jax", "jaxlib", "torch", "transformers", "numpy", "optree", "namex"):
+for name in ("keras", "jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda13-plugin", "nvidia-cudnn-cu12",
+             "nvidia-cudnn-cu13", "torch", "transformers", "numpy", "optree", "namex"):
     try:
         print(name, m.version(name))
     except m.PackageNotFoundError:
-        print(name, "(not installed)")
+        pass
 import importlib.util
 print("tensorflow", "installed (not used)" if importlib.util.find_spec("tensorflow") else "not installed")
 PY
+  echo "command: bash docs/bench/accelerator/run_h100.sh $*"
 } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 
 left() { echo $((DEADLINE - (SECONDS - start))); }
+bench() { python3 -m kbert.bench accelerator "${TINY[@]}" --out "$OUT/accelerator.jsonl" --append \
+            --profile-dir "$OUT/profile" --timeout 150 --deadline "$(left)" "$@" 2>&1 | tee -a "$OUT/log.txt"; }
+: > "$OUT/accelerator.jsonl"
 
-CASES=()
-for c in "$@"; do CASES+=(--case "$c"); done
-
-# kbert (fused attention) and transformers on every case, goal case first.
-python3 -m kbert.bench accelerator "${TINY[@]}" "${CASES[@]}" --out "$OUT/accelerator.jsonl" \
-  --deadline "$(left)" --timeout 150 2>&1 | tee "$OUT/log.txt"
-
-# If time is left: kbert's reference attention (with its attention-probability dropout) on the
-# goal case, to measure what "fused" gains and gives up.
-if [ "$(left)" -gt 60 ] && { [ $# -eq 0 ] || [[ " $* " == *" pretrain-large-128 "* ]]; }; then
-  python3 -m kbert.bench accelerator "${TINY[@]}" --case pretrain-large-128 --systems kbert \
-    --attention-impl plain --out "$OUT/accelerator.jsonl" --append --deadline "$(left)" --timeout 150 \
-    2>&1 | tee -a "$OUT/log.txt"
+if [ $# -gt 0 ]; then
+  CASES=(); for c in "$@"; do CASES+=(--case "$c"); done
+  bench "${CASES[@]}"
+elif [ "$DRY" = 1 ]; then
+  bench --case pretrain-large-128 --variant default,prng-rbg
+else
+  bench --case pretrain-large-128 --case pretrain-base-512 --case squad-base-384
+  if [ "$(left)" -gt 60 ]; then
+    bench --case pretrain-large-128 --systems kbert --variant prng-rbg,triton-gemm,prng-rbg+triton-gemm,plain-attention
+  fi
 fi
+cat "$OUT"/profile/top-ops-*.md > "$OUT/top-ops.md" 2>/dev/null || true
+rm -rf "$OUT/profile/plugins"  # the raw traces; the tables above are what is kept
 echo "run_h100.sh: done in $((SECONDS - start)) s; lines in $OUT/accelerator.jsonl: $(wc -l < "$OUT/accelerator.jsonl")"
