@@ -110,7 +110,7 @@ def test_command_flags_carry_the_attention():
     with pytest.raises(SystemExit):
         predict.parse_args(["m", "--input", "i", "--output", "o", "--attention", "flash"])
     from kbert.commands import finetune
-    from kbert.tasks.options import from_args
+    from kbert.cli_support import from_args
 
     args = finetune.parse_args(["--task", "glue/sst2", "--init", "a", "--model-dir", "b", "--attention", "fused",
                                 "--mixed-precision", "mixed_bfloat16"])
