@@ -160,9 +160,9 @@ def face(package: str):
 
     def __getattr__(name):
         if name in table:
-            return getattr(importlib.import_module(table[name]), name)  # module names from the fixed table
+            return getattr(importlib.import_module(table[name]), name)  # module names from a fixed table
         if name in subpackages:
-            return importlib.import_module(prefix + name)
+            return importlib.import_module(prefix + name)  # module names from a fixed table (FACES)
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
     def __dir__():

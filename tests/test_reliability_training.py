@@ -241,9 +241,13 @@ def test_nan_or_inf_loss_stops_naming_the_step_and_keeps_the_last_good_checkpoin
 
 
 def test_nan_weights_behind_a_finite_loss_are_never_checkpointed(tmp_path):
-    """ReLU maps NaN to 0 here: the poisoned step's loss looks fine, its gradient made the weights
-    NaN. The loss check cannot see it; the weight check at the next checkpoint does."""
-    model, optimizer = make_model(activation="relu")
+    """A ReLU that maps NaN to 0 (as some CPU kernels' ReLU does, others keep NaN: so it is written
+    out here): the poisoned step's loss looks fine, its gradient made the weights NaN. The loss
+    check cannot see it; the weight check at the next checkpoint does."""
+    def relu_nan_to_zero(t):
+        return keras.ops.where(keras.ops.isnan(t), 0.0, keras.ops.relu(t))
+
+    model, optimizer = make_model(activation=relu_nan_to_zero)
     state = CheckpointState(tmp_path, model, optimizer)
     callback = CheckpointCallback(state, log=lambda *a: None)
     with pytest.raises(TrainingDiverged) as info:
