@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from conftest import SHARED, UNCASED_VOCAB
+from conftest import SHARED, UNCASED_VOCAB, require
 
 TINY = ["--config", "tiny", "--batch-size", "2", "--seq-length", "16", "--rounds", "1", "--warmup", "1"]
 RATIO = re.compile(r"worst ratio kbert / fastest peer: (\d+\.\d\d|n/a)")
@@ -95,8 +95,8 @@ def test_encoder_bench_attentions_row_beside_the_plain_row(capsys):
 
 @pytest.mark.slow
 def test_hf_peer_in_a_subprocess(capsys):
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
+    require("torch")
+    require("transformers")
     code, out = _run(capsys, "encoder", *TINY, "--vs", "hf", "--hf-compile", "off")
     assert code == 0
     assert "matmul peak torch float32" in out

@@ -1,6 +1,5 @@
 """python -m kbert.bench accelerator: its FLOP count, and a --tiny run on this CPU with TensorFlow unimportable."""
 
-import importlib.util
 import json
 import os
 import pathlib
@@ -9,6 +8,7 @@ import sys
 
 import pytest
 
+from conftest import require_installed
 from kbert import BertConfig
 from kbert.bench import accelerator_bench as bench
 
@@ -77,8 +77,10 @@ def _tiny_run(tmp_path, cases, systems):
 
 
 def _systems():
-    have_peer = all(importlib.util.find_spec(m) for m in ("torch", "transformers"))
-    return ["kbert", "transformers"] if have_peer else ["kbert"]
+    """kbert and its transformers peer: a checkout without torch/transformers skips (under CI fails)
+    rather than quietly checking kbert alone."""
+    require_installed("torch", "transformers", reason="the transformers peer of kbert bench accelerator")
+    return ["kbert", "transformers"]
 
 
 def _check(lines, cases, systems):

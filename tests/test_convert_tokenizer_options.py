@@ -22,10 +22,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-transformers = pytest.importorskip("transformers")
-torch = pytest.importorskip("torch")
 
-from conftest import REPO, SHARED  # noqa: E402
+from conftest import REPO, SHARED, require
+
+transformers = require("transformers")
+torch = require("torch")
 from kbert.convert import hf  # noqa: E402
 from kbert.convert.names import ConversionError  # noqa: E402
 from kbert.model_dir import read_tokenizer_spec  # noqa: E402

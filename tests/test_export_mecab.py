@@ -20,12 +20,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-pytest.importorskip("fugashi")
-pytest.importorskip("unidic_lite")
 
 pytestmark = pytest.mark.slow  # the whole module: its shared fixture alone outlasts the fast tier
 
-from conftest import REFERENCE, REPO, run_fresh_python  # noqa: E402
+from conftest import REFERENCE, REPO, require, run_fresh_python
+require("fugashi")
+require("unidic_lite")
 from kbert.tasks.words_inputs import join_words, words_name, words_request  # noqa: E402
 
 SEQ_LENGTH = 64

@@ -8,7 +8,6 @@ batching file against TF Serving's own BatchingParameters proto.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import threading
 
@@ -16,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import SHARED, UNCASED_VOCAB, run_fresh_python
+from conftest import SHARED, UNCASED_VOCAB, require_installed, run_fresh_python
 
 
 @pytest.fixture(scope="module")
@@ -196,12 +195,13 @@ def test_serve_bench_with_concurrency_on_a_tiny_export(capsys, tmp_path):
         assert re.search(rf"^{name}\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d,.]+$", out, re.M), out
 
 
-ORT = importlib.util.find_spec("onnxruntime") and importlib.util.find_spec("transformers")
+def _need_ort_peer():
+    require_installed("onnxruntime", "onnx", "transformers", "torch", reason="the ONNX Runtime peer")
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not ORT, reason="onnxruntime / transformers not installed (pip install kbert[bench] transformers)")
 def test_encoder_bench_has_the_onnx_runtime_rows(capsys):
+    _need_ort_peer()
     code, out = _bench(capsys, "encoder", "--config", "tiny", "--batch-size", "2", "--seq-length", "16",
                        "--rounds", "1", "--warmup", "1", "--vs", "ort", "--no-peak", "--no-floor")
     assert code == 0
@@ -211,8 +211,8 @@ def test_encoder_bench_has_the_onnx_runtime_rows(capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not ORT, reason="onnxruntime / transformers not installed (pip install kbert[bench] transformers)")
 def test_serve_bench_against_onnx_runtime_on_random_tiny_weights(capsys):
+    _need_ort_peer()
     code, out = _bench(capsys, "serve", "--random-hf", "tiny", "--batch-sizes", "1", "--concurrency", "2",
                        "--requests", "4", "--min-requests", "2", "--rounds", "1", "--warmup", "1")
     assert code == 0, out
