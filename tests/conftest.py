@@ -1,5 +1,7 @@
 """The shared test harness: paths to ../shared/data, and models every test module can reuse."""
 
+import importlib
+import importlib.util
 import os
 import pathlib
 import re
@@ -13,6 +15,37 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import pytest  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+# CI (.ci/run sets CI=true) installs the test extra and the system packages and lays the shared data
+# beside the clone, so there a missing one is a broken install: the run fails naming it. A user's
+# checkout without them skips the tests that need them, saying why.
+CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+
+
+def require(module: str, reason: str = "") -> typing.Any:
+    """``module`` imported, for a test or test module that needs a package of the test extra. Without
+    it a user's checkout skips (naming the package); under CI it is a failure naming it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        missing(f"{module} is not importable ({error}); pip install -e '.[test]' installs it"
+                + (f" ({reason})" if reason else ""))
+
+
+def require_installed(*modules: str, reason: str = "") -> None:
+    """Like require, for packages a child process imports: found (importlib.util.find_spec), not
+    imported here (torch or JAX would cost this process seconds and memory)."""
+    for module in modules:
+        if importlib.util.find_spec(module) is None:
+            missing(f"{module} is not installed; pip install -e '.[test]' installs it"
+                    + (f" ({reason})" if reason else ""))
+
+
+def missing(what: str) -> typing.NoReturn:
+    """Something a test needs is not there (a package, a program, data): a failure naming it under CI,
+    a skip with that reason elsewhere. Works at module level too."""
+    if CI:
+        pytest.fail(f"CI=true and {what}", pytrace=False)
+    pytest.skip(what, allow_module_level=True)
 
 
 def _shared_data() -> tuple[pathlib.Path, bool, list]:
@@ -55,14 +88,22 @@ REFERENCE = SHARED / "reference"
 
 
 # Without the shared data, the tests that need none still run; a test (or a test module) that
-# fails on a path inside the missing folder is reported as skipped, naming that path.
+# fails on a path inside the missing folder is reported as skipped, naming that path. Under CI the
+# run stops at its start instead (pytest_sessionstart), naming where it looked.
 def _missing_data(text: str) -> str | None:
-    if SHARED_FOUND or str(SHARED) not in text:
+    if CI or SHARED_FOUND or str(SHARED) not in text:
         return None
     start = text.index(str(SHARED))
     path = text[start:].split()[0].strip("'\":,)")
     return (f"needs {path}: shared test data not found (looked in "
             f"{', '.join(map(str, _LOOKED_IN))}; set KBERT_SHARED_DATA)")
+
+
+def pytest_sessionstart(session):
+    if CI and not SHARED_FOUND:
+        pytest.exit(f"CI=true and the shared test data is not found: no README.md in "
+                    f"{', '.join(map(str, _LOOKED_IN))} (set KBERT_SHARED_DATA)",
+                    returncode=pytest.ExitCode.TESTS_FAILED)
 
 
 @pytest.hookimpl(hookwrapper=True)

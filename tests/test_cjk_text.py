@@ -6,7 +6,7 @@ import unicodedata
 import pytest
 import tensorflow as tf
 
-from conftest import SHARED
+from conftest import SHARED, require
 from pipelines import cjk_text
 from pipelines.pretraining_data import create_instances, parse_documents, run
 
@@ -67,7 +67,7 @@ def test_prose_documents_and_instances_for_japanese():
 
 
 def test_beam_pipeline_japanese_with_sentencepiece(tmp_path):
-    pytest.importorskip("sentencepiece")
+    require("sentencepiece")
     part = tmp_path / "soseki.txt"
     part.write_text("\n".join(SOSEKI.read_text(encoding="utf-8").split("\n")[:120]), encoding="utf-8")
     counters = run(["--input", str(part), "--output", str(tmp_path / "out"), "--vocab", str(SPM),

@@ -9,7 +9,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -36,14 +35,14 @@ def _imports_tensorflow(importtime_stderr: str) -> bool:
 
 
 @pytest.mark.parametrize("module", MODULE_COMMANDS)
-def test_help_is_fast_and_imports_no_tensorflow(module):
-    start = time.monotonic()
+def test_help_imports_no_tensorflow(module):
+    # What keeps --help fast (under a second, against several for importing TensorFlow) is that it
+    # imports no TensorFlow: asserted from the interpreter's import log, not from a clock, which
+    # a busy machine would make fail.
     result = _run(["-X", "importtime", "-m", module, "--help"])
-    seconds = time.monotonic() - start
     assert result.returncode == 0, result.stderr[-2000:]
     assert "usage:" in result.stdout.lower()
     assert not _imports_tensorflow(result.stderr), f"{module} --help imported TensorFlow"
-    assert seconds < 5, seconds  # < 1 s on an idle machine; the bound leaves room for a loaded CI box
 
 
 @pytest.mark.parametrize("name", sorted(cli.COMMANDS))

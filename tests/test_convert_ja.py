@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-pytest.importorskip("fugashi")
-pytest.importorskip("unidic_lite")
+from conftest import REFERENCE, REPO, SHARED, require
 
-from conftest import REFERENCE, REPO, SHARED  # noqa: E402
+require("fugashi")
+require("unidic_lite")
 from kbert.convert import google, hf  # noqa: E402
 from kbert.convert.names import ConversionError  # noqa: E402
 from kbert.convert.tokenizer_source import read_hf_tokenizer  # noqa: E402

@@ -7,9 +7,10 @@ import glob
 
 import pytest
 
-from conftest import SHARED, UNCASED_VOCAB
+from conftest import SHARED, UNCASED_VOCAB, require
 
-distributed = pytest.importorskip("distributed", reason="the test extra installs apache-beam[dask]")
+distributed = require("distributed", reason="the test extra installs apache-beam[dask]")
+
 pytestmark = pytest.mark.slow
 
 

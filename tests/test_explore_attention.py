@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from chromium import CHROMIUM, Page
-from conftest import REPO
+from conftest import REPO, missing
 from kbert.explore.attention import select
 from kbert.explore.attention_html import render_attention_html
 from kbert.explore.attention_png import attention_figure, render_attention_png
@@ -96,8 +96,9 @@ def test_png_without_a_cjk_font_warns_once_naming_the_package_not_once_per_glyph
     assert len(messages) == 1 and "fonts-noto-cjk" in messages[0], messages
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install chromium)")
 def test_page_renders_in_chromium_and_hover_highlights_what_a_token_attends_to(tmp_path):
+    if CHROMIUM is None:
+        missing("Debian's chromium is not installed (bash tests/install-system-deps.sh installs it)")
     attention = _attention()
     path = tmp_path / "attention.html"
     path.write_text(render_attention_html(TOKENS, attention, title="synthetic"), encoding="utf-8")

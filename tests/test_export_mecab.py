@@ -20,12 +20,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-pytest.importorskip("fugashi")
-pytest.importorskip("unidic_lite")
 
 pytestmark = pytest.mark.slow  # the whole module: its shared fixture alone outlasts the fast tier
 
-from conftest import REFERENCE, REPO, run_fresh_python  # noqa: E402
+from conftest import REFERENCE, REPO, SHARED, require, run_fresh_python
+require("fugashi")
+require("unidic_lite")
 from kbert.tasks.words_inputs import join_words, words_name, words_request  # noqa: E402
 
 SEQ_LENGTH = 64
@@ -411,6 +411,11 @@ def test_the_readme_requests_give_the_models_answers(exported, capsys):
     finally:
         sys.stdin = stdin
     assert json.loads(capsys.readouterr().out) == json.loads(line.group(2))
+    # ... and what the page says is what the reference makes of that folder (transformers'
+    # BertJapaneseTokenizer, MeCab through fugashi), not only what kbert printed when it was written.
+    transformers = require("transformers")
+    reference = transformers.AutoTokenizer.from_pretrained(SHARED / "weights" / "ja-tiny-random-bert", use_fast=False)
+    assert json.loads(line.group(2)) == {"words": reference.word_tokenizer.tokenize(line.group(1))}
 
     body = json.loads(re.search(r"^curl -d '(.+?)' \\\n.*ja_sentiment:predict", readme, re.M).group(1))
     texts = ["".join(w for w in instance["words"]) for instance in body["instances"]]

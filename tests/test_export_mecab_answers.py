@@ -16,12 +16,12 @@ import json
 import numpy as np
 import pytest
 
-pytest.importorskip("fugashi")
-pytest.importorskip("unidic_lite")
 
 pytestmark = pytest.mark.slow  # the whole module: its shared fixture alone outlasts the fast tier
 
-from conftest import SHARED, run_fresh_python  # noqa: E402
+from conftest import SHARED, require, run_fresh_python
+require("fugashi")
+require("unidic_lite")
 
 QA_SETTINGS = {"seq_length": 64, "max_query_length": 16, "doc_stride": 24, "n_best_size": 10, "max_answer_length": 12}
 TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]

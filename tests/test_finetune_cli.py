@@ -2,13 +2,18 @@
 the submission formats, a model directory that reloads and reproduces the saved predictions, and
 malformed data reported with file and line."""
 
+import collections
 import csv
 import json
+import re
+import string
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+import scipy.stats
+import seqeval.metrics
 
 from kbert.data.glue import read_glue
 from kbert.errors import DataError
@@ -58,7 +63,18 @@ def test_stsb_regression_writes_scores(tiny_model_dir, tmp_path):
     assert {"pearson", "spearman"} <= set(results["best"]) and results["main_metric"] == "spearman"
     rows = [r.split("\t") for r in (tmp_path / "stsb" / "STS-B.tsv").read_text().splitlines()[1:]]
     assert len(rows) == 24 and all(len(r[1].split(".")[1]) == 3 for r in rows)
-    assert load_task_model(tmp_path / "stsb").num_segments == 2
+    # The metrics recomputed with scipy against dev.tsv's gold scores, from the saved model's scores
+    # at full precision (a barely trained model's scores differ in the 4th decimal, which the file's
+    # 3 decimals drop), after checking that the file holds those scores.
+    dev = read_glue("stsb", "dev", SHARED / "glue" / "STS-B").examples
+    rows_dev = [dev[int(r[0])] for r in rows]
+    model = load_task_model(tmp_path / "stsb")
+    scores = np.ravel(model.predict_logits([[e["text_a"] for e in rows_dev], [e["text_b"] for e in rows_dev]]))
+    np.testing.assert_allclose([float(r[1]) for r in rows], scores, atol=0.0005 + 1e-6)
+    gold = [float(e["label"]) for e in rows_dev]
+    assert results["best"]["pearson"] == pytest.approx(scipy.stats.pearsonr(scores, gold)[0], abs=1e-5)
+    assert results["best"]["spearman"] == pytest.approx(scipy.stats.spearmanr(scores, gold)[0], abs=1e-5)
+    assert model.num_segments == 2
 
 
 def test_conll_tagging_writes_conlleval_file(tiny_model_dir, tmp_path):
@@ -70,10 +86,16 @@ def test_conll_tagging_writes_conlleval_file(tiny_model_dir, tmp_path):
     sentences = (out / "predictions.txt").read_text().strip("\n").split("\n\n")
     assert len(sentences) == 16
     model = load_task_model(out)
+    gold, predicted = [], []
     for sentence in sentences:
-        for line in sentence.splitlines():
-            word, gold, predicted = line.split(" ")
-            assert gold in model.label_names and predicted in model.label_names
+        rows = [line.split(" ") for line in sentence.splitlines()]
+        assert all(g in model.label_names and p in model.label_names for _, g, p in rows)
+        gold.append([g for _, g, _ in rows])
+        predicted.append([p for _, _, p in rows])
+    # The entity scores recomputed with seqeval (conlleval's rules) from the file's two columns.
+    for name in ("precision", "recall", "f1"):
+        expected = getattr(seqeval.metrics, f"{name}_score")(gold, predicted, zero_division=0)
+        assert results["best"][name] == pytest.approx(expected, abs=1e-6), name
 
 
 def test_ner_metrics_reach_tensorboard(tiny_model_dir, tmp_path):
@@ -110,11 +132,35 @@ def test_squad_on_held_out_articles(tiny_model_dir, tmp_path):
     assert len(predictions) == 12 and all(isinstance(v, str) for v in predictions.values())
     nbest = json.loads((out / "nbest_predictions.json").read_text())
     assert all(nbest[k][0]["text"] == v for k, v in predictions.items())
+    # EM and F1 recomputed from predictions.json by the official v1.1 rules (_squad_scores).
+    answers = {q["id"]: [a["text"] for a in q["answers"]] for article in json.loads(dev_file.read_text())["data"]
+               for paragraph in article["paragraphs"] for q in paragraph["qas"]}
+    exact, f1 = _squad_scores(predictions, answers)
+    assert results["best"]["exact_match"] == pytest.approx(exact, abs=1e-4)
+    assert results["best"]["f1"] == pytest.approx(f1, abs=1e-4)
     model = load_task_model(out)
     assert (model.seq_length, model.doc_stride) == (64, 32)
     with pytest.raises(ValueError, match="--train-articles and --eval-articles"):
         main(["--task", "squad/v1.1", "--train-file", str(dev_file), "--eval-file", str(dev_file),
               "--init", str(tiny_model_dir), "--model-dir", str(tmp_path / "x")])
+
+
+def _squad_scores(predictions, answers):
+    """(exact match, F1) in percent, as SQuAD v1.1's official evaluate-v1.1.py computes them: answers
+    normalised (lower case, no punctuation, no articles, single spaces), token-overlap F1, the best
+    over a question's gold answers. Re-typed here so as not to use kbert's own metric."""
+    def normalize(text):
+        text = "".join(c for c in text.lower() if c not in set(string.punctuation))
+        return " ".join(re.sub(r"\b(a|an|the)\b", " ", text).split())
+
+    def f1(prediction, truth):
+        pred, gold = normalize(prediction).split(), normalize(truth).split()
+        same = sum((collections.Counter(pred) & collections.Counter(gold)).values())
+        return 0.0 if same == 0 else 2 * same / (len(pred) + len(gold))
+
+    exact = [max(normalize(p) == normalize(t) for t in answers[q]) for q, p in predictions.items()]
+    overlap = [max(f1(p, t) for t in answers[q]) for q, p in predictions.items()]
+    return 100 * sum(exact) / len(exact), 100 * sum(overlap) / len(overlap)
 
 
 def _write_swag(path, rows):
@@ -134,11 +180,13 @@ def test_swag_multiple_choice(tiny_model_dir, tmp_path):
     out = tmp_path / "swag"
     main(["--task", "swag", "--data-dir", str(tmp_path), "--init", str(tiny_model_dir), "--model-dir", str(out),
           *COMMON])
-    assert "accuracy" in json.loads((out / "eval_results.json").read_text())["best"]
+    best = json.loads((out / "eval_results.json").read_text())["best"]
     with open(out / "predictions.csv", newline="") as f:
         predictions = list(csv.DictReader(f))
     assert [p["id"] for p in predictions] == [str(i) for i in range(6)]
-    assert all(p["pred"] in "0123" for p in predictions)
+    assert all(p["pred"] in {"0", "1", "2", "3"} for p in predictions)
+    # accuracy recomputed from the file against the validation labels
+    assert best["accuracy"] == pytest.approx(np.mean([int(p["pred"]) == rows[i][3] for i, p in enumerate(predictions)]))
 
 
 def test_csv_task(tiny_model_dir, tmp_path):

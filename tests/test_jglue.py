@@ -21,10 +21,10 @@ import scipy.stats
 import sklearn.metrics
 import tensorflow as tf
 
-pytest.importorskip("fugashi")
-pytest.importorskip("unidic_lite")
+from conftest import REFERENCE, SHARED, require
 
-from conftest import REFERENCE, SHARED  # noqa: E402
+require("fugashi")
+require("unidic_lite")
 
 from kbert.data import jglue  # noqa: E402
 from kbert.errors import DataError  # noqa: E402

@@ -26,6 +26,8 @@ from kbert import BertConfig, BertEncoder
 from kbert.layers import accel
 from kbert.layers.attention import MultiHeadSelfAttention
 
+from conftest import require
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
 CHILD = textwrap.dedent("""
@@ -148,7 +150,7 @@ CHILD = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def jax_run(tmp_path_factory):
-    pytest.importorskip("jax")
+    require("jax")
     out = tmp_path_factory.mktemp("accel") / "out.npz"
     env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu",
                PYTHONPATH=os.pathsep.join([str(REPO), str(REPO / "tests"), os.environ.get("PYTHONPATH", "")]))

@@ -5,7 +5,6 @@ directories are written here under TensorFlow (conversion uses it); the subproce
 runs the encoder, the pre-training heads and the attention probabilities on its own backend.
 """
 
-import importlib.util
 import os
 import pathlib
 import subprocess
@@ -16,6 +15,7 @@ import keras
 import numpy as np
 import pytest
 
+from conftest import require_installed
 from kbert import BertConfig, BertEncoder
 from kbert.layers.heads import build_head
 from kbert.model_dir import load_encoder, save_model_dir
@@ -101,8 +101,7 @@ def tensorflow_run(minilm_model_dir, minilm_reference, tiny_with_heads, shared_d
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 def test_backend_gives_tensorflow_and_transformers_outputs(backend, tensorflow_run, minilm_model_dir,
                                                            minilm_reference, tiny_with_heads, shared_data, tmp_path):
-    if importlib.util.find_spec(backend) is None:
-        pytest.skip(f"{backend} is not installed (pip install '.[test]' installs the CPU build)")
+    require_installed(backend, reason="the CPU build")
     inputs_file, expected = tensorflow_run
     out_file = tmp_path / "out.npz"
     env = dict(os.environ, KERAS_BACKEND=backend, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2",

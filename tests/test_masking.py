@@ -92,6 +92,20 @@ def test_whole_word_masking_masks_every_piece_of_a_word(packed):
                 assert p + 1 in chosen
             if is_cont[ids[p]]:
                 assert p - 1 in chosen
+    # The loop above holds for a masker that masks nothing; the counts and targets do not.
+    # google-research/bert's budget (create_masked_lm_predictions): round(15%) of each sequence's
+    # tokens, at least one, filled with whole words only (so never more than the budget).
+    real = packed["input_mask"].astype(bool)
+    w = out["masked_lm_weights"].astype(bool)
+    budget = np.minimum(64, np.maximum(1, np.round(real.sum(axis=1) * 0.15)))
+    assert (w.sum(axis=1) >= 1).all() and (w.sum(axis=1) <= budget).all()
+    assert abs(w.sum() / real.sum() - 0.15) < 0.01
+    rows, pos = np.nonzero(w)[0], out["masked_lm_positions"][w]
+    original = packed["input_word_ids"][rows, pos]
+    np.testing.assert_array_equal(out["masked_lm_ids"][w], original)
+    assert np.mean(out["input_word_ids"][rows, pos] != original) > 0.85  # 80% [MASK] + 10% random
+    # words of several pieces are chosen, about as often as their pieces' share of the text
+    assert is_cont[original].mean() > 0.5 * is_cont[packed["input_word_ids"][real]].mean()
 
 
 def test_from_tokenizer_takes_the_tokenizers_special_tokens_and_word_starts(packed):

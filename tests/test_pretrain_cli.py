@@ -1,6 +1,8 @@
 """python -m kbert.pretrain end to end: learning, SIGKILL resume, SIGTERM checkpoint, bad input."""
 
 import json
+import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -46,6 +48,25 @@ def _wait_for(path_glob, proc, timeout=600):
     raise AssertionError("timed out waiting for a checkpoint")
 
 
+def _logged_steps(path) -> list:
+    """The steps with a train/loss scalar in the TensorBoard event files at path (a file or a folder),
+    read with TensorFlow's reader; a file still being written is read up to where it ends."""
+    import tensorflow as tf
+
+    path = pathlib.Path(path)
+    if not path.exists():
+        return []
+    steps = set()
+    for file in sorted(path.glob("events.out.tfevents.*")) if path.is_dir() else [path]:
+        try:
+            for event in tf.compat.v1.train.summary_iterator(str(file)):
+                if any(v.tag == "train/loss" for v in event.summary.value):
+                    steps.add(event.step)
+        except tf.errors.DataLossError:
+            pass
+    return sorted(steps)
+
+
 @pytest.mark.slow
 def test_sigkill_then_rerun_resumes_from_the_last_checkpoint(tmp_path, pretraining_records, small_vocab):
     model_dir = tmp_path / "m"
@@ -59,29 +80,39 @@ def test_sigkill_then_rerun_resumes_from_the_last_checkpoint(tmp_path, pretraini
     latest = tf.train.latest_checkpoint(str(model_dir / "checkpoints"))
     saved_step = int(latest.rsplit("-", 1)[1])
     assert saved_step >= 20
+    logs = model_dir / "logs" / "train"
+    before = set(logs.glob("events.out.tfevents.*"))
     rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=_env(), cwd=REPO)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert f"resuming from step {saved_step}" in rerun.stdout
     assert json.loads((model_dir / "pretrain_results.json").read_text())["steps"] == 60
-    # the rerun trained only the remaining steps
-    assert rerun.stdout.count("Epoch ") <= (60 - saved_step) // 10
+    # The rerun trained only the remaining steps: its own TensorBoard file (the optimizer's step,
+    # logged every 10) has the steps after the checkpoint, up to 60, and no others.
+    new = set(logs.glob("events.out.tfevents.*")) - before
+    assert len(new) == 1, new
+    steps = _logged_steps(new.pop())
+    assert steps == list(range(saved_step + 10, 61, 10)), (saved_step, steps)
 
 
 @pytest.mark.slow
 def test_sigterm_writes_a_checkpoint_before_exit(tmp_path, pretraining_records, small_vocab):
     model_dir = tmp_path / "m"
-    cmd = _cmd(pretraining_records, small_vocab, model_dir, "--steps", "1000", "--checkpoint-every", "500")
+    # An interval no run reaches in this test's time: any checkpoint is the signal's. No sleep, no
+    # clock: the signal is sent once training has logged its first steps.
+    cmd = _cmd(pretraining_records, small_vocab, model_dir, "--steps", "200000", "--checkpoint-every", "100000")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), cwd=REPO)
-    _wait_for(lambda: (model_dir / "logs" / "train").glob("events.out.tfevents.*"), proc)
-    time.sleep(2)
-    proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=300)
+    try:
+        _wait_for(lambda: _logged_steps(model_dir / "logs" / "train"), proc)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        proc.kill()  # a run of 200,000 steps must not outlive a failed wait
     assert proc.returncode == 143, out[-3000:]
-    assert "SIGTERM: checkpoint written at step" in out
-    import tensorflow as tf
-
-    step = int(tf.train.latest_checkpoint(str(model_dir / "checkpoints")).rsplit("-", 1)[1])
-    assert 0 < step < 500  # written on the signal, not at an interval
+    said = re.search(r"SIGTERM: checkpoint written at step (\d+)", out)
+    assert said, out[-3000:]
+    checkpoints = sorted(p.name for p in (model_dir / "checkpoints").glob("ckpt-*.index"))
+    step = int(said.group(1))
+    assert checkpoints == [f"ckpt-{step}.index"] and 0 < step < 100_000, (checkpoints, out[-3000:])
 
 
 @pytest.mark.slow

@@ -4,10 +4,9 @@ import json
 
 import pytest
 
-from conftest import run_fresh_python
+from conftest import require, run_fresh_python
+require("sentencepiece")
 from kbert.commands import pretrain_demo_ja as demo
-
-pytest.importorskip("sentencepiece")
 
 
 # demo_ja_run (conftest): README's ``python -m kbert.pretrain --demo ja`` with the README test's few

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-pytest.importorskip("fugashi")
-pytest.importorskip("unidic_lite")
+from conftest import REFERENCE, SHARED, require
 
-from conftest import REFERENCE, SHARED  # noqa: E402
+require("fugashi")
+require("unidic_lite")
 from kbert.text import BertPacker, BertPreprocessor, TokenizerSpec, create_tokenizer  # noqa: E402
 from kbert.text.masking import MlmMasker, fit_in_order  # noqa: E402
 

@@ -24,7 +24,7 @@ import struct
 import numpy as np
 import pytest
 import tensorflow as tf
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import SHARED
@@ -428,6 +428,7 @@ def _check_named(error: DataError, path, kind):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                    HealthCheck.too_slow])
 @given(task=st.sampled_from(sorted(GLUE_SAMPLES)), ops=_mutations())
+@example(task="sst2", ops=[("bad_label", 1, 0)])  # always tried: SST-2's first label made "2"
 def test_mutated_glue_files_read_or_name_file_and_line(tmp_path, task, ops):
     from kbert.data.glue import read_glue
 
@@ -441,9 +442,12 @@ def test_mutated_glue_files_read_or_name_file_and_line(tmp_path, task, ops):
         _check_named(e, path, "GLUE")
         return
     OUTCOMES["GLUE accepted"] += 1
-    for example in result.examples:  # accepted: labels are still valid
+    for example in result.examples:  # accepted: each label is one the task has (GLUE's definitions)
         label = example["label"]
-        assert label is None or isinstance(label, (int, float)) and np.isfinite(label)
+        if task == "stsb":  # a similarity score from 0 to 5
+            assert isinstance(label, float) and 0.0 <= label <= 5.0, example
+        else:  # CoLA, SST-2, MRPC: class 0 or 1
+            assert type(label) is int and label in (0, 1), example
 
 
 CONLL_SAMPLE = b"".join(_lines(SHARED / "conll2003" / "valid.txt", 40))
@@ -495,11 +499,21 @@ def test_mutated_squad_json_reads_or_names_file_and_line(tmp_path, cut, flips, t
     path = tmp_path / "dev.json"
     FAULTS["SQuAD JSON mutations"] += 1
     try:
-        read_squad(path, data=bytes(data))
+        result = read_squad(path, data=bytes(data))
     except DataError as e:
         _check_named(e, path, "SQuAD")
         return
     OUTCOMES["SQuAD accepted"] += 1
+    # accepted: the file is JSON by Python's own parser, every question of it is an example, and
+    # every answer's text is at its answer_start in the context
+    parsed = json.loads(bytes(data).decode("utf-8"))
+    questions = [q for article in parsed["data"] for paragraph in article["paragraphs"] for q in paragraph["qas"]]
+    assert [e["id"] for e in result.examples] == [q["id"] for q in questions]
+    for example in result.examples:
+        assert example["answers"], example
+        for answer in example["answers"]:
+            start = answer["answer_start"]
+            assert start >= 0 and example["context"][start:start + len(answer["text"])] == answer["text"], example
 
 
 @pytest.fixture(scope="module", autouse=True)

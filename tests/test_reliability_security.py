@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import MINILM_DIR, REPO
+from conftest import MINILM_DIR, REPO, require
 
 FAULTS = collections.Counter()
 SOURCES = sorted([*REPO.glob("kbert/**/*.py"), *REPO.glob("pipelines/**/*.py")])
@@ -170,7 +170,7 @@ def _hf_dir(tmp_path):
 
 @pytest.mark.parametrize("file", ["pytorch_model.bin", "model.safetensors"])
 def test_hf_weights_with_a_pickle_payload_are_refused_without_running_it(tmp_path, file):
-    torch = pytest.importorskip("torch")
+    torch = require("torch")
     from kbert.convert import hf
     from kbert.convert.names import ConversionError
 
@@ -187,7 +187,7 @@ def test_hf_weights_with_a_pickle_payload_are_refused_without_running_it(tmp_pat
 
 
 def test_a_plain_pickle_as_pytorch_model_bin_is_refused(tmp_path):
-    pytest.importorskip("torch")
+    require("torch")
     from kbert.convert import hf
     from kbert.convert.names import ConversionError
 

@@ -2,21 +2,23 @@
 with --concurrency and its ONNX Runtime peer.
 
 The XLA signature is checked against the plain serving_default of the same export and against
-the Keras encoder itself; the batcher against calling the function on each request alone; the
-batching file against TF Serving's own BatchingParameters proto.
+the Keras encoder itself; the batcher against calling the function on each request alone, and shown to combine queued
+requests into one call; the
+batching file against TF Serving's BatchingParameters message (tests/tf_serving_protos.py).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import threading
+import time
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import SHARED, UNCASED_VOCAB, run_fresh_python
+from conftest import SHARED, UNCASED_VOCAB, require_installed, run_fresh_python
+from tf_serving_protos import batching_parameters_class
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +122,45 @@ def test_batcher_answers_every_request_with_its_own_rows():
     assert len(latencies) == 20 and all(t > 0 for t in latencies)
 
 
+def test_batcher_combines_the_requests_queued_while_a_batch_runs():
+    """Requests that arrive while the function runs wait, and go together into its next call, up to
+    max_batch rows: the point of server-side batching. The first call is held until the others are
+    queued, so the grouping does not depend on thread timing."""
+    from kbert.bench.concurrency import Batcher, concat_dicts, split_rows
+
+    calls, entered, gate = [], threading.Event(), threading.Event()
+
+    def fn(batch):
+        calls.append(batch["x"][:, 0].tolist())
+        entered.set()
+        gate.wait(timeout=60)
+        return {"y": batch["x"] * 2.0}
+
+    batcher = Batcher(fn, concat_dicts, split_rows, max_batch=8)
+    requests = [{"x": np.full((1, 3), float(i))} for i in range(11)]
+    results = {}
+
+    def client(i):
+        results[i] = batcher(requests[i])
+
+    threads = [threading.Thread(target=client, args=(0,))]
+    threads[0].start()
+    assert entered.wait(timeout=60)
+    threads += [threading.Thread(target=client, args=(i,)) for i in range(1, 11)]
+    for t in threads[1:]:
+        t.start()
+    deadline = time.monotonic() + 60
+    while batcher._queue.qsize() < 10 and time.monotonic() < deadline:  # all ten waiting behind the first
+        time.sleep(0.01)
+    gate.set()
+    for t in threads:
+        t.join(timeout=60)
+    assert [len(c) for c in calls] == [1, 8, 2], calls
+    assert sorted(x for c in calls for x in c) == list(range(11))
+    for i, request in enumerate(requests):
+        np.testing.assert_array_equal(results[i]["y"], request["x"] * 2.0)
+
+
 def test_batcher_hands_an_error_to_every_request_of_the_batch():
     from kbert.bench.concurrency import Batcher, concat_lists, split_rows
 
@@ -135,31 +176,22 @@ def test_models_config_and_batching_parameters_parse_as_tf_serving_protos(tmp_pa
     from google.protobuf import text_format
     from tensorflow_serving.config import model_server_config_pb2
 
-    from kbert.export.serving import BATCHING_PARAMETERS, write_models_config
+    from kbert.export.serving import write_models_config
 
     (tmp_path / "sst2" / "1").mkdir(parents=True)
     (tmp_path / "sst2" / "1" / "saved_model.pb").write_bytes(b"")
     config = text_format.Parse((write_models_config(tmp_path)).read_text(),
                                model_server_config_pb2.ModelServerConfig())
     assert [c.name for c in config.model_config_list.config] == ["sst2"]
-    text = (tmp_path / "batching_parameters.txt").read_text()
-    batching = _batching_proto()
-    if batching is None:  # the proto is not in tensorflow-serving-api: check the text by hand
-        for key, value in BATCHING_PARAMETERS.items():
-            assert f"{key} {{ value: {value} }}" in text
-        assert "pad_variable_length_inputs: true" in text
-        return
-    parsed = text_format.Parse(text, batching)
+    # The batching file read by protobuf's text parser against TF Serving's BatchingParameters
+    # (tests/tf_serving_protos.py): an unknown field name or a bare number where TF Serving wants
+    # an Int64Value wrapper is a parse error.
+    parsed = text_format.Parse((tmp_path / "batching_parameters.txt").read_text(), batching_parameters_class()())
     assert parsed.max_batch_size.value == 32 and parsed.batch_timeout_micros.value == 0
-    assert parsed.num_batch_threads.value == 1 and parsed.pad_variable_length_inputs
-
-
-def _batching_proto():
-    try:
-        from tensorflow_serving.servables.tensorflow import session_bundle_config_pb2
-    except ImportError:
-        return None
-    return session_bundle_config_pb2.BatchingParameters()
+    assert parsed.num_batch_threads.value == 1 and parsed.max_enqueued_batches.value == 100
+    assert parsed.pad_variable_length_inputs
+    assert {f.name for f, _ in parsed.ListFields()} == {"max_batch_size", "batch_timeout_micros", "num_batch_threads",
+                                                        "max_enqueued_batches", "pad_variable_length_inputs"}
 
 
 # -- the serving bench --------------------------------------------------------------------------
@@ -190,18 +222,54 @@ def test_serve_bench_with_concurrency_on_a_tiny_export(capsys, tmp_path):
     tf.saved_model.save(module, str(tmp_path / "sm"), signatures={"serving_default": module.embed})
     code, out = _bench(capsys, "serve", "--saved-model", str(tmp_path / "sm"), "--batch-sizes", "1",
                        "--concurrency", "1,3", "--requests", "6", "--rounds", "1", "--warmup", "1",
-                       "--text", str(SHARED / "glue" / "SST-2" / "dev.tsv"))
+                       "--text", str(SHARED / "glue" / "SST-2" / "dev.tsv"), "--soak", "1", "--soak-clients", "3")
     assert code == 0
     for name in ("batch 1", "1 clients", "3 clients"):
         assert re.search(rf"^{name}\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d,.]+$", out, re.M), out
+    _check_soak_line(re.search(r"^soak: .*$", out, re.M).group(0))
 
 
-ORT = importlib.util.find_spec("onnxruntime") and importlib.util.find_spec("transformers")
+def _check_soak_line(line):
+    """The soak line's verdicts follow from its numbers and goals (0 differing outputs, <= 5% growth)."""
+    m = re.fullmatch(r"soak: (\d+) calls from (\d+) clients in [\d.]+ s; outputs differing from one caller's: "
+                     r"(\d+) \(goal 0: (met|MISSED)\); memory grew ([+-][\d.]+)% after warm-up "
+                     r"\(goal <= 5%: (met|MISSED)\)", line)
+    assert m, line
+    assert int(m.group(1)) > 0
+    assert m.group(4) == ("met" if int(m.group(3)) == 0 else "MISSED"), line
+    assert m.group(6) == ("met" if float(m.group(5)) <= 5.0 else "MISSED"), line
+    return m.group(4), m.group(6)
+
+
+def test_soak_says_when_a_goal_is_missed():
+    """A signature whose answers depend on the thread, and one that keeps memory: both reported MISSED."""
+    from kbert.bench.serve_bench import soak
+
+    kept, seen = [], [0]
+
+    def leaky(strings):
+        seen[0] += 1
+        if seen[0] > 64 and len(kept) < 8:  # after the 64 reference and warm-up calls: 8 x 32 MB kept
+            kept.append(np.ones(4_000_000, np.float64))
+        return {"y": np.full((len(strings), 2), float(len(strings)))}
+
+    def racy(strings):
+        return {"y": np.full((len(strings), 2), float(threading.get_ident() % 1000))}
+
+    same, memory = _check_soak_line(soak(leaky, [f"s{i}" for i in range(20)], 0.3, 2))
+    kept.clear()
+    assert (same, memory) == ("met", "MISSED")
+    same, _ = _check_soak_line(soak(racy, [f"s{i}" for i in range(20)], 0.3, 2))
+    assert same == "MISSED"
+
+
+def _need_ort_peer():
+    require_installed("onnxruntime", "onnx", "transformers", "torch", reason="the ONNX Runtime peer")
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not ORT, reason="onnxruntime / transformers not installed (pip install kbert[bench] transformers)")
 def test_encoder_bench_has_the_onnx_runtime_rows(capsys):
+    _need_ort_peer()
     code, out = _bench(capsys, "encoder", "--config", "tiny", "--batch-size", "2", "--seq-length", "16",
                        "--rounds", "1", "--warmup", "1", "--vs", "ort", "--no-peak", "--no-floor")
     assert code == 0
@@ -211,8 +279,8 @@ def test_encoder_bench_has_the_onnx_runtime_rows(capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not ORT, reason="onnxruntime / transformers not installed (pip install kbert[bench] transformers)")
 def test_serve_bench_against_onnx_runtime_on_random_tiny_weights(capsys):
+    _need_ort_peer()
     code, out = _bench(capsys, "serve", "--random-hf", "tiny", "--batch-sizes", "1", "--concurrency", "2",
                        "--requests", "4", "--min-requests", "2", "--rounds", "1", "--warmup", "1")
     assert code == 0, out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import SHARED, UNCASED_VOCAB
+from conftest import SHARED, UNCASED_VOCAB, require
 
 
 def test_tokenize_bench_smoke(capsys):
@@ -23,9 +23,7 @@ def test_tokenize_bench_smoke(capsys):
 
 
 def test_tokenize_bench_japanese_rows(capsys):
-    import pytest
-
-    pytest.importorskip("fugashi")
+    require("fugashi")
     from kbert.commands.bench import main
 
     assert main(["tokenize", "--tokenizer", "mecab-wordpiece", "--batch-size", "16", "--batches", "2",
@@ -37,9 +35,7 @@ def test_tokenize_bench_japanese_rows(capsys):
 
 
 def test_tokenize_bench_sentencepiece_rows(capsys):
-    import pytest
-
-    pytest.importorskip("sentencepiece")
+    require("sentencepiece")
     from kbert.commands.bench import main
 
     assert main(["tokenize", "--tokenizer", "sentencepiece", "--batch-size", "16", "--batches", "2",

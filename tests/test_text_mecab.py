@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-pytest.importorskip("fugashi")
-pytest.importorskip("unidic_lite")
 
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
-from conftest import SHARED  # noqa: E402
+from conftest import SHARED, require
+require("fugashi")
+require("unidic_lite")
 from kbert.text import mecab  # noqa: E402
 from kbert.text.mecab import MecabWordpieceTokenizer, ragged_to_lists  # noqa: E402
 from kbert.text.registry import create_tokenizer, tokenizer_class  # noqa: E402

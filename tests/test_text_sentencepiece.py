@@ -8,13 +8,14 @@ import tensorflow as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import REFERENCE, SHARED, run_fresh_python
+from conftest import REFERENCE, SHARED, require, run_fresh_python
+
+spm = require("sentencepiece")
 from kbert.text.registry import create_tokenizer
 from kbert.text.sentencepiece import SentencePieceTokenizer
 from kbert.text.spec import TokenizerSpec, TokenizerSpecError
 from kbert.text.vocab import VocabError
 
-spm = pytest.importorskip("sentencepiece")
 
 MODEL_DIR = SHARED / "vocab" / "ja-sentencepiece"
 MODEL = MODEL_DIR / "spm.model"

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import MINILM_DIR, REPO, SHARED, UNCASED_VOCAB
+from conftest import MINILM_DIR, REPO, SHARED, UNCASED_VOCAB, require
 
 REFERENCE = SHARED / "reference" / "ja_tokenizers.jsonl"
 
@@ -30,7 +30,7 @@ def _run(args, text: str):
 ])
 @pytest.mark.slow
 def test_every_reference_line_through_the_command_line(tokenizer, vocab, key):
-    pytest.importorskip("fugashi")
+    require("fugashi")
     rows = _rows()
     out = _run([str(SHARED / "vocab" / vocab), "--tokenizer", tokenizer], "".join(r["text"] + "\n" for r in rows))
     assert len(out) == len(rows)
@@ -78,7 +78,7 @@ def test_sources_model_dir_hf_folder_and_vocab(tmp_path):
 
 
 def test_japanese_hf_folder_and_converted_model_dir(tmp_path):
-    pytest.importorskip("fugashi")
+    require("fugashi")
     from kbert.convert import hf
 
     model_dir = hf.convert(SHARED / "weights" / "ja-tiny-random-bert", tmp_path / "model")
@@ -111,7 +111,7 @@ def test_help_does_not_import_tensorflow():
 def test_words_flag_writes_what_an_export_takes():
     """--words: the list of the reference MeCab words of each line (a row of an export's words
     input); for an in-graph tokenizer the line itself (an export's text input)."""
-    pytest.importorskip("fugashi")
+    require("fugashi")
     rows = [r for r in _rows() if "[" not in r["text"]][:50]
     code, out = _main([str(SHARED / "vocab" / "ja-char" / "vocab.txt"), "--tokenizer", "mecab-character", "--words"],
                       "".join(r["text"] + "\n" for r in rows).encode("utf-8") + b"\n")

@@ -17,7 +17,10 @@ import sys
 import numpy as np
 import pytest
 
-pytest.importorskip("jax")
+from conftest import require
+
+require("jax")
+
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WORKER = ROOT / "tests" / "backend_worker.py"

@@ -7,7 +7,7 @@ import unicodedata
 
 import pytest
 
-from conftest import SHARED
+from conftest import SHARED, require
 from kbert.text import vocab_learning_ja as ja
 from kbert.text.registry import load_tokenizer
 from kbert.text.vocab import load_vocab
@@ -27,7 +27,7 @@ def corpus(tmp_path_factory):
 
 
 def test_sentencepiece_vocab_has_the_shared_models_special_layout(corpus, tmp_path, capsys):
-    spm = pytest.importorskip("sentencepiece")
+    spm = require("sentencepiece")
     out = tmp_path / "spm.model"
     assert vocab_main(["--tokenizer", "sentencepiece", "--input", str(corpus), "--size", "3000",
                        "--out", str(out)]) == 0
@@ -47,7 +47,7 @@ def test_sentencepiece_vocab_has_the_shared_models_special_layout(corpus, tmp_pa
 
 
 def test_mecab_character_vocab_is_the_characters_by_frequency(corpus, tmp_path):
-    pytest.importorskip("fugashi")
+    require("fugashi")
     out = tmp_path / "vocab.txt"
     assert vocab_main(["--tokenizer", "mecab-character", "--input", str(corpus), "--size", "100000",
                        "--out", str(out)]) == 0
@@ -66,7 +66,7 @@ def test_mecab_character_vocab_is_the_characters_by_frequency(corpus, tmp_path):
 
 
 def test_mecab_wordpiece_vocab_learns_whole_mecab_words(corpus, tmp_path):
-    pytest.importorskip("fugashi")
+    require("fugashi")
     out = tmp_path / "vocab.txt"
     assert vocab_main(["--tokenizer", "mecab-wordpiece", "--input", str(corpus), "--size", "3000",
                        "--out", str(out)]) == 0

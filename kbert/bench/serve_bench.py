@@ -95,6 +95,10 @@ def _args(argv):
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--soak", type=float, default=0.0, metavar="SECONDS",
+                        help="--saved-model: then SOAK_CLIENTS threads call the signature for this long; reports "
+                             "calls whose outputs differ from one caller's and memory growth, each against its goal")
+    parser.add_argument("--soak-clients", type=int, default=8)
     args = parser.parse_args(argv)
     args.sizes = [int(b) for b in args.batch_sizes.split(",") if b.strip()]
     args.clients = [int(c) for c in args.concurrency.split(",") if c.strip()]
@@ -206,7 +210,59 @@ def main(argv=None):
         print(f"{runner.name:<12}{statistics.median(t) * 1e3:>10.1f}{p99 * 1e3:>10.1f}{mean * 1e3:>10.1f}"
               f"{rate:>14,.1f}")
     print("worst ratio kbert / fastest peer: n/a (serving has no peer here)")
+    if args.soak > 0:
+        print(soak(run_batch, sentences, args.soak, args.soak_clients))
     return 0
+
+
+SOAK_MEMORY_GOAL = 0.05  # resident memory may grow at most 5% after warm-up
+
+
+def soak(run_batch, sentences, seconds, clients) -> str:
+    """``clients`` threads calling ``run_batch`` on 16 fixed batches for ``seconds``: every answer
+    compared with the single-threaded one, and the process's resident memory before and after.
+    Returns the report line, which compares both with their goals."""
+    import random
+    import threading
+    import time
+
+    import numpy as np
+
+    rng = random.Random(0)
+    batches = [rng.sample(sentences, rng.randint(1, min(8, len(sentences)))) for _ in range(16)]
+    reference = [run_batch(b) for b in batches]
+    for _ in range(3):  # warm-up: the first calls allocate what later ones reuse
+        for b in batches:
+            run_batch(b)
+    rss_start, differed, calls = _rss_bytes(), [0], [0] * clients
+    deadline = time.monotonic() + seconds
+
+    def worker(k):
+        r = random.Random(k)
+        while time.monotonic() < deadline:
+            i = r.randrange(len(batches))
+            got = run_batch(batches[i])
+            if any(got[name].shape != want.shape or np.abs(got[name] - want).max() > 1e-6
+                   for name, want in reference[i].items() if np.issubdtype(want.dtype, np.number)):
+                differed[0] += 1
+            calls[k] += 1
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    growth = (_rss_bytes() - rss_start) / rss_start
+    memory = "met" if growth <= SOAK_MEMORY_GOAL else "MISSED"
+    same = "met" if differed[0] == 0 else "MISSED"
+    return (f"soak: {sum(calls)} calls from {clients} clients in {seconds:g} s; outputs differing from one "
+            f"caller's: {differed[0]} (goal 0: {same}); memory grew {growth:+.1%} after warm-up "
+            f"(goal <= {SOAK_MEMORY_GOAL:.0%}: {memory})")
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 if __name__ == "__main__":

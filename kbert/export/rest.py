@@ -4,10 +4,12 @@
 (row format) or ``{"inputs": ...}`` (columnar), as documented at
 https://www.tensorflow.org/tfx/serving/api_rest: instances are stacked along a new batch axis,
 named inputs come as objects (a signature with one input may take bare values), strings are JSON
-strings (or ``{"b64": ...}``). The response is ``{"predictions": [...]}`` for the row format
-(one object per instance when there are several outputs) and ``{"outputs": ...}`` for the
-columnar one. ``predict`` runs a loaded SavedModel's signature on such a request, so docs/serving.md's
-request/response examples are tested exactly as a server would treat them.
+strings (or ``{"b64": ...}``, which is also how string outputs named ``*_bytes`` are answered).
+The response is ``{"predictions": [...]}`` for the row format (one object per instance when
+there are several outputs) and ``{"outputs": ...}`` for the columnar one. ``predict`` runs a
+loaded SavedModel's signature on such a request, so docs/serving.md's request/response examples
+are tested exactly as a server would treat them (tests/test_rest_recorded.py checks it against
+TF Serving's documented responses).
 """
 
 from __future__ import annotations
@@ -75,8 +77,12 @@ def parse_request(body: dict, input_specs: dict) -> tuple[dict, bool]:
     return {name: _to_array(inputs[name], input_specs[name], name) for name in names}, False
 
 
-def _jsonable(array):
+def _jsonable(array, name=""):
     array = np.asarray(array)
+    if name.endswith("_bytes") and (array.dtype == object or array.dtype.kind == "S"):
+        # TF Serving: string outputs named *_bytes hold binary values, answered as {"b64": ...}
+        encode = np.vectorize(lambda b: {"b64": base64.b64encode(b).decode("ascii")}, otypes=[object])
+        return encode(array).tolist() if array.size else array.tolist()
     if array.dtype == object or array.dtype.kind == "S":
         decode = np.vectorize(lambda b: b.decode("utf-8", "replace") if isinstance(b, bytes) else b,
                               otypes=[object])
@@ -87,15 +93,16 @@ def _jsonable(array):
 def format_response(outputs: dict, row_format: bool) -> dict:
     outputs = {k: np.asarray(v) for k, v in outputs.items()}
     if not row_format:
-        values = {k: _jsonable(v) for k, v in sorted(outputs.items())}
+        values = {k: _jsonable(v, k) for k, v in sorted(outputs.items())}
         return {"outputs": next(iter(values.values())) if len(values) == 1 else values}
     batch = {v.shape[0] if v.ndim else None for v in outputs.values()}
     if len(batch) != 1 or None in batch:
         raise RestError("row format needs every output to have the same batch size; use \"inputs\"")
     n = batch.pop()
     if len(outputs) == 1:
-        return {"predictions": _jsonable(next(iter(outputs.values())))}
-    rows = [{k: _jsonable(v[i]) for k, v in sorted(outputs.items())} for i in range(n)]
+        (name, value), = outputs.items()
+        return {"predictions": _jsonable(value, name)}
+    rows = [{k: _jsonable(v[i], k) for k, v in sorted(outputs.items())} for i in range(n)]
     return {"predictions": rows}
 
 

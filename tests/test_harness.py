@@ -1,0 +1,83 @@
+"""The test harness itself (tests/conftest.py): under CI=true a missing package of the test extra or
+missing shared data fails the run naming it; a user's checkout skips with that reason instead.
+
+Each case runs pytest in a child process on a two-line test file beside a copy of conftest.py, so
+the harness is checked as pytest loads it, not as a function called by hand.
+"""
+
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+NEEDS_DATA = """
+from conftest import SHARED
+
+def test_reads_the_data():
+    (SHARED / "vocab" / "bert-base-uncased" / "vocab.txt").read_text()
+"""
+NEEDS_PACKAGE = """
+from conftest import require
+
+require("kbert_no_such_package_anywhere")
+
+def test_uses_it():
+    pass
+"""
+
+
+def _pytest(tmp_path, test_code, ci, data=None):
+    """(exit status, output) of pytest on test_code; data: a KBERT_SHARED_DATA folder to lay (a README.md
+    is what the harness looks for), else a path that does not exist."""
+    if data:
+        (tmp_path / data).mkdir()
+        (tmp_path / data / "README.md").write_text("stand-in shared data\n")
+    shutil.copy(HERE / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "test_it.py").write_text(test_code)
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER")}
+    env.update(KBERT_SHARED_DATA=str(tmp_path / (data or "no/data")), **({"CI": "true"} if ci else {}))
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-p", "no:randomly",
+                          "-p", "no:xdist", "test_it.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=120)
+    return run.returncode, run.stdout + run.stderr
+
+
+def test_missing_shared_data_fails_under_ci_naming_where_it_looked(tmp_path):
+    code, out = _pytest(tmp_path, NEEDS_DATA, ci=True)
+    assert code == pytest.ExitCode.TESTS_FAILED, out
+    assert f"shared test data is not found: no README.md in {tmp_path / 'no' / 'data'}" in out, out
+    assert " passed" not in out and " skipped" not in out, out
+
+
+def test_missing_shared_data_skips_a_users_checkout_naming_the_file(tmp_path):
+    code, out = _pytest(tmp_path, NEEDS_DATA, ci=False)
+    assert code == pytest.ExitCode.OK, out
+    assert re.search(r"1 skipped", out), out
+    assert f"needs {tmp_path / 'no' / 'data' / 'vocab' / 'bert-base-uncased' / 'vocab.txt'}" in out, out
+
+
+def test_missing_test_extra_package_fails_under_ci_naming_it(tmp_path):
+    code, out = _pytest(tmp_path, NEEDS_PACKAGE, ci=True, data="data")
+    assert code == pytest.ExitCode.INTERRUPTED, out  # a collection error stops the run
+    assert "CI=true and kbert_no_such_package_anywhere is not importable" in out, out
+    assert "1 error" in out, out
+
+
+def test_missing_test_extra_package_skips_a_users_checkout_naming_it(tmp_path):
+    code, out = _pytest(tmp_path, NEEDS_PACKAGE, ci=False, data="data")
+    assert code == pytest.ExitCode.NO_TESTS_COLLECTED, out  # the module is skipped whole
+    assert "1 skipped" in out and "kbert_no_such_package_anywhere is not importable" in out, out
+
+
+def test_test_modules_skip_on_a_missing_package_only_through_the_harness():
+    """A module that calls pytest.importorskip or skips on importlib.util.find_spec itself would be
+    skipped under CI too; conftest's require / require_installed / missing are the ways."""
+    offenders = [p.name for p in sorted(HERE.glob("*.py")) if p.name != "conftest.py"
+                 and re.search(r"importorskip\(|skipif\([^)]*find_spec", p.read_text(encoding="utf-8"))]
+    assert offenders == [], offenders
