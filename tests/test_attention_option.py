@@ -17,6 +17,8 @@ import textwrap
 import numpy as np
 import pytest
 
+from conftest import require
+
 from kbert.errors import OptionsError as TrainingOptionsError
 from kbert.tasks.options import FinetuneOptions, OptionsError
 from kbert.training.pretrain import PretrainOptions, check_attention_and_precision
@@ -63,7 +65,7 @@ CHILD = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_train_with_fused_reload_with_plain_and_auto_gives_the_same_outputs(tiny_model_dir, tmp_path):
-    pytest.importorskip("jax")
+    require("jax")
     env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu",
                PYTHONPATH=os.pathsep.join([str(REPO), str(REPO / "tests"), os.environ.get("PYTHONPATH", "")]))
     out_dir, out_file = tmp_path / "model", tmp_path / "out.npz"

@@ -10,6 +10,8 @@ import re
 import keras
 import numpy as np
 import pytest
+
+from conftest import require
 import tensorflow as tf
 
 from kbert import compat
@@ -151,7 +153,7 @@ def test_accept_raw_call_inputs_hands_strings_to_call_as_they_are():
 
 
 def test_cudnn_attention_is_the_private_jax_function_kbert_was_written_for():
-    jax = pytest.importorskip("jax")
+    jax = require("jax")
     function, reason = compat.cudnn_attention()
     # The installed JAX (0.10 here) has it; its keyword arguments are the ones the wrapper passes.
     assert reason is None and callable(function), reason
@@ -170,7 +172,7 @@ def test_cudnn_attention_is_the_private_jax_function_kbert_was_written_for():
 
 
 def test_cudnn_attention_refuses_an_old_jax(monkeypatch):
-    jax = pytest.importorskip("jax")
+    jax = require("jax")
     monkeypatch.setattr(jax, "__version__", "0.4.20")
     function, reason = compat.cudnn_attention()
     assert function is None and "0.4.20 is older than" in reason
