@@ -14,16 +14,17 @@ from kbert import model_dir as model_dir_lib
 from kbert.errors import DataError
 from kbert.tasks.base import TaskModelError
 from kbert.tasks.prediction import PredictOptions, RowProgress, write_text
-from kbert.tasks.registry import UnknownTaskError, task_type_for_model
+from kbert.tasks.registry import UnknownTaskError, named_task_of, task_type_for_model
 
 
-def predict_file(model_dir, input_path, output_path, fmt="jsonl", options=None, show_progress=False,
+def predict_file(model_dir, input_path, output_path, fmt=None, options=None, show_progress=False,
                  model=None, overwrite: bool = False) -> dict:
     """Reads ``input_path``, predicts every row with the model in ``model_dir`` and writes
     ``output_path`` atomically. ``model``: that directory's model if already loaded
     (load_task_model), to predict several files without reloading it. An existing ``output_path``
     is refused (kbert.model_dir.OutputExistsError) unless ``overwrite``; one that is the input or a
-    file of the model directory always. Returns {"rows", "model_type", "output", "seconds"}."""
+    file of the model directory always. ``fmt`` None: the task's first format (jsonl, or the
+    benchmark's own form for a named task with a ``predictor``, e.g. KorQuAD's submission JSON). Returns {"rows", "model_type", "output", "seconds"}."""
     options = options or PredictOptions()
     model_files = [p for p in pathlib.Path(model_dir).iterdir()] if pathlib.Path(model_dir).is_dir() else []
     model_dir_lib.check_output(output_path, [input_path, model_dir, *model_files], overwrite=overwrite)
@@ -35,7 +36,12 @@ def predict_file(model_dir, input_path, output_path, fmt="jsonl", options=None, 
         task_type = task_type_for_model(task_meta["type"])
     except UnknownTaskError as e:
         raise TaskModelError(f"{where}: {e}") from None
+    # A named task may read and write its benchmark's own files (its preset "predictor": an object
+    # with the four prediction methods of TaskType); otherwise the task type does.
+    named = named_task_of(task_meta)
+    task_type = named.preset.get("predictor", task_type) if named is not None else task_type
     formats = task_type.output_formats(task_meta)
+    fmt = fmt or formats[0]
     if fmt not in formats:
         raise ValueError(f"--format {fmt}: a {task_meta['type']} model writes {', '.join(formats)}")
     # Every row is read and checked before the model is even loaded.
