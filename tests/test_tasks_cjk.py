@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import CHINESE_VOCAB, SHARED
+from kbert.errors import DataError
 from kbert.tasks import metrics_cjk
 from kbert.tasks.char_tagging import to_char_tags
 
@@ -131,6 +132,13 @@ def test_klue_ner(tiny_model_dir, tmp_path):
     part.write_text("\n".join(lines[start:]), encoding="utf-8")
     predict_file(tmp_path / "ner", part, tmp_path / "ner_predicted.jsonl")
     assert _jsonl(tmp_path / "ner_predicted.jsonl") == rows
+    # a line without a tab: an error naming the file and the line, and no output file
+    bad = tmp_path / "ner_bad.tsv"
+    bad.write_text("\n".join(lines[start:start + 3]) + "\nX O\n", encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        predict_file(tmp_path / "ner", bad, tmp_path / "ner_bad.jsonl")
+    assert e.value.line == 4 and e.value.field == "tab" and str(bad) in str(e.value)
+    assert not (tmp_path / "ner_bad.jsonl").exists()
 
 
 @pytest.fixture(scope="module")
