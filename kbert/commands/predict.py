@@ -19,7 +19,9 @@ object a line with the row's "id" and {"label"} (+ "probabilities" with --probab
 {"labels": [...]} (multi-label), {"score"} (regression), {"choice", "label"} (multiple choice),
 {"tags", "entities"} (tagging; entity start/end are word indices, end exclusive), {"answer"} (QA).
 --format tsv: the same as a table; glue: the GLUE server's submission TSV (index, prediction);
-squad: {question id: answer} JSON. The whole input is read and checked first (a bad row is an
+squad: {question id: answer} JSON. Models fine-tuned on klue/*, korquad/v1.0 or cmrc2018 read the
+official files and write the official forms by default: JSON lines {"guid", "label"|"score"|"tags"} (KLUE;
+NER one tag per character) or the {question id: answer} JSON (KorQuAD, CMRC 2018). The whole input is read and checked first (a bad row is an
 error naming file and line; two rows with one id are refused), and the output is written at the end
 in one atomic step: no half file. An existing --output is refused unless --overwrite (then replaced
 whole); an --output that is the input, the model directory or one of its files, never.
@@ -42,7 +44,8 @@ def parse_args(argv=None):
     p.add_argument("--output", required=True, metavar="FILE",
                    help="where the predictions go (a new file; written atomically)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --output whole")
-    p.add_argument("--format", default="jsonl", choices=FORMATS, help="output format (default jsonl)")
+    p.add_argument("--format", default=None, choices=FORMATS,
+                   help="output format (default jsonl; the benchmark's own form for KLUE, KorQuAD and CMRC 2018 models)")
     p.add_argument("--probabilities", action="store_true", help="add the probabilities to each prediction")
     p.add_argument("--batch-size", type=int, default=64, help="rows per model call (default 64)")
     p.add_argument("--task-format", default=None,

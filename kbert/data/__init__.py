@@ -6,7 +6,8 @@ not pull in TensorFlow):
   kbert.data.examples  TaskData, the common return type of every reader
   kbert.data.textio    byte/UTF-8/line/row helpers that raise kbert.errors.DataError
   kbert.data.glue      GLUE distribution files and the TASKS registry
-  kbert.data.squad     SQuAD v1.1 / v2.0 JSON
+  kbert.data.squad     SQuAD v1.1 / v2.0 JSON (also KorQuAD 1.0, CMRC 2018)
+  kbert.data.klue      KLUE NLI / STS JSON lists and the character-per-line NER TSV
   kbert.data.conll     CoNLL-2003 style token-per-line NER files
   kbert.data.swag      SWAG CSV files
   kbert.data.table     generic CSV / TSV / JSONL with named text and label columns

@@ -26,7 +26,15 @@ def _get(path, obj, key, kind, where, expected_kind=None):
     return value
 
 
-def _answers(path, qa, key, context, where):
+def _nearby(context, text, start, tolerance):
+    """The offset nearest ``start`` (at most ``tolerance`` away) where ``text`` is in ``context``, or None."""
+    for shift in sorted(range(-tolerance, tolerance + 1), key=abs):
+        if 0 <= start + shift and context[start + shift:start + shift + len(text)] == text:
+            return start + shift
+    return None
+
+
+def _answers(path, qa, key, context, where, tolerance=0, repaired=None):
     answers = []
     for n, answer in enumerate(_get(path, qa, key, list, where, "list")):
         field = f"{key}[{n}]"
@@ -35,6 +43,11 @@ def _answers(path, qa, key, context, where):
                             field=field, value=answer)
         text = _get(path, answer, "text", str, where, "string")
         start = _get(path, answer, "answer_start", int, where, "integer")
+        if (context[start:start + len(text)] != text or start < 0) and tolerance:
+            moved = _nearby(context, text, start, tolerance)
+            if moved is not None:
+                start = moved
+                repaired.append(where)
         if context[start:start + len(text)] != text or start < 0:
             found = context[max(start, 0):max(start, 0) + len(text)]
             raise DataError(path, f"the character offset of {text!r} in the context (the context "
@@ -44,8 +57,11 @@ def _answers(path, qa, key, context, where):
     return answers
 
 
-def read_squad(path, *, labelled: bool = True, data: bytes | None = None) -> TaskData:
+def read_squad(path, *, labelled: bool = True, data: bytes | None = None, offset_tolerance: int = 0) -> TaskData:
     """Reads a SQuAD v1.1 or v2.0 file (the version is taken from the file).
+
+    offset_tolerance: an ``answer_start`` up to this many characters away from its text is moved
+    onto it (the nearest occurrence; meta "repaired_offsets" lists the questions); 0: none is.
 
     labelled=False reads questions to answer: "answers", "is_impossible" and
     "plausible_answers" are not read (examples get [] and False), so a file without them works.
@@ -66,7 +82,7 @@ def read_squad(path, *, labelled: bool = True, data: bytes | None = None) -> Tas
     version = str(root.get("version", "")) if isinstance(root, dict) else ""
     articles = _get(path, root, "data", list, "top level", "list")
     is_v2 = version.lstrip("v").startswith("2")
-    examples, seen, paragraphs = [], {}, 0
+    examples, seen, paragraphs, repaired = [], {}, 0, []
     for i, article in enumerate(articles):
         where = f"data[{i}]"
         title = article.get("title", "") if isinstance(article, dict) else ""
@@ -91,8 +107,8 @@ def read_squad(path, *, labelled: bool = True, data: bytes | None = None) -> Tas
                 if "is_impossible" in qa:
                     is_v2 = True
                     impossible = _get(path, qa, "is_impossible", bool, qwhere, "boolean")
-                answers = _answers(path, qa, "answers", context, qwhere)
-                plausible = (_answers(path, qa, "plausible_answers", context, qwhere)
+                answers = _answers(path, qa, "answers", context, qwhere, offset_tolerance, repaired)
+                plausible = (_answers(path, qa, "plausible_answers", context, qwhere, offset_tolerance, repaired)
                              if "plausible_answers" in qa else [])
                 if impossible and answers:
                     raise DataError(path, "no answers for a question with is_impossible true",
@@ -108,5 +124,5 @@ def read_squad(path, *, labelled: bool = True, data: bytes | None = None) -> Tas
     if not examples:
         raise DataError(path, "at least one question", field="data", value="no questions")
     meta = {"version": version or ("2.0" if is_v2 else "1.1"), "version_2_with_negative": is_v2,
-            "articles": len(articles), "paragraphs": paragraphs}
+            "articles": len(articles), "paragraphs": paragraphs, "repaired_offsets": repaired}
     return TaskData(examples, None, str(path), meta)

@@ -66,6 +66,8 @@ class FinetuneOptions:
     train_file: str | None = option(None, help="training file (instead of the task's file in --data-dir)")
     eval_file: str | None = option(None, help="evaluation file (instead of the task's file in --data-dir)")
     eval_split: str | None = option(None, help="split to evaluate on (default dev; MNLI dev_matched)")
+    train_rows: str | None = option(None, help="START:END slice of the training file's rows (KLUE tasks; e.g. :1500)")
+    eval_rows: str | None = option(None, help="START:END slice of the evaluation file's rows (KLUE tasks; e.g. 1500:)")
     epochs: int = option(3, help="passes over the training data")
     batch_size: int = option(32, help="training batch size")
     eval_batch_size: int = option(64, help="evaluation batch size")

@@ -14,12 +14,12 @@ from kbert import model_dir as model_dir_lib
 from kbert.errors import DataError
 from kbert.tasks.base import TaskModelError
 from kbert.tasks.prediction import PredictOptions, RowProgress, write_text
-from kbert.tasks.registry import UnknownTaskError, task_type_for_model
+from kbert.tasks.registry import UnknownTaskError, named_task_of, task_type_for_model
 from kbert.api_export import kbert_export
 
 
 @kbert_export("kbert.predict_file")
-def predict_file(model_dir, input_path, output_path, fmt="jsonl", options=None, show_progress=False,
+def predict_file(model_dir, input_path, output_path, fmt=None, options=None, show_progress=False,
                  model=None, overwrite: bool = False, attention: str = "auto",
                  mixed_precision: str = "float32") -> dict:
     """Predicts every row of a file with a fine-tuned model and writes the answers.
@@ -29,7 +29,8 @@ def predict_file(model_dir, input_path, output_path, fmt="jsonl", options=None, 
         input_path: the rows: a table (CSV/TSV/JSONL), a GLUE TSV, a CoNLL file or SQuAD JSON,
             as the model's task type reads (``options.task_format``).
         output_path: the file to write, atomically (``fmt``: ``jsonl``, ``tsv``, ``glue``, ``squad``).
-        fmt: the output format.
+        fmt: the output format; None: the task's first (jsonl, or the benchmark's own form for a
+            named task with a ``predictor``, e.g. KorQuAD's submission JSON).
         options: a ``kbert.PredictOptions`` (columns, ids, probabilities, batch size).
         show_progress: show a progress display.
         model: the directory's model if already loaded (``kbert.load_task_model``), to predict
@@ -64,12 +65,18 @@ def predict_file(model_dir, input_path, output_path, fmt="jsonl", options=None, 
         task_type = task_type_for_model(task_meta["type"])
     except UnknownTaskError as e:
         raise TaskModelError(f"{where}: {e}") from None
-    formats = task_type.output_formats(task_meta)
-    if fmt not in formats:
-        raise ValueError(f"--format {fmt}: a {task_meta['type']} model writes {', '.join(formats)}")
     from kbert.tasks.windows import model_settings
 
+    # the model's windows, as its task type (not a named task's predictor) builds it
     settings = model_settings(task_type, task_meta, options.long_documents, options.doc_stride)
+    # A named task may read and write its benchmark's own files (its preset "predictor": an object
+    # with the four prediction methods of TaskType); otherwise the task type does.
+    named = named_task_of(task_meta)
+    task_type = named.preset.get("predictor", task_type) if named is not None else task_type
+    formats = task_type.output_formats(task_meta)
+    fmt = fmt or formats[0]
+    if fmt not in formats:
+        raise ValueError(f"--format {fmt}: a {task_meta['type']} model writes {', '.join(formats)}")
     # Every row is read and checked before the model is even loaded.
     data = task_type.read_prediction_input(task_meta, input_path, options)
     check_unique_ids(input_path, data.examples)

@@ -31,7 +31,7 @@ BUILTIN_PLUGINS = ("kbert.tasks.plugins.classification", "kbert.tasks.plugins.ta
 # Modules that only register named tasks on the types above. They are imported on the first lookup,
 # not while a type module registers itself: importing a type module first (e.g. for its options
 # class) starts _load_builtins inside that module's import, before its own type exists.
-BUILTIN_TASK_PLUGINS = ("kbert.tasks.plugins.jglue",)
+BUILTIN_TASK_PLUGINS = ("kbert.tasks.plugins.jglue", "kbert.tasks.plugins.klue", "kbert.tasks.plugins.cjk_qa")
 
 _TYPES: dict = {}         # task type name -> TaskType instance
 _MODEL_TYPES: dict = {}   # kbert.json ``task.type`` (a model class's task_type) -> TaskType instance

@@ -183,11 +183,15 @@ class Recipe:
 
     metric_names: tuple = ()
     main_metric = ""
+    selects_rows = False  # whether read() applies --train-rows / --eval-rows
 
     def __init__(self, task, options: FinetuneOptions):
         self.task = task
         self.options = options
         self.task_options = task.task_type.options(options.task_options)
+        if (options.train_rows or options.eval_rows) and not self.selects_rows:
+            raise ValueError(f"--train-rows/--eval-rows select rows of the KLUE tasks' files; task {task.name!r} "
+                             "has its own subsets (--max-train-examples, --train-articles, ...)")
         self.read()
 
     @property

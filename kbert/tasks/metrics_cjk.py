@@ -1,0 +1,251 @@
+"""The official metrics of the Korean and Chinese benchmarks, each as its own script computes it.
+
+  klue/nli       accuracy (a fraction, as kbert reports accuracy everywhere)
+  klue/sts       pearson (Pearson r on the 0-5 label) and f1 (binary F1, both sides cut at 3.0; x100)
+  klue/ner       entity_macro_f1 (seqeval, strict IOB2, macro over the entity types; x100) and
+                 char_macro_f1 (sklearn macro F1 over all 13 BIO labels, O included; x100)
+  korquad/v1.0   exact_match, f1 over characters with KorQuAD's normalisation (evaluate-v1.0.py; x100)
+  cmrc2018       exact_match, f1 from mixed segmentation and the longest common substring
+                 (cmrc2018_evaluate.py; x100)
+
+The KLUE definitions are those of KLUE's baseline code (KLUE-benchmark/KLUE-baseline,
+``klue_baseline/metrics/functional.py``): seqeval and sklearn called with the same arguments.
+KorQuAD's and CMRC 2018's are scripts, not importable packages, so their few lines are restated
+here. CMRC 2018 splits non-Chinese runs with NLTK's ``word_tokenize`` (the optional extra
+``kbert[zh]``); see ``cmrc_word_tokenize`` for how that works without NLTK's downloadable data.
+
+Every function takes (predictions, labels) in that order, like kbert.tasks.metrics.
+"""
+
+from __future__ import annotations
+
+import collections
+import difflib
+import logging
+import re
+import string
+
+import numpy as np
+
+from kbert.tasks.metrics import pearson
+
+# ---------------------------------------------------------------- KLUE
+
+KLUE_STS_THRESHOLD = 3.0
+
+
+def klue_sts_f1(predictions, labels) -> float:
+    """F1 (x100) of "similar" (score >= 3.0): predicted scores against gold 0-5 scores or the
+    file's 0/1 ``binary-label`` (which is the gold score cut at 3.0)."""
+    import sklearn.metrics
+
+    predictions = np.asarray(predictions, dtype=np.float64).reshape(-1)
+    labels = np.asarray(labels, dtype=np.float64).reshape(-1)
+    gold = labels if np.isin(labels, (0.0, 1.0)).all() else labels >= KLUE_STS_THRESHOLD
+    return 100.0 * float(sklearn.metrics.f1_score(np.asarray(gold, dtype=np.int64),
+                                                  (predictions >= KLUE_STS_THRESHOLD).astype(np.int64),
+                                                  average="binary"))
+
+
+def klue_sts_metrics(predictions, scores, binary_labels) -> dict:
+    """{"pearson": r on the 0-5 scores, "f1": klue_sts_f1 on the binary labels}."""
+    return {"pearson": pearson(predictions, scores), "f1": klue_sts_f1(predictions, binary_labels)}
+
+
+def _flat(sequences) -> list:
+    return [tag for sequence in sequences for tag in sequence]
+
+
+def klue_ner_entity_macro_f1(predictions, labels) -> float:
+    """Entity-level macro F1 (x100): seqeval, strict IOB2, averaged over the entity types found in
+    gold or prediction. As KLUE's baseline, all sentences are scored as one flat sequence."""
+    from seqeval.metrics import f1_score
+    from seqeval.scheme import IOB2
+
+    predicted, gold = _flat(predictions), _flat(labels)
+    if len(predicted) != len(gold):
+        raise ValueError(f"{len(predicted)} predicted tags for {len(gold)} gold tags")
+    return 100.0 * float(f1_score([gold], [predicted], average="macro", mode="strict", scheme=IOB2))
+
+
+def klue_ner_char_macro_f1(predictions, labels, label_names) -> float:
+    """Character-level macro F1 (x100) over every label of ``label_names`` (O included), a label
+    absent from both sides counting 1 (``zero_division=True``), as KLUE's baseline computes it."""
+    import sklearn.metrics
+
+    index = {name: i for i, name in enumerate(label_names)}
+    predicted, gold = _flat(predictions), _flat(labels)
+    if len(predicted) != len(gold):
+        raise ValueError(f"{len(predicted)} predicted tags for {len(gold)} gold tags")
+    unknown = sorted(set(predicted + gold) - set(index))
+    if unknown:
+        raise ValueError(f"tags {unknown} are not among the labels {list(label_names)}")
+    return 100.0 * float(sklearn.metrics.f1_score([index[t] for t in gold], [index[t] for t in predicted],
+                                                  labels=list(range(len(label_names))), average="macro",
+                                                  zero_division=1.0))
+
+
+def klue_ner_metrics(predictions, labels, label_names) -> dict:
+    """{"entity_macro_f1", "char_macro_f1"} of per-character tag sequences."""
+    return {"entity_macro_f1": klue_ner_entity_macro_f1(predictions, labels),
+            "char_macro_f1": klue_ner_char_macro_f1(predictions, labels, label_names)}
+
+
+# ---------------------------------------------------------------- shared by the QA scripts
+
+
+def _answers(labels) -> dict:
+    """{id: [answer texts]} from a dict of that shape or from read_squad examples."""
+    if isinstance(labels, dict):
+        return {k: list(v) for k, v in labels.items()}
+    return {e["id"]: [a["text"] for a in e["answers"]] for e in labels}
+
+
+def _qa_metrics(predictions: dict, labels, exact, f1) -> dict:
+    """Both scripts: the maximum over a question's answers; a question without a prediction scores
+    0 and counts in the total; x100."""
+    gold = _answers(labels)
+    em_total = f1_total = 0.0
+    for qid, answers in gold.items():
+        if not answers:
+            raise ValueError(f"question {qid!r} has no gold answer")
+        if qid not in predictions:
+            continue
+        prediction = str(predictions[qid])
+        em_total += max(exact(prediction, a) for a in answers)
+        f1_total += max(f1(prediction, a) for a in answers)
+    n = len(gold)
+    return {"exact_match": 100.0 * em_total / n if n else 0.0, "f1": 100.0 * f1_total / n if n else 0.0,
+            "total": n, "missing": sum(qid not in predictions for qid in gold)}
+
+
+# ---------------------------------------------------------------- KorQuAD 1.0
+
+# evaluate-v1.0.py's remove_: these characters become spaces before SQuAD's normalisation.
+_KORQUAD_SPACES = str.maketrans({c: " " for c in "'\"《》<>〈〉()‘’"})
+_ASCII_PUNCTUATION = set(string.punctuation)
+
+
+def korquad_normalize(text: str) -> str:
+    """KorQuAD's normalize_answer: quotes, brackets and 《》〈〉‘’ to spaces, lower case, ASCII
+    punctuation removed, white space collapsed (no article removal: it is Korean)."""
+    text = text.translate(_KORQUAD_SPACES).lower()
+    return " ".join("".join(ch for ch in text if ch not in _ASCII_PUNCTUATION).split())
+
+
+def korquad_exact(prediction: str, gold: str) -> int:
+    return int(korquad_normalize(prediction) == korquad_normalize(gold))
+
+
+def korquad_char_f1(prediction: str, gold: str) -> float:
+    """F1 of the two bags of characters of the normalised strings, spaces left out."""
+    pred, ref = list(korquad_normalize(prediction).replace(" ", "")), list(korquad_normalize(gold).replace(" ", ""))
+    same = sum((collections.Counter(pred) & collections.Counter(ref)).values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred), same / len(ref)
+    return 2 * precision * recall / (precision + recall)
+
+
+def korquad_metrics(predictions: dict, labels) -> dict:
+    """{"exact_match", "f1", "total", "missing"} in percent: ``predictions`` {id: text},
+    ``labels`` {id: [texts]} or read_squad examples."""
+    return _qa_metrics(predictions, labels, korquad_exact, korquad_char_f1)
+
+
+# ---------------------------------------------------------------- CMRC 2018
+
+# cmrc2018_evaluate.py's sp_char, in its order. "……" is one entry of two characters, which a
+# one-character comparison never matches: a single "…" is not a mark there, and neither is here.
+CMRC_MARKS = ['-', ':', '_', '*', '^', '/', '\\', '~', '`', '+', '=', '，', '。', '：', '？', '！', '“', '”', '；',
+              '’', '《', '》', '……', '·', '、', '「', '」', '（', '）', '－', '～', '『', '』']
+_CMRC_CJK = re.compile(r"[\u4e00-\u9fa5]")
+_log = logging.getLogger(__name__)
+_punkt_warned = False
+
+
+def _nltk():
+    try:
+        import nltk
+    except ImportError:
+        raise ImportError("the cmrc2018 metric splits non-Chinese text with NLTK's word_tokenize, as the official "
+                          "script does: pip install 'kbert[zh]'") from None
+    return nltk
+
+
+def cmrc_word_tokenize(text: str) -> list:
+    """``nltk.word_tokenize(text)`` without NLTK's downloadable data where that gives the same.
+
+    ``word_tokenize`` first splits the text into sentences with the Punkt model (the ``punkt_tab``
+    data, downloaded separately), then runs the Treebank word tokenizer on each. Punkt can only
+    break a text after ``.``, ``?`` or ``!`` in the contexts its ``period_context_re`` finds (code,
+    not data). A text without such a context is one sentence whatever the model says, and
+    ``word_tokenize(text, preserve_line=True)`` (no data needed) is exactly the official result;
+    every answer of the CMRC 2018 files has none (tests/test_metrics_cjk.py checks the shared
+    trial set). A text with one uses Punkt when its data is installed, else the one-sentence form
+    (a warning says so once).
+    """
+    nltk = _nltk()
+    from nltk.tokenize.punkt import PunktLanguageVars
+
+    if PunktLanguageVars().period_context_re().search(text):
+        try:
+            return nltk.word_tokenize(text)
+        except LookupError:
+            global _punkt_warned
+            if not _punkt_warned:
+                _punkt_warned = True
+                _log.warning("NLTK's punkt_tab data is not installed: CMRC 2018 answers with sentence breaks "
+                             "inside Latin text are split as one sentence (python -m nltk.downloader punkt_tab)")
+    return nltk.word_tokenize(text, preserve_line=True)
+
+
+def cmrc_segments(text: str, remove_marks: bool = False) -> list:
+    """mixed_segmentation: lower-cased and stripped; each Chinese character (U+4E00-U+9FA5) and
+    each mark of CMRC_MARKS is a segment, the runs between them are split by word_tokenize;
+    ``remove_marks`` drops the marks first (as the F1 does)."""
+    segments, run = [], ""
+    for char in str(text).lower().strip():
+        if remove_marks and char in CMRC_MARKS:
+            continue
+        if _CMRC_CJK.search(char) or char in CMRC_MARKS:
+            if run:
+                segments.extend(cmrc_word_tokenize(run))
+                run = ""
+            segments.append(char)
+        else:
+            run += char
+    if run:
+        segments.extend(cmrc_word_tokenize(run))
+    return segments
+
+
+def cmrc_remove_marks(text: str) -> str:
+    """remove_punctuation: lower-cased, stripped, the marks of CMRC_MARKS dropped."""
+    return "".join(ch for ch in str(text).lower().strip() if ch not in CMRC_MARKS)
+
+
+def longest_common_substring(a: list, b: list) -> int:
+    """Length of the longest run of segments found in both lists (the script's find_lcs).
+    difflib's matcher finds it; autojunk off, so that frequent segments are never skipped."""
+    if not a or not b:
+        return 0
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b)).size
+
+
+def cmrc_f1(prediction: str, gold: str) -> float:
+    gold_segments, pred_segments = cmrc_segments(gold, True), cmrc_segments(prediction, True)
+    common = longest_common_substring(gold_segments, pred_segments)
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(pred_segments), common / len(gold_segments)
+    return 2 * precision * recall / (precision + recall)
+
+
+def cmrc_exact(prediction: str, gold: str) -> int:
+    return int(cmrc_remove_marks(prediction) == cmrc_remove_marks(gold))
+
+
+def cmrc2018_metrics(predictions: dict, labels) -> dict:
+    """{"exact_match", "f1", "total", "missing"} in percent, as cmrc2018_evaluate.py."""
+    return _qa_metrics(predictions, labels, cmrc_exact, cmrc_f1)

@@ -1,0 +1,212 @@
+"""klue/*, korquad/v1.0 and cmrc2018 end to end on tiny models: fine-tuning from the shared files, the
+metrics of eval_results.json equal the ones recomputed from the prediction files and the gold files,
+kbert predict writes the official forms (one tag per character; answers cut from their contexts)."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from conftest import CHINESE_VOCAB, SHARED
+from kbert.errors import DataError
+from kbert.tasks import metrics_cjk
+from kbert.tasks.char_tagging import to_char_tags
+
+KLUE = SHARED / "klue"
+NER_FILE = KLUE / "klue-ner-v1.1" / "klue-ner-v1.1_dev.tsv"
+NLI_FILE = KLUE / "klue-nli-v1.1" / "klue-nli-v1.1_dev.json"
+STS_FILE = KLUE / "klue-sts-v1.1" / "klue-sts-v1.1_dev.json"
+CMRC_FILE = SHARED / "cmrc2018" / "cmrc2018_trial.json"
+KORQUAD_FILE = SHARED / "korquad" / "KorQuAD_v1.0_dev.json"
+
+
+# ---------------------------------------------------------------- pieces -> characters (fast)
+
+
+def test_char_tags_from_piece_tags_by_hand():
+    text = "김철수 씨는"
+    # pieces: 김 (0,1) ##철수 (1,3) 씨 (4,5) ##는 (5,6); the space (3) is in no piece
+    tags = to_char_tags(["B-PS", "I-PS", "O", "O"], [(0, 1), (1, 3), (4, 5), (5, 6)], len(text))
+    assert tags == ["B-PS", "I-PS", "I-PS", "O", "O", "O"]
+    # a piece's later characters continue its entity; two pieces of one character (jamo): the first counts
+    assert to_char_tags(["B-LC", "O"], [(0, 2), (0, 2)], 3) == ["B-LC", "I-LC", "O"]
+    assert to_char_tags(["B-DT", "I-OG"], [(1, 2), (1, 2)], 2) == ["O", "B-DT"]
+
+
+def test_char_features_on_hangul_jamo(tiny_model_dir):
+    """An uncased model decomposes Hangul into jamo (several pieces per syllable): every piece maps
+    back to its syllable, only the first piece of a character is labelled, and predictions come back
+    one per character, spaces included."""
+    from kbert.data.klue import NER_LABELS
+    from kbert.tasks.char_tagging import char_features
+    from kbert.tasks.ner_alignment import IGNORE_INDEX
+    from kbert.tasks.tagger import TokenTagger
+
+    model = TokenTagger.from_model_dir(tiny_model_dir, label_names=list(NER_LABELS), seq_length=64, load_head=False)
+    text = "B 씨는 서울"
+    tags = ["B-PS", "O", "O", "O", "O", "B-LC", "I-LC"]
+    inputs, labels, spans = char_features(model, [text], [tags], NER_LABELS)
+    starts = [s for s, _ in spans[0]]
+    assert len(starts) > len(text) - 2  # jamo: more pieces than non-space characters
+    assert all(text[s:e].strip() for s, e in spans[0]) and all(e - s == 1 for s, e in spans[0])
+    first = [j for j, s in enumerate(starts) if j == 0 or s != starts[j - 1]]
+    row = labels[0, 1:1 + len(starts)]
+    assert [NER_LABELS[row[j]] for j in first] == [tags[starts[j]] for j in first]
+    assert all(row[j] == IGNORE_INDEX for j in range(len(starts)) if j not in first)
+    assert inputs["input_mask"][0].sum() == len(starts) + 2
+
+
+# ---------------------------------------------------------------- end to end (slow)
+
+
+def _finetune(init, model_dir, task, **kwargs):
+    from kbert.tasks.options import FinetuneOptions
+    from kbert.training.finetune import finetune
+
+    return finetune(FinetuneOptions(task=task, init=str(init), model_dir=str(model_dir), epochs=1, batch_size=8,
+                                    learning_rate=1e-3, **kwargs), progress_bar=False)
+
+
+def _jsonl(path):
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _same(reported, recomputed):
+    assert round(reported, 2) == pytest.approx(round(recomputed, 2), abs=0.01)
+
+
+@pytest.mark.slow
+def test_klue_nli_and_sts(tiny_model_dir, tmp_path):
+    from kbert.tasks.predict import predict_file
+
+    raw = json.loads(NLI_FILE.read_text(encoding="utf-8"))
+    result = _finetune(tiny_model_dir, tmp_path / "nli", "klue/nli", train_file=str(NLI_FILE), eval_file=str(NLI_FILE),
+                       train_rows=":48", eval_rows="1970:", seq_length=64)
+    rows = _jsonl(tmp_path / "nli" / "predictions.jsonl")
+    gold = {r["guid"]: r["gold_label"] for r in raw[1970:]}
+    assert [r["guid"] for r in rows] == list(gold)
+    _same(result["best"]["accuracy"], sum(r["label"] == gold[r["guid"]] for r in rows) / len(rows))
+    # kbert predict on an official file of those rows: the same rows, guid and label
+    unlabelled = tmp_path / "nli_rows.json"
+    unlabelled.write_text(json.dumps([{k: v for k, v in r.items() if k != "gold_label"} for r in raw[1970:]],
+                                     ensure_ascii=False), encoding="utf-8")
+    predict_file(tmp_path / "nli", unlabelled, tmp_path / "nli_predicted.jsonl")
+    assert _jsonl(tmp_path / "nli_predicted.jsonl") == rows
+
+    raw = json.loads(STS_FILE.read_text(encoding="utf-8"))
+    result = _finetune(tiny_model_dir, tmp_path / "sts", "klue/sts", train_file=str(STS_FILE), eval_file=str(STS_FILE),
+                       train_rows=":48", eval_rows="310:", seq_length=64)
+    rows = _jsonl(tmp_path / "sts" / "predictions.jsonl")
+    scores = np.array([r["score"] for r in rows])
+    assert ((scores >= 0) & (scores <= 5)).all()
+    labels = np.array([r["labels"]["label"] for r in raw[310:]])
+    binary = np.array([r["labels"]["binary-label"] for r in raw[310:]])
+    _same(result["best"]["pearson"], np.corrcoef(scores, labels)[0, 1])
+    tp = int(((scores >= 3) & (binary == 1)).sum())
+    fp, fn = int(((scores >= 3) & (binary == 0)).sum()), int(((scores < 3) & (binary == 1)).sum())
+    _same(result["best"]["f1"], 0.0 if tp == 0 else 100 * 2 * tp / (2 * tp + fp + fn))
+    assert set(result["best"]) >= {"pearson", "f1"}
+
+
+@pytest.mark.slow
+def test_klue_ner(tiny_model_dir, tmp_path):
+    from kbert.data.klue import NER_LABELS, read_ner
+    from kbert.tasks.predict import predict_file
+
+    result = _finetune(tiny_model_dir, tmp_path / "ner", "klue/ner", train_file=str(NER_FILE), eval_file=str(NER_FILE),
+                       train_rows=":48", eval_rows="3480:", seq_length=64)
+    rows = _jsonl(tmp_path / "ner" / "predictions.jsonl")
+    gold = read_ner(NER_FILE).examples[3480:]
+    assert [r["guid"] for r in rows] == [e["id"] for e in gold]
+    # one tag per character, spaces included, also for sentences longer than the 64-piece window
+    assert [len(r["tags"]) for r in rows] == [len(e["text"]) for e in gold]
+    assert max(len(e["text"]) for e in gold) > 62
+    predicted, truth = [r["tags"] for r in rows], [e["tags"] for e in gold]
+    _same(result["best"]["entity_macro_f1"], metrics_cjk.klue_ner_entity_macro_f1(predicted, truth))
+    _same(result["best"]["char_macro_f1"], metrics_cjk.klue_ner_char_macro_f1(predicted, truth, NER_LABELS))
+    # kbert predict on the official TSV of those sentences writes the same rows
+    lines = NER_FILE.read_text(encoding="utf-8").split("\n")
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"## {gold[0]['id']}\t"))
+    part = tmp_path / "ner_rows.tsv"
+    part.write_text("\n".join(lines[start:]), encoding="utf-8")
+    predict_file(tmp_path / "ner", part, tmp_path / "ner_predicted.jsonl")
+    assert _jsonl(tmp_path / "ner_predicted.jsonl") == rows
+    # a line without a tab: an error naming the file and the line, and no output file
+    bad = tmp_path / "ner_bad.tsv"
+    bad.write_text("\n".join(lines[start:start + 3]) + "\nX O\n", encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        predict_file(tmp_path / "ner", bad, tmp_path / "ner_bad.jsonl")
+    assert e.value.line == 4 and e.value.field == "tab" and str(bad) in str(e.value)
+    assert not (tmp_path / "ner_bad.jsonl").exists()
+
+
+@pytest.fixture(scope="module")
+def tiny_chinese_model_dir(tmp_path_factory):
+    """BERT-Tiny, randomly initialised, with Google's Chinese vocabulary (a piece per CJK character)."""
+    import keras
+
+    from kbert import BertConfig, BertEncoder
+    from kbert.model_dir import save_model_dir
+
+    keras.utils.set_random_seed(0)
+    out = tmp_path_factory.mktemp("tiny_zh") / "model"
+    config = BertConfig.preset("tiny", max_position_embeddings=128, vocab_size=21128)
+    save_model_dir(out, BertEncoder(config), vocab_file=CHINESE_VOCAB, do_lower_case=True)
+    return out
+
+
+def _qa_check(model_dir, result, examples, metric):
+    predictions = json.loads((model_dir / "predictions.json").read_text(encoding="utf-8"))
+    assert list(predictions) == [e["id"] for e in examples]
+    for e in examples:  # cut from the context: a substring, never pieces glued back together
+        assert predictions[e["id"]] in e["context"]
+    recomputed = metric(predictions, {e["id"]: [a["text"] for a in e["answers"]] for e in examples})
+    _same(result["best"]["exact_match"], recomputed["exact_match"])
+    _same(result["best"]["f1"], recomputed["f1"])
+    return predictions
+
+
+@pytest.mark.slow
+def test_cmrc2018(tiny_chinese_model_dir, tmp_path):
+    from kbert.data.squad import read_squad
+    from kbert.tasks.plugins.span_qa import SquadOptions
+    from kbert.tasks.predict import predict_file
+
+    result = _finetune(tiny_chinese_model_dir, tmp_path / "cmrc", "cmrc2018", train_file=str(CMRC_FILE),
+                       eval_file=str(CMRC_FILE), seq_length=128,
+                       task_options=SquadOptions(train_articles=":12", eval_articles="250:", doc_stride=64))
+    root = json.loads(CMRC_FILE.read_text(encoding="utf-8"))
+    titles = [a["title"] for a in root["data"]][250:]
+    examples = [e for e in read_squad(CMRC_FILE, offset_tolerance=2).examples if e["title"] in titles]
+    predictions = _qa_check(tmp_path / "cmrc", result, examples, metrics_cjk.cmrc2018_metrics)
+    assert any(len(a) > 1 for a in predictions.values())
+    part = tmp_path / "cmrc_part.json"
+    part.write_text(json.dumps({"version": "v1.0", "data": root["data"][250:]}, ensure_ascii=False), encoding="utf-8")
+    predict_file(tmp_path / "cmrc", part, tmp_path / "cmrc_predicted.json")  # default: the submission JSON
+    assert json.loads((tmp_path / "cmrc_predicted.json").read_text(encoding="utf-8")) == predictions
+
+
+@pytest.mark.slow
+def test_korquad(tiny_model_dir, tmp_path):
+    """KorQuAD is read whole (its licence allows no modified copy): articles are chosen at run time."""
+    from kbert.data.squad import read_squad
+    from kbert.tasks.plugins.span_qa import SquadOptions
+    from kbert.tasks.predict import predict_file
+
+    result = _finetune(tiny_model_dir, tmp_path / "kq", "korquad/v1.0", train_file=str(KORQUAD_FILE),
+                       eval_file=str(KORQUAD_FILE), seq_length=128,
+                       task_options=SquadOptions(train_articles=":2", eval_articles="139:", doc_stride=64))
+    titles = [a["title"] for a in json.loads(KORQUAD_FILE.read_text(encoding="utf-8"))["data"]][139:]
+    examples = [e for e in read_squad(KORQUAD_FILE).examples if e["title"] in titles]
+    predictions = _qa_check(tmp_path / "kq", result, examples, metrics_cjk.korquad_metrics)
+    assert any(" " in a for a in predictions.values())  # Korean spacing kept
+    # kbert predict: a question of our own on a Korean context, answered in the submission form
+    own = {"version": "1", "data": [{"title": "t", "paragraphs": [{"context": "임종석은 1989년 2월 15일 지명수배되었다.",
+                                                                   "qas": [{"id": "k1", "question": "언제?"}]}]}]}
+    path = tmp_path / "own.json"
+    path.write_text(json.dumps(own, ensure_ascii=False), encoding="utf-8")
+    predict_file(tmp_path / "kq", path, tmp_path / "own_predicted.json")
+    answer = json.loads((tmp_path / "own_predicted.json").read_text(encoding="utf-8"))["k1"]
+    assert answer and answer in own["data"][0]["paragraphs"][0]["context"]
+    assert not math.isnan(result["best"]["f1"])
