@@ -21,7 +21,7 @@ from kbert.tasks.base import TaskModel, TaskModelError, host_packing
 from kbert.tasks.batching import in_input_order, length_order, progress_callbacks
 from kbert.tasks.heads import PooledHead
 from kbert.tasks.text_inputs import take_rows, text_lengths, text_segments
-from kbert.tasks.windows import check_long_documents, default_stride
+from kbert.tasks.windows import window_settings
 from kbert.api_export import kbert_export
 
 
@@ -37,11 +37,9 @@ class _PooledTextModel(TaskModel):
         # Texts longer than seq_length: cut ("truncate") or read in windows whose outputs are
         # combined into one answer per text (kbert.tasks.window_inputs).
         try:
-            check_long_documents(long_documents, doc_stride, self.seq_length)
+            self.long_documents, self.doc_stride = window_settings(long_documents, doc_stride, self.seq_length)
         except ValueError as e:
             raise TaskModelError(str(e)) from None
-        self.long_documents = long_documents
-        self.doc_stride = int(doc_stride) if doc_stride is not None else default_stride(self.seq_length)
         config = encoder.config
         self.head = PooledHead(config.hidden_size, num_outputs, dropout=dropout,
                                initializer_range=config.initializer_range, name=self.head_name)

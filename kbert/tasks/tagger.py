@@ -31,7 +31,7 @@ from kbert.tasks.datasets import make_dataset
 from kbert.tasks.heads import SequenceHead
 from kbert.tasks.inference_step import inference_step
 from kbert.tasks.ner_alignment import IGNORE_INDEX, entity_spans
-from kbert.tasks.windows import check_long_documents, default_stride, max_context_mask, window_rows
+from kbert.tasks.windows import max_context_mask, window_rows, window_settings
 from kbert.text.pre_tokenize import needs_pre_tokenize, pre_tokenize_data
 from kbert.api_export import kbert_export
 
@@ -120,11 +120,9 @@ class TokenTagger(TaskModel):
         # Sentences longer than seq_length: cut (their last words get fill_label) or read in windows,
         # each word tagged from the window where it has the most context (kbert.tasks.windows).
         try:
-            check_long_documents(long_documents, doc_stride, self.seq_length)
+            self.long_documents, self.doc_stride = window_settings(long_documents, doc_stride, self.seq_length)
         except ValueError as e:
             raise TaskModelError(str(e)) from None
-        self.long_documents = long_documents
-        self.doc_stride = int(doc_stride) if doc_stride is not None else default_stride(self.seq_length)
         if ignore_index != IGNORE_INDEX:  # recorded in kbert.json for readers; not configurable
             raise TaskModelError(f"ignore_index must be {IGNORE_INDEX}, got {ignore_index!r}")
         if not label_names or len(label_names) < 2:

@@ -28,6 +28,13 @@ def default_stride(seq_length: int) -> int:
     return max(1, (int(seq_length) - 2) // 2)
 
 
+def window_settings(long_documents, doc_stride, seq_length) -> tuple:
+    """``(long_documents, stride)`` of a task model: checked (ValueError, naming the flags), the
+    stride ``default_stride`` when none is given."""
+    check_long_documents(long_documents, doc_stride, seq_length)
+    return long_documents, int(doc_stride) if doc_stride is not None else default_stride(seq_length)
+
+
 def check_long_documents(long_documents, doc_stride, seq_length) -> None:
     """Raises ValueError (naming the flags) for a mode other than truncate/windows or a stride that
     is not a positive number below ``seq_length``."""

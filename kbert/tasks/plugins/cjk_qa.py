@@ -41,12 +41,7 @@ class _OfficialQARecipe(SquadRecipe):
         return False  # every question has an answer
 
     def evaluate(self, model):
-        questions = [e["question"] for e in self.dev]
-        contexts = [e["context"] for e in self.dev]
-        if not hasattr(self, "_dev_windows"):  # the same windows every epoch
-            self._dev_windows = model.windows(questions, contexts)
-        predictions = model.predict_windows(contexts, self._dev_windows, batch_size=self.options.eval_batch_size)
-        by_id = {e["id"]: p for e, p in zip(self.dev, predictions)}
+        by_id = self.dev_predictions(model)
         result = type(self).metric({k: p.text for k, p in by_id.items()}, self.dev)
         return {"exact_match": result["exact_match"], "f1": result["f1"]}, by_id
 

@@ -104,13 +104,17 @@ class SquadRecipe(Recipe):
                              [e["is_impossible"] for e in self.train], batch_size=self.options.batch_size,
                              shuffle=True, seed=self.options.seed, boundaries=self.boundaries(model.seq_length))
 
-    def evaluate(self, model):
+    def dev_predictions(self, model) -> dict:
+        """{question id: SquadPrediction} of the dev examples (their windows made once, reused every epoch)."""
         questions = [e["question"] for e in self.dev]
         contexts = [e["context"] for e in self.dev]
         if not hasattr(self, "_dev_windows"):  # the same windows every epoch
             self._dev_windows = model.windows(questions, contexts)
         predictions = model.predict_windows(contexts, self._dev_windows, batch_size=self.options.eval_batch_size)
-        by_id = {e["id"]: p for e, p in zip(self.dev, predictions)}
+        return {e["id"]: p for e, p in zip(self.dev, predictions)}
+
+    def evaluate(self, model):
+        by_id = self.dev_predictions(model)
         from kbert.text.registry import f1_unit as tokenizer_f1_unit  # characters for Japanese/Chinese
 
         result = squad_metrics({k: p.text for k, p in by_id.items()}, self.dev, self.version_2,
