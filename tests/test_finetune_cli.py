@@ -185,6 +185,10 @@ def test_swag_multiple_choice(tiny_model_dir, tmp_path):
         predictions = list(csv.DictReader(f))
     assert [p["id"] for p in predictions] == [str(i) for i in range(6)]
     assert all(p["pred"] in {"0", "1", "2", "3"} for p in predictions)
+    # the file's choices are the saved model's own (SWAG's input: sent1, then sent2 + " " + each ending)
+    own = load_task_model(out).predict_choices({"text_a": [r[0] for r in rows[:6]],
+                                                "choices": [[f"{r[1]} {e}" for e in r[2]] for r in rows[:6]]})
+    assert [int(p["pred"]) for p in predictions] == own.tolist()
     # accuracy recomputed from the file against the validation labels
     assert best["accuracy"] == pytest.approx(np.mean([int(p["pred"]) == rows[i][3] for i, p in enumerate(predictions)]))
 
