@@ -14,7 +14,10 @@
   ``--verbose`` adds the traceback. The commands' parsers (``ArgumentParser`` below) report a wrong
   command line the same way: one line, exit status 1, not argparse's usage text and status 2.
 
-Nothing here is applied when kbert is used as a library: only ``run`` installs the filters.
+It also starts faster: TensorFlow's and Keras' eager imports of scikit-learn, matplotlib, IPython and
+JAX, for integrations no command uses, are declined (kbert.cli_startup).
+
+Nothing here is applied when kbert is used as a library: only ``run`` installs the filters and the hook.
 """
 
 from __future__ import annotations
@@ -235,6 +238,9 @@ def quiet_setup():
 # -- the entry --------------------------------------------------------------------------------------
 def run(name: str, main, argv=None) -> int:
     """Runs ``main(argv)`` as the command ``kbert NAME``; returns the exit status."""
+    from kbert.cli_startup import decline_optional_imports
+
+    decline_optional_imports()  # TensorFlow's and Keras' eager imports of packages a command never uses
     argv = list(sys.argv[1:] if argv is None else argv)
     _state["verbose"] = VERBOSE_FLAG in argv
     _state["name"] = name

@@ -40,6 +40,17 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+# -- Keras configuration ------------------------------------------------------------------------
+def keras_backend_while_importing() -> str | None:
+    """The backend Keras' configuration has read (KERAS_BACKEND, ~/.keras/keras.json), from the
+    module that holds it, or None before Keras has read it. Readable while Keras itself is still
+    being imported (kbert.cli_startup asks then), when ``keras.backend.backend()`` is not there yet."""
+    import sys
+
+    config = sys.modules.get("keras.src.backend.config")
+    return None if config is None else config.backend()
+
+
 # -- Keras saving -------------------------------------------------------------------------------
 def save_weights_only(layer, path) -> None:
     """``.weights.h5`` of a ``keras.Layer`` (Layers, unlike Models, have no public ``save_weights``;

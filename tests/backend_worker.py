@@ -275,4 +275,7 @@ def main(job, model_dir, out, *args):
 
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from kbert.cli_startup import decline_optional_imports
+
+    decline_optional_imports()  # starts as a kbert command does (none of TF's optional integrations is used)
     main(*sys.argv[1:])

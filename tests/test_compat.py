@@ -31,6 +31,10 @@ def test_no_private_api_outside_compat():
     assert not hits, "private APIs outside kbert/compat.py:\n" + "\n".join(hits)
 
 
+def test_keras_backend_while_importing():
+    assert compat.keras_backend_while_importing() == keras.backend.backend()
+
+
 def test_graph_in_xla_context():
     seen = {}
 

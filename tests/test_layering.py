@@ -49,11 +49,12 @@ LAYERS = [
     ("models and data", {"data", "models", "convert", "model_dir", "hub_models", "random_model"}),
     ("text and layers", {"text", "layers"}),
     # cli_support: flag parsing and error reporting shared by every command's main (kbert's commands and
-    # the bench's); it imports nothing of kbert, so any layer's command entry point may use it;
+    # the bench's); it imports nothing of kbert but cli_startup (the command process's import hook, over compat), so
+    # any layer's command entry point may use it;
     # api_export: the public names' declaration and table; options: the typed options' field helper (both
     # import nothing of kbert)
-    ("foundation", {"config", "model_metadata", "errors", "compat", "resources", "cli_support", "api_export",
-                    "options"}),
+    ("foundation", {"config", "model_metadata", "errors", "compat", "resources", "cli_support", "cli_startup",
+                    "api_export", "options"}),
 ]
 
 # Imports in files that another change is rewriting (the training loops moving into
