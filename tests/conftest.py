@@ -106,29 +106,6 @@ def pytest_sessionstart(session):
                     returncode=pytest.ExitCode.TESTS_FAILED)
 
 
-# README's test command spreads the suite over two workers with ``--dist loadgroup``: each group runs
-# whole on one worker. A test file is its own group (module fixtures are made once), except the files
-# below, which share a session fixture that takes a minute or more to make: on one worker it is made
-# once instead of once per worker.
-SHARED_FIXTURE_GROUPS = {
-    "readme_scratch": ("test_readme_commands", "test_pretrain_demo_ja"),  # the docs commands' folder, demo ja
-    "pretrain_run": ("test_cli", "test_explore_training", "test_pretrain_cli", "test_finetune_cli",  # + sst2_finetune_run
-                     "test_bench", "test_pretraining_data"),  # + pretraining_records
-    "task_exports": ("test_export_task", "test_export_endpoints", "test_serving_load", "test_explore_heads"),
-    "ja_model_dirs": ("test_export_mecab", "test_export_mecab_answers"),
-    "uncased_preprocessor_export": ("test_text_preprocessor", "test_reliability_text"),
-}
-_GROUP_OF = {module: group for group, modules in SHARED_FIXTURE_GROUPS.items() for module in modules}
-
-
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the marks
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if not any(item.iter_markers("xdist_group")):
-            module = item.path.stem
-            item.add_marker(pytest.mark.xdist_group(_GROUP_OF.get(module, module)))
-
-
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
