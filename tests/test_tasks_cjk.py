@@ -141,6 +141,42 @@ def test_klue_ner(tiny_model_dir, tmp_path):
     assert not (tmp_path / "ner_bad.jsonl").exists()
 
 
+@pytest.mark.slow
+def test_klue_ner_export_tags_every_character_as_predict_does(tiny_model_dir, tmp_path):
+    """kbert export task of a klue/ner model: serving_default answers a tag per character, the tags
+    kbert predict writes. The head is random (a 48-row fine-tune tags nearly everything O, which any
+    rule would match), so pieces of one word, jamo of one syllable and spaces get different tags."""
+    import keras
+    import tensorflow as tf
+
+    from kbert.data.klue import NER_LABELS, read_ner
+    from kbert.export.task import export_task
+    from kbert.tasks.char_tagging import predict_char_tags
+    from kbert.tasks.tagger import TokenTagger
+
+    keras.utils.set_random_seed(0)
+    model = TokenTagger.from_model_dir(tiny_model_dir, label_names=list(NER_LABELS), seq_length=32,
+                                       fill_label=NER_LABELS.index("O"), load_head=False)
+    for w in model.head.weights:
+        w.assign(np.random.default_rng(1).normal(0, 0.5, w.shape).astype("float32"))
+    model.save_model_dir(tmp_path / "ner", extra_info={"task_name": "klue/ner"})
+    # real sentences (one longer than the 30 pieces a row holds), Hangul decomposed into jamo by the
+    # uncased vocabulary, an empty one and mixed scripts
+    texts = [e["text"] for e in read_ner(NER_FILE).examples[3480:3486]] + ["", "Seoul 서울 2024년 — ok"]
+    assert max(len(t) for t in texts) > 40
+    expected = predict_char_tags(model, texts)
+    assert len({t for tags in expected for t in tags}) > 3  # varied tags, not one everywhere
+    served = tf.saved_model.load(str(export_task(tmp_path / "ner", tmp_path / "saved" / "1")))
+    out = served.signatures["serving_default"](text=tf.constant(texts))
+    num = out["num_chars"].numpy().tolist()
+    assert num == [len(t) for t in texts]
+    tags = [[t.decode() for t in row[:n]] for row, n in zip(out["tags"].numpy(), num)]
+    assert tags == expected
+    assert all(set(row[n:]) <= {b""} for row, n in zip(out["tags"].numpy(), num))
+    ids = out["tag_ids"].numpy()
+    assert [[NER_LABELS[i] for i in row[:n]] for row, n in zip(ids, num)] == expected
+
+
 @pytest.fixture(scope="module")
 def tiny_chinese_model_dir(tmp_path_factory):
     """BERT-Tiny, randomly initialised, with Google's Chinese vocabulary (a piece per CJK character)."""

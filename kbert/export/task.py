@@ -91,6 +91,7 @@ def export_task(model_dir, out_dir, warmup: bool = True, overwrite: bool = False
     """
     from kbert import model_dir as model_dir_lib
     from kbert.tasks import load_task_model
+    from kbert.tasks.registry import named_task_of
     from kbert.tasks.windows import model_settings
 
     model_dir, out_dir = pathlib.Path(model_dir), pathlib.Path(out_dir)
@@ -103,6 +104,11 @@ def export_task(model_dir, out_dir, warmup: bool = True, overwrite: bool = False
     module = _TaskModule(model)
     task_type = task_type_for_model(model.task_type)
     serve, serve_ids = task_type.signatures(module)
+    # A named task whose predictions take another form (klue/ner: a tag per character) serves that form.
+    named = named_task_of(model_dir_lib.read_metadata(model_dir).get("task") or {})
+    own = getattr(named.preset.get("predictor"), "signatures", None) if named is not None else None
+    if own is not None and (signatures := own(module)) is not None:
+        serve, serve_ids = signatures
     words = takes_words(model.tokenizer)
     if words and not _takes_words_itself(serve):  # MeCab runs in the client: the same graph, fed words
         serve = words_signature(serve)

@@ -88,3 +88,55 @@ def predict_char_tags(model, texts, batch_size: int = 64, progress=None) -> list
         if progress is not None:
             progress(len(rows))
     return result
+
+
+def char_tag_signatures(module, serve_ids) -> tuple:
+    """(serve, serve_ids) for a task SavedModel of a per-character tagger (klue/ner): ``serving_default``
+    takes sentences (``text``) and returns ``tags`` and ``tag_ids`` [batch, longest sentence's characters]
+    ("" and -1 past a sentence's end) and ``num_chars``, by the rule of ``to_char_tags``, in the graph:
+    the same tokenizer offsets as ``char_features``, each character owned by the first piece that
+    covers it. ``serve_ids`` (the tagging type's: a tag per piece) is returned with it."""
+    from kbert.tasks.signatures import valid_utf8
+
+    model = module.model
+    names = list(model.label_names)
+    inside = [names.index("I-" + n[2:]) if n[:2] in ("B-", "I-") and "I-" + n[2:] in names else i
+              for i, n in enumerate(names)]
+    outside = names.index(OUTSIDE) if OUTSIDE in names else model.fill_label
+    special = model.tokenizer.special_token_ids
+    cls, sep, pad = special["start_of_sequence_id"], special["end_of_segment_id"], special["padding_id"]
+    seq = model.seq_length
+    beyond = tf.int32.max  # pads the piece starts, so that searching them never lands past a row's pieces
+
+    @tf.function(input_signature=[{"text": tf.TensorSpec([None], tf.string, name="text")}])
+    def serve(inputs):
+        text = valid_utf8(inputs["text"])
+        ids, starts, ends = model.tokenizer.tokenize_with_offsets(text, unit="UTF8_CHAR")
+        ids, starts, ends = (tf.cast(r.merge_dims(1, 2)[:, :seq - 2], tf.int32) for r in (ids, starts, ends))
+        n = tf.shape(text)[0]
+        ends_of_row = tf.RaggedTensor.from_tensor(tf.zeros([n, 1], tf.int32))
+        row = tf.concat([ends_of_row + cls, ids, ends_of_row + sep], axis=1)
+        word_ids = row.to_tensor(default_value=pad, shape=[None, seq])
+        packed = {"input_word_ids": word_ids, "input_mask": tf.ones_like(row).to_tensor(0, shape=[None, seq]),
+                  "input_type_ids": tf.zeros_like(word_ids)}
+        piece_tags = tf.argmax(model(packed, training=False), axis=-1, output_type=tf.int32)[:, 1:seq - 1]
+        starts_d = starts.to_tensor(default_value=beyond, shape=[None, seq - 2])
+        ends_d = ends.to_tensor(default_value=0, shape=[None, seq - 2])
+        num_chars = tf.strings.length(text, unit="UTF8_CHAR")
+        width = tf.reduce_max(tf.concat([num_chars, [0]], 0))
+        chars = tf.broadcast_to(tf.range(width)[None], [n, width])
+        last = tf.searchsorted(starts_d, chars, side="right") - 1  # the last piece starting at or before
+        start = tf.gather(starts_d, tf.maximum(last, 0), batch_dims=1)
+        owner = tf.searchsorted(starts_d, start, side="left")  # the first of the pieces with that start
+        owner = tf.minimum(owner, seq - 3)
+        owner_start = tf.gather(starts_d, owner, batch_dims=1)
+        owner_end = tf.gather(ends_d, owner, batch_dims=1)
+        tag = tf.gather(piece_tags, owner, batch_dims=1)
+        tag = tf.where(chars == owner_start, tag, tf.gather(tf.constant(inside, tf.int32), tag))
+        covered = (last >= 0) & (chars < owner_end)
+        valid = tf.sequence_mask(num_chars, width)
+        tag_ids = tf.where(valid, tf.where(covered, tag, outside), -1)
+        tags = tf.where(valid, tf.gather(tf.constant(names), tf.maximum(tag_ids, 0)), "")
+        return {"tags": tags, "tag_ids": tag_ids, "num_chars": num_chars}
+
+    return serve, serve_ids

@@ -161,6 +161,17 @@ class KluePredictor:
     def output_formats(self, task_meta):
         return ("jsonl", "tsv")
 
+    def signatures(self, module):
+        """kbert export task: NER's serving_default tags every character of a sentence, as ``predict``
+        does (the tagging type's would tag whitespace words); None for NLI and STS (the task type's)."""
+        if self.kind != "ner":
+            return None
+        from kbert.tasks.char_tagging import char_tag_signatures
+        from kbert.tasks.registry import task_type_for_model
+
+        _, serve_ids = task_type_for_model(module.model.task_type).signatures(module)
+        return char_tag_signatures(module, serve_ids)
+
     def read_prediction_input(self, task_meta, path, options):
         if options.task_format not in (None, "klue"):
             raise ValueError(f"--task-format {options.task_format!r}: a KLUE {self.kind.upper()} model reads "
