@@ -235,11 +235,43 @@ def uncased_preprocessor_export(tmp_path_factory) -> pathlib.Path:
     """The bert-base-uncased preprocessor at sequence length 64, exported once through the CLI entry point
     (``python -m kbert.export preprocessor VOCAB OUT --seq-length 64``, in-process): test_text_preprocessor
     loads it in a fresh process, test_reliability_text feeds it any input."""
-    from kbert.commands.export import main
+    def make(folder):
+        from kbert.commands.export import main
 
-    out = tmp_path_factory.mktemp("export") / "preprocessor"
-    assert main(["preprocessor", str(UNCASED_VOCAB), str(out), "--seq-length", "64"]) == 0
-    return out
+        assert main(["preprocessor", str(UNCASED_VOCAB), str(folder / "preprocessor"), "--seq-length", "64"]) == 0
+        return {"path": str(folder / "preprocessor")}
+
+    return pathlib.Path(made_once(tmp_path_factory, "uncased_preprocessor_export", make)["path"])
+
+
+def run_folder(tmp_path_factory, name: str) -> pathlib.Path:
+    """A folder every pytest-xdist worker of this test run sees: beside the workers' own temporary
+    folders (their common parent, new for each run); without workers, in this process's."""
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+    root.mkdir(exist_ok=True)
+    return root
+
+
+def made_once(tmp_path_factory, name: str, make: typing.Callable[[pathlib.Path], dict]) -> dict:
+    """``make(folder)`` once per test run, whichever worker asks first; a worker that asks meanwhile
+    waits for it, and all get the same JSON-ready result. This is pytest-xdist's recipe for a session
+    fixture that must run once (a file lock in a folder the workers share): a run or an export that
+    takes tens of seconds is made once instead of once per worker. A failure is not kept: the next
+    asker tries again in a fresh folder."""
+    import json
+    import tempfile
+
+    from filelock import FileLock
+
+    root = run_folder(tmp_path_factory, "made-once")
+    record = root / f"{name}.json"
+    with FileLock(str(root / f"{name}.lock")):
+        if record.exists():
+            return json.loads(record.read_text(encoding="utf-8"))
+        result = make(pathlib.Path(tempfile.mkdtemp(prefix=f"{name}-", dir=root)))
+        record.write_text(json.dumps(result), encoding="utf-8")
+        return result
 
 
 def run_fresh_python(code: str, timeout: int = 300) -> str:
@@ -262,25 +294,30 @@ def run_fresh_python(code: str, timeout: int = 300) -> str:
 def small_vocab(tmp_path_factory) -> pathlib.Path:
     """A ~1.4k-token WordPiece vocab learned from one novel: keeps pre-training tests fast
     (the MLM softmax over 30k tokens dominates a BERT-Tiny step on CPU)."""
-    from kbert.text.vocab_learning import learn_vocab, write_vocab
+    def make(folder):
+        from kbert.text.vocab_learning import learn_vocab, write_vocab
 
-    path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
-    write_vocab(learn_vocab([str(SHARED / "corpus" / "en" / "northangerabbey.txt")], 2000, log=None), path)
-    return path
+        write_vocab(learn_vocab([str(SHARED / "corpus" / "en" / "northangerabbey.txt")], 2000, log=None),
+                    folder / "vocab.txt")
+        return {"path": str(folder / "vocab.txt")}
+
+    return pathlib.Path(made_once(tmp_path_factory, "small_vocab", make)["path"])
 
 
 @pytest.fixture(scope="session")
 def pretraining_records(tmp_path_factory, small_vocab) -> pathlib.Path:
     """Pre-training TFRecords (train: two Austen novels, eval: a third) written by the Beam pipeline."""
-    from pipelines.pretraining_data import run
+    def make(out):
+        from pipelines.pretraining_data import run
 
-    out = tmp_path_factory.mktemp("pretraining")
-    en = SHARED / "corpus" / "en"
-    run(["--input", str(en / "northangerabbey.txt"), "--output", str(out / "train"), "--vocab",
-         str(small_vocab), "--format", "prose", "--num-shards", "2", "--doc-sentences", "32"])
-    run(["--input", str(en / "persuasion.txt"), "--output", str(out / "eval"), "--vocab", str(small_vocab),
-         "--format", "prose", "--num-shards", "1", "--doc-sentences", "32"])
-    return out
+        en = SHARED / "corpus" / "en"
+        run(["--input", str(en / "northangerabbey.txt"), "--output", str(out / "train"), "--vocab",
+             str(small_vocab), "--format", "prose", "--num-shards", "2", "--doc-sentences", "32"])
+        run(["--input", str(en / "persuasion.txt"), "--output", str(out / "eval"), "--vocab", str(small_vocab),
+             "--format", "prose", "--num-shards", "1", "--doc-sentences", "32"])
+        return {"path": str(out)}
+
+    return pathlib.Path(made_once(tmp_path_factory, "pretraining_records", make)["path"])
 
 
 def read_scalars(log_dir) -> dict:
@@ -334,25 +371,33 @@ def pretrain_run(tmp_path_factory, pretraining_records, small_vocab) -> Pretrain
             "--fill-mask-every", "125", "--eval-data", str(pretraining_records / "eval-*.tfrecord"),
             "--eval-steps", "10", "--learning-rate", "2e-3", "--warmup-steps", "20")
 
-    model_dir = tmp_path_factory.mktemp("pretrain_run") / "m"
-    run = subprocess.run(command(model_dir), capture_output=True, text=True, timeout=900, env=user_env(), cwd=REPO)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return PretrainRun(model_dir, run.stdout, run.stderr, command)
+    def make(folder):
+        run = subprocess.run(command(folder / "m"), capture_output=True, text=True, timeout=900, env=user_env(),
+                             cwd=REPO)
+        assert run.returncode == 0, run.stderr[-3000:]
+        return {"model_dir": str(folder / "m"), "stdout": run.stdout, "stderr": run.stderr}
+
+    made = made_once(tmp_path_factory, "pretrain_run", make)
+    return PretrainRun(pathlib.Path(made["model_dir"]), made["stdout"], made["stderr"], command)
 
 
 @pytest.fixture(scope="session")
 def sst2_finetune_run(tmp_path_factory, tiny_model_dir):
     """(model directory, stdout) of ``python -m kbert.finetune`` on 64 SST-2 sentences for 2 epochs,
     40 held out: test_finetune_cli checks its files and model, test_explore_training its curves."""
-    out = tmp_path_factory.mktemp("sst2_run") / "sst2"
-    run = subprocess.run(
-        [sys.executable, "-m", "kbert.finetune", "--task", "glue/sst2", "--data-dir", str(SHARED / "glue" / "SST-2"),
-         "--init", str(tiny_model_dir), "--model-dir", str(out), "--max-train-examples", "64",
-         "--max-eval-examples", "40", "--epochs", "2", "--batch-size", "8", "--learning-rate", "1e-3",
-         "--seq-length", "32", "--quiet"],
-        capture_output=True, text=True, cwd=REPO, timeout=600, env=cli_env())
-    assert run.returncode == 0, run.stderr[-3000:]
-    return out, run.stdout
+    def make(folder):
+        out = folder / "sst2"
+        run = subprocess.run(
+            [sys.executable, "-m", "kbert.finetune", "--task", "glue/sst2", "--data-dir",
+             str(SHARED / "glue" / "SST-2"), "--init", str(tiny_model_dir), "--model-dir", str(out),
+             "--max-train-examples", "64", "--max-eval-examples", "40", "--epochs", "2", "--batch-size", "8",
+             "--learning-rate", "1e-3", "--seq-length", "32", "--quiet"],
+            capture_output=True, text=True, cwd=REPO, timeout=600, env=cli_env())
+        assert run.returncode == 0, run.stderr[-3000:]
+        return {"model_dir": str(out), "stdout": run.stdout}
+
+    made = made_once(tmp_path_factory, "sst2_finetune_run", make)
+    return pathlib.Path(made["model_dir"]), made["stdout"]
 
 
 TASK_LABELS = ["negative", "positive"]
@@ -396,7 +441,7 @@ def readme_scratch(tmp_path_factory):
     from readme_scratch import ReadmeScratch
     from test_readme_commands import ENV  # its environment table (a test module: imported when needed)
 
-    return ReadmeScratch(tmp_path_factory.mktemp("readme"), ENV)
+    return ReadmeScratch(run_folder(tmp_path_factory, "readme"), ENV)
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,8 @@
 """The scratch folder README's ```bash commands run in (tests/test_readme_commands.py, in README
 order), shared through conftest.readme_scratch with the tests that check what a README command makes."""
 
+import hashlib
+import json
 import os
 import pathlib
 import subprocess
@@ -18,22 +20,32 @@ def user_bin(bin_dir: pathlib.Path) -> pathlib.Path:
     bin_dir.mkdir(parents=True, exist_ok=True)
     scripts = {"python": '"$@"', "python3": '"$@"', "kbert": '-m kbert "$@"'}
     for name, args in scripts.items():
-        (bin_dir / name).write_text(f'#!/bin/sh\nexec "{sys.executable}" {args}\n')
-        (bin_dir / name).chmod(0o755)
+        script = f'#!/bin/sh\nexec "{sys.executable}" {args}\n'
+        if not (bin_dir / name).exists() or (bin_dir / name).read_text() != script:  # shared by workers
+            (bin_dir / name).write_text(script)
+            (bin_dir / name).chmod(0o755)
     return bin_dir
 
 
 class ReadmeScratch:
     """The folder tests/test_readme_commands.py runs README's ```bash commands in (in README order),
     their environment, and each command's result. A test that checks what a README command makes
-    (the Japanese main job's files and exports) asks for that command here: it runs once per session,
-    whichever test comes first, and the README test checks the same result."""
+    (the Japanese main job's files and exports) asks for that command here: it runs once per test
+    run, whichever test comes first, on whichever pytest-xdist worker (``root`` is shared by the
+    workers, conftest.run_folder; a command's result is kept on disk under a file lock), and the README
+    test checks the same result."""
 
     def __init__(self, root: pathlib.Path, env_overrides: dict):
-        bin_dir = user_bin(root / "bin")  # README's ``kbert`` and ``python``, this interpreter's
-        self.work = root / "work"
-        self.work.mkdir()
-        (self.work / "kbert").symlink_to(REPO / "kbert")  # README's paths into the checkout (kbert/resources/...)
+        from filelock import FileLock
+
+        self.root = root
+        with FileLock(str(root / "setup.lock")):
+            bin_dir = user_bin(root / "bin")  # README's ``kbert`` and ``python``, this interpreter's
+            self.work = root / "work"
+            self.work.mkdir(exist_ok=True)
+            if not (self.work / "kbert").is_symlink():  # README's paths into the checkout (kbert/resources/...)
+                (self.work / "kbert").symlink_to(REPO / "kbert")
+            (root / "results").mkdir(exist_ok=True)
         env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # as a user's shell has it
         env.update(env_overrides, PYTHONPATH=str(REPO), PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}")
         self.env = env
@@ -42,8 +54,16 @@ class ReadmeScratch:
     def run(self, command: str) -> subprocess.CompletedProcess:
         """``bash -c command`` in the scratch folder; a command that already ran gives its first result."""
         if command not in self.results:
-            self.results[command] = subprocess.run(["bash", "-c", command], cwd=self.work, env=self.env,
-                                                   capture_output=True, text=True, timeout=900)
+            from filelock import FileLock
+
+            record = self.root / "results" / f"{hashlib.sha256(command.encode()).hexdigest()[:20]}.json"
+            with FileLock(f"{record}.lock"):
+                if not record.exists():
+                    run = subprocess.run(["bash", "-c", command], cwd=self.work, env=self.env, capture_output=True,
+                                         text=True, timeout=900)
+                    record.write_text(json.dumps([run.returncode, run.stdout, run.stderr]), encoding="utf-8")
+                returncode, stdout, stderr = json.loads(record.read_text(encoding="utf-8"))
+            self.results[command] = subprocess.CompletedProcess(["bash", "-c", command], returncode, stdout, stderr)
         return self.results[command]
 
 

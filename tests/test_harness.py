@@ -81,3 +81,41 @@ def test_test_modules_skip_on_a_missing_package_only_through_the_harness():
     offenders = [p.name for p in sorted(HERE.glob("*.py")) if p.name != "conftest.py"
                  and re.search(r"importorskip\(|skipif\([^)]*find_spec", p.read_text(encoding="utf-8"))]
     assert offenders == [], offenders
+
+
+MADE_ONCE = """
+import os, pathlib, time
+import pytest
+from conftest import made_once
+
+@pytest.fixture(scope="session")
+def thing(tmp_path_factory):
+    def make(folder):
+        (pathlib.Path(os.environ["MADE_ONCE_LOG"]) / str(os.getpid())).write_text("made")
+        time.sleep(2)  # the other worker asks meanwhile
+        (folder / "x.txt").write_text("made")
+        return {"path": str(folder / "x.txt")}
+    return pathlib.Path(made_once(tmp_path_factory, "thing", make)["path"])
+
+def test_it(thing):
+    assert thing.read_text() == "made"
+"""
+
+
+def test_a_fixture_made_once_is_made_by_one_worker_for_both(tmp_path):
+    """conftest.made_once under pytest-xdist: two files on two workers ask for the same session
+    fixture; it is made once and both get it."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "README.md").write_text("stand-in shared data\n")
+    (tmp_path / "log").mkdir()
+    shutil.copy(HERE / "conftest.py", tmp_path / "conftest.py")
+    for name in ("test_a.py", "test_b.py"):
+        (tmp_path / name).write_text(MADE_ONCE)
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER")}
+    env.update(KBERT_SHARED_DATA=str(tmp_path / "data"), MADE_ONCE_LOG=str(tmp_path / "log"))
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                          "-n", "2", "--dist", "loadfile", "--basetemp", str(tmp_path / "bt"), "test_a.py", "test_b.py"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "2 passed" in run.stdout
+    assert len(list((tmp_path / "log").iterdir())) == 1  # one process made it
