@@ -18,6 +18,30 @@ def write(path, rows):
     return path
 
 
+def test_whole_articles_are_one_row_each_split_as_the_paragraphs(shared_data, tmp_path):
+    corpus = shared_data / ene_workshop.CORPUS_NAME
+    assert explore_main(["workshop-data", str(tmp_path / "p"), "--corpus", str(corpus)]) == 0
+    assert explore_main(["workshop-data", str(tmp_path / "a"), "--corpus", str(corpus), "--unit", "article"]) == 0
+    articles = ene_workshop.read_articles(corpus)
+    by_title = dict(articles)
+    table = ene_workshop.read_label_table()
+    total = 0
+    for name in ("train", "dev", "unlabelled"):
+        paragraphs, whole = read_jsonl(tmp_path / "p" / f"{name}.jsonl"), read_jsonl(tmp_path / "a" / f"{name}.jsonl")
+        assert [r["title"] for r in whole] == list(dict.fromkeys(r["title"] for r in paragraphs))  # same articles
+        for row in whole:  # every paragraph, in order, one a line; the article's labels
+            assert row["text"].split("\n") == by_title[row["title"]]
+            assert row.get("labels", table[row["title"]]) == table[row["title"]]
+            assert row["id"] == f"{[t for t, _ in articles].index(row['title']):02d}"
+        total += len(whole)
+    assert total == len(articles)
+    answers = read_jsonl(tmp_path / "a" / "answers.jsonl")
+    assert [a["id"] for a in answers] == [r["id"] for r in read_jsonl(tmp_path / "a" / "unlabelled.jsonl")]
+    with pytest.raises(ValueError, match="unit 'page'"):
+        ene_workshop.make_dataset(corpus, tmp_path / "x", unit="page")
+    assert not (tmp_path / "x").exists()
+
+
 def test_workshop_data_from_the_jsquad_corpus(shared_data, tmp_path):
     corpus = shared_data / ene_workshop.CORPUS_NAME
     assert explore_main(["workshop-data", str(tmp_path), "--corpus", str(corpus)]) == 0

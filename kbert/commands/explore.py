@@ -9,7 +9,7 @@
         a self-contained HTML page of the attention probabilities (a heat map per layer and head,
         hover a token to see what it attends to) and optionally a PNG of the same grid;
         --layer/--head (0-based) draw only that layer/head
-  workshop-data OUT_DIR [--corpus PATH]
+  workshop-data OUT_DIR [--corpus PATH] [--unit paragraph|article]
         the Japanese workshop's multi-label task made from JSQuAD's Wikipedia paragraphs: train.jsonl,
         dev.jsonl, unlabelled.jsonl and the leaderboard's answers.jsonl (kbert.explore.ene_workshop)
   workshop-score PREDICTIONS --answers answers.jsonl [--input unlabelled.jsonl]
@@ -51,6 +51,8 @@ def parse_args(argv=None):
     wd = sub.add_parser("workshop-data", help="the workshop's ENE-like multi-label data set (JSONL)")
     wd.add_argument("out_dir")
     wd.add_argument("--corpus", help="jsquad_wikipedia.txt (default: the shared data's corpus/ja/)")
+    wd.add_argument("--unit", choices=("paragraph", "article"), default="paragraph",
+                    help="a row per paragraph (default) or per whole article, its paragraphs in order")
     ws = sub.add_parser("workshop-score", help="micro-F1 of a submission against the answers")
     ws.add_argument("predictions", help="kbert.predict's output, or {id, labels} rows")
     ws.add_argument("--answers", required=True, help="answers.jsonl written by workshop-data")
@@ -162,7 +164,7 @@ def workshop_data_command(args) -> int:
         corpus = (shared_data_dir() or pathlib.Path("../shared/data")) / ene_workshop.CORPUS_NAME
     if not pathlib.Path(corpus).is_file():
         return _error(f"no corpus at {corpus} (give --corpus: JSQuAD's jsquad_wikipedia.txt)")
-    for name, count in ene_workshop.make_dataset(corpus, args.out_dir).items():
+    for name, count in ene_workshop.make_dataset(corpus, args.out_dir, unit=args.unit).items():
         print(f"{pathlib.Path(args.out_dir) / name}: {count} rows")
     return 0
 

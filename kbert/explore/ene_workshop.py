@@ -14,6 +14,7 @@ the leaderboard); an article goes to dev or to the unlabelled set only when ever
 categories keeps at least one article in train. ``answers.jsonl`` is the leaderboard's hidden key.
 
     python -m kbert.explore workshop-data runs/ene                   # train/dev/unlabelled/answers
+    python -m kbert.explore workshop-data runs/ene-articles --unit article   # whole pages, one a row
     python -m kbert.explore workshop-score runs/ene/predictions.jsonl --answers runs/ene/answers.jsonl \\
         --input runs/ene/unlabelled.jsonl                            # micro-F1, as the leaderboard
 """
@@ -86,9 +87,19 @@ def write_jsonl(path, rows) -> None:
     atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
-def make_dataset(corpus_path, out_dir, labels_path=LABELS_FILE) -> dict:
+UNITS = ("paragraph", "article")
+
+
+def make_dataset(corpus_path, out_dir, labels_path=LABELS_FILE, unit: str = "paragraph") -> dict:
     """Writes train.jsonl, dev.jsonl (labelled), unlabelled.jsonl (no labels) and answers.jsonl
-    (id -> labels of the unlabelled rows) into ``out_dir``; returns {file name: row count}."""
+    (id -> labels of the unlabelled rows) into ``out_dir``; returns {file name: row count}.
+
+    ``unit``: ``"paragraph"``, a row per paragraph (id ``AA-PPP``); ``"article"``, a row per article
+    with every paragraph in order, one a line (id ``AA``), as the workshop classifies whole pages:
+    most are longer than BERT's 512 positions (``kbert finetune --long-documents windows``). The
+    split is the same article by article for both."""
+    if unit not in UNITS:
+        raise ValueError(f"unit {unit!r}: expected one of {', '.join(UNITS)}")
     labels = read_label_table(labels_path)
     articles = read_articles(corpus_path)
     missing = [title for title, _ in articles if title not in labels]
@@ -97,6 +108,10 @@ def make_dataset(corpus_path, out_dir, labels_path=LABELS_FILE) -> dict:
     split = split_articles([title for title, _ in articles], labels, {t: len(p) for t, p in articles})
     rows = {"train": [], "dev": [], "unlabelled": []}
     for article, (title, paragraphs) in enumerate(articles):
+        if unit == "article":
+            rows[split[title]].append({"id": f"{article:02d}", "title": title, "text": "\n".join(paragraphs),
+                                       "labels": list(labels[title])})
+            continue
         for number, text in enumerate(paragraphs):
             rows[split[title]].append({"id": f"{article:02d}-{number:03d}", "title": title, "text": text,
                                        "labels": list(labels[title])})
