@@ -140,13 +140,17 @@ def test_pipeline_bench_table(capsys, pretraining_records):
     assert "map-then-batch" in out and "keras-hub" in out
     # The ratio is the kbert row's rate over the given training rate (10 ex/s), and the verdict
     # follows from it: the goal is compared with the number, not only printed.
-    said = re.fullmatch(r"ratio pipeline / training consumption: ([\d,]+)x  \(goal >= 50x: (met|MISSED)\)",
+    said = re.fullmatch(r"ratio pipeline / training consumption: ([\d,.]+)x  \(goal >= 50x: (met|MISSED)\)",
                         out.strip().splitlines()[-1])
     assert said, out
     row = re.search(r"^kbert pretraining_dataset \(batch-then-map\)\s+[\d,.]+\s+\S+\s+([\d,.]+)", out, re.M)
     ratio = float(said.group(1).replace(",", ""))
-    assert ratio == pytest.approx(float(row.group(1).replace(",", "")) / 10, abs=1, rel=0.01), out
-    assert said.group(2) == ("met" if ratio >= 50 else "MISSED"), out
+    rate = float(row.group(1).replace(",", "")) / 10
+    assert ratio == pytest.approx(rate, abs=1, rel=0.01), out
+    # Both numbers are printed rounded (497 ex/s, "50x" for 49.7): the verdict is checked where the
+    # printed rate decides it (not within half an example per second of the goal).
+    if abs(rate - 50) > 0.05:
+        assert said.group(2) == ("met" if rate >= 50 else "MISSED"), out
 
 
 def test_serve_bench_without_a_model_says_what_it_needs(capsys):

@@ -202,7 +202,7 @@ def _run(args, pattern, vocab_file, peers):
         train_rate, how = measure_train_rate(args), f"kbert BERT-{args.config.capitalize()} step, measured now"
     print(f"training step consumes {train_rate:,.1f} ex/s ({how})")
     ratio = rate / train_rate
-    print(f"ratio pipeline / training consumption: {ratio:,.0f}x  (goal >= {PIPELINE_GOAL}x: "
+    print(f"ratio pipeline / training consumption: {ratio:,.1f}x  (goal >= {PIPELINE_GOAL}x: "
           f"{'met' if ratio >= PIPELINE_GOAL else 'MISSED'})")
     return 0
 
