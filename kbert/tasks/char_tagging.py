@@ -114,8 +114,8 @@ def char_tag_signatures(module, serve_ids) -> tuple:
         ids, starts, ends = model.tokenizer.tokenize_with_offsets(text, unit="UTF8_CHAR")
         ids, starts, ends = (tf.cast(r.merge_dims(1, 2)[:, :seq - 2], tf.int32) for r in (ids, starts, ends))
         n = tf.shape(text)[0]
-        ends_of_row = tf.RaggedTensor.from_tensor(tf.zeros([n, 1], tf.int32))
-        row = tf.concat([ends_of_row + cls, ids, ends_of_row + sep], axis=1)
+        zero_column = tf.RaggedTensor.from_tensor(tf.zeros([n, 1], tf.int32))
+        row = tf.concat([zero_column + cls, ids, zero_column + sep], axis=1)
         word_ids = row.to_tensor(default_value=pad, shape=[None, seq])
         packed = {"input_word_ids": word_ids, "input_mask": tf.ones_like(row).to_tensor(0, shape=[None, seq]),
                   "input_type_ids": tf.zeros_like(word_ids)}
