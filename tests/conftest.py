@@ -99,6 +99,21 @@ def _missing_data(text: str) -> str | None:
             f"{', '.join(map(str, _LOOKED_IN))}; set KBERT_SHARED_DATA)")
 
 
+def pytest_configure(config):
+    # Where tests/zygote.py keeps this process's zygotes (a short path: a socket's is at most 107
+    # bytes); they leave once it is removed.
+    import tempfile
+
+    config._kbert_zygotes = tempfile.mkdtemp(prefix="kbert-zygote-")
+    os.environ["KBERT_TEST_ZYGOTE_DIR"] = config._kbert_zygotes
+
+
+def pytest_unconfigure(config):
+    import shutil
+
+    shutil.rmtree(getattr(config, "_kbert_zygotes", ""), ignore_errors=True)
+
+
 def pytest_sessionstart(session):
     if CI and not SHARED_FOUND:
         pytest.exit(f"CI=true and the shared test data is not found: no README.md in "
@@ -275,10 +290,13 @@ def made_once(tmp_path_factory, name: str, make: typing.Callable[[pathlib.Path],
 
 
 def run_fresh_python(code: str, timeout: int = 300) -> str:
-    """Runs code in a fresh interpreter (nothing of kbert imported unless the code does so)."""
+    """Runs code in a fresh interpreter (nothing of kbert imported unless the code does so): one that
+    has imported TensorFlow alone (tests/zygote.py), as the code does first."""
+    from zygote import launch
+
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH="")
     result = subprocess.run(
-        [sys.executable, "-c", code],
+        launch("-c", code, fresh=True),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -335,6 +353,12 @@ def read_scalars(log_dir) -> dict:
 
 
 # -- runs and exports that several test modules check, each made once per session ----------------
+def python(*args: str) -> list:
+    """``[python, *args]`` for subprocess: a ``-m kbert...`` command starts through tests/zygote.py
+    (TensorFlow already imported, seconds saved per command); anything else runs as it is."""
+    return [sys.executable, str(REPO / "tests" / "zygote.py"), *args]
+
+
 def cli_env() -> dict:
     return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
 
@@ -388,7 +412,7 @@ def sst2_finetune_run(tmp_path_factory, tiny_model_dir):
     def make(folder):
         out = folder / "sst2"
         run = subprocess.run(
-            [sys.executable, "-m", "kbert.finetune", "--task", "glue/sst2", "--data-dir",
+            [*python("-m", "kbert.finetune"), "--task", "glue/sst2", "--data-dir",
              str(SHARED / "glue" / "SST-2"), "--init", str(tiny_model_dir), "--model-dir", str(out),
              "--max-train-examples", "64", "--max-eval-examples", "40", "--epochs", "2", "--batch-size", "8",
              "--learning-rate", "1e-3", "--seq-length", "32", "--quiet"],

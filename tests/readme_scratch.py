@@ -10,17 +10,21 @@ import sys
 
 from conftest import REPO
 
+ZYGOTE = REPO / "tests" / "zygote.py"
+
 
 def user_bin(bin_dir: pathlib.Path) -> pathlib.Path:
     """``bin_dir`` with ``python``, ``python3`` and ``kbert`` as a user's shell finds them after
     installing kbert: small scripts that exec this interpreter (``sys.executable``). Not symlinks: a
     venv's ``python`` is itself a link to the base interpreter, and Python finds its venv from the
     ``pyvenv.cfg`` beside the path it was started as, so a link elsewhere would start the base
-    interpreter without kbert's dependencies. Returns ``bin_dir``, to put first on PATH."""
+    interpreter without kbert's dependencies. They start it through tests/zygote.py, which runs
+    ``python -m kbert...`` without importing TensorFlow again (and execs anything else as it is).
+    Returns ``bin_dir``, to put first on PATH."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     scripts = {"python": '"$@"', "python3": '"$@"', "kbert": '-m kbert "$@"'}
     for name, args in scripts.items():
-        script = f'#!/bin/sh\nexec "{sys.executable}" {args}\n'
+        script = f'#!/bin/sh\nexec "{sys.executable}" "{ZYGOTE}" {args}\n'
         if not (bin_dir / name).exists() or (bin_dir / name).read_text() != script:  # shared by workers
             (bin_dir / name).write_text(script)
             (bin_dir / name).chmod(0o755)

@@ -3,7 +3,6 @@
 import json
 import shutil
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -13,7 +12,7 @@ from safetensors.numpy import load_file, save_file
 from kbert.convert import google, hf
 from kbert.convert.names import ConversionError
 from kbert.model_dir import ENCODER_WEIGHTS, load_encoder, load_heads
-from conftest import MINILM_DIR
+from conftest import MINILM_DIR, python
 from hf_tiny import model_weights
 
 
@@ -163,7 +162,7 @@ def test_hf_config_that_is_not_bert_is_refused(tmp_path):
 
 @pytest.mark.slow
 def test_command_line(tmp_path):
-    run = lambda *a: subprocess.run([sys.executable, "-m", "kbert.convert", *a],  # noqa: E731
+    run = lambda *a: subprocess.run([*python("-m", "kbert.convert"), *a],  # noqa: E731
                                     capture_output=True, text=True, timeout=300)
     ok = run("hf", str(MINILM_DIR), str(tmp_path / "m"))
     assert ok.returncode == 0, ok.stderr

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REFERENCE, REPO, SHARED, require
+from conftest import REFERENCE, REPO, SHARED, python, require
 
 require("fugashi")
 require("unidic_lite")
@@ -142,7 +142,7 @@ def test_google_converter_takes_the_tokenizer_type(tmp_path, ja_model_dir):
     out = google.convert(prefix, tmp_path / "back", tokenizer="mecab-wordpiece")
     assert read_tokenizer_spec(out).to_json() == read_tokenizer_spec(ja_model_dir).to_json()
     result = subprocess.run(
-        [sys.executable, "-m", "kbert.convert", "google", str(prefix), str(tmp_path / "bad"), "--tokenizer", "juman"],
+        [*python("-m", "kbert.convert"), "google", str(prefix), str(tmp_path / "bad"), "--tokenizer", "juman"],
         capture_output=True, text=True, cwd=REPO, timeout=300)
     assert result.returncode == 1 and "unknown tokenizer type 'juman'" in result.stderr
 
@@ -154,7 +154,7 @@ def test_features_cli_reproduces_transformers_from_raw_japanese(ja_model_dir, tm
     rows_file = tmp_path / "rows.jsonl"
     rows_file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in spec["rows"]), encoding="utf-8")
     out = tmp_path / "features.npz"
-    result = subprocess.run([sys.executable, "-m", "kbert.features", str(ja_model_dir), "--input", str(rows_file),
+    result = subprocess.run([*python("-m", "kbert.features"), str(ja_model_dir), "--input", str(rows_file),
                              "--output", str(out), "--seq-length", str(spec["seq_length"])],
                             capture_output=True, text=True, cwd=REPO, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -4,14 +4,13 @@
 import html.parser
 import json
 import subprocess
-import sys
 import warnings
 
 import numpy as np
 import pytest
 
 from chromium import CHROMIUM, Page
-from conftest import REPO, missing
+from conftest import REPO, missing, python
 from kbert.explore.attention import select
 from kbert.explore.attention_html import render_attention_html
 from kbert.explore.attention_png import attention_figure, render_attention_png
@@ -151,7 +150,7 @@ def test_page_renders_in_chromium_and_hover_highlights_what_a_token_attends_to(t
 
 
 def _explore(*args):
-    return subprocess.run([sys.executable, "-m", "kbert.explore", *map(str, args)], capture_output=True,
+    return subprocess.run([*python("-m", "kbert.explore"), *map(str, args)], capture_output=True,
                           text=True, timeout=600, cwd=REPO, env={**__import__("os").environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
 
 

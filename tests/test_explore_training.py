@@ -3,13 +3,12 @@ and the explore CLI on a model from a short run of the main job (python -m kbert
 
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO, cli_env as _env
+from conftest import REPO, cli_env as _env, python
 from kbert.explore.curves import plot_run_curves, read_scalars
 from kbert.explore.projector import TENSOR_NAME, write_features_projector
 
@@ -111,7 +110,7 @@ def test_pretraining_writes_curves_and_fill_mask_summaries(pretrain_run):
 
 
 def _explore(*args):
-    run = subprocess.run([sys.executable, "-m", "kbert.explore", *map(str, args)], capture_output=True, text=True,
+    run = subprocess.run([*python("-m", "kbert.explore"), *map(str, args)], capture_output=True, text=True,
                          timeout=600, env=_env(), cwd=REPO)
     assert run.returncode == 0, run.stderr[-3000:]
     return run.stdout
@@ -150,10 +149,10 @@ def test_cli_answers_equal_the_heads_softmax_for_a_model_from_the_main_job(pretr
 
 @pytest.mark.slow
 def test_cli_errors_name_the_problem(tiny_model_dir, tmp_path):
-    run = subprocess.run([sys.executable, "-m", "kbert.explore", "fill-mask", str(tiny_model_dir), "no mask"],
+    run = subprocess.run([*python("-m", "kbert.explore"), "fill-mask", str(tiny_model_dir), "no mask"],
                          capture_output=True, text=True, timeout=600, env=_env(), cwd=REPO)
     assert run.returncode == 1 and "kbert explore: error: " in run.stderr and "no 'mlm' head" in run.stderr
-    run = subprocess.run([sys.executable, "-m", "kbert.explore", "next-sentence", str(tmp_path / "nothing"), "a", "b"],
+    run = subprocess.run([*python("-m", "kbert.explore"), "next-sentence", str(tmp_path / "nothing"), "a", "b"],
                          capture_output=True, text=True, timeout=600, env=_env(), cwd=REPO)
     assert run.returncode == 1 and "kbert explore: error: " in run.stderr and "model directory not found" in run.stderr
 

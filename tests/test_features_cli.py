@@ -3,12 +3,11 @@ outputs for all-MiniLM-L6-v2 (../shared/data/reference/minilm_encoder.npz, writt
 
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from conftest import REFERENCE, REPO
+from conftest import REFERENCE, REPO, python
 
 pytestmark = pytest.mark.slow  # the whole module: its shared fixture alone outlasts the fast tier
 
@@ -16,7 +15,7 @@ ROWS = [48, 0, 1, 72, 24, 49]  # pairs and single texts mixed; none truncated at
 
 
 def _cli(*args, cwd=REPO):
-    return subprocess.run([sys.executable, "-m", "kbert.features", *map(str, args)], capture_output=True,
+    return subprocess.run([*python("-m", "kbert.features"), *map(str, args)], capture_output=True,
                           text=True, cwd=cwd, timeout=600)
 
 

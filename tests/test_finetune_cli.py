@@ -8,7 +8,6 @@ import json
 import re
 import string
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -19,7 +18,7 @@ from kbert.data.glue import read_glue
 from kbert.errors import DataError
 from kbert.commands.finetune import main
 from kbert.tasks import load_task_model
-from conftest import REPO, SHARED, read_scalars
+from conftest import REPO, SHARED, python, read_scalars
 
 COMMON = ["--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-3", "--seq-length", "32", "--quiet"]
 
@@ -215,7 +214,7 @@ def test_malformed_data_names_file_and_line(tiny_model_dir, tmp_path):
     with pytest.raises(DataError, match=r"train\.tsv, line 3: field 'label': got 'positive'"):
         main(args)
     # On the command line: a one-line error naming the file and line, exit status 1, no traceback.
-    result = subprocess.run([sys.executable, "-m", "kbert.finetune", *args], capture_output=True, text=True,
+    result = subprocess.run([*python("-m", "kbert.finetune"), *args], capture_output=True, text=True,
                             cwd=REPO, timeout=300)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert f"error: {glue_dir / 'train.tsv'}, line 3: field 'label'" in result.stderr

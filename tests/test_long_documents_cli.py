@@ -5,12 +5,11 @@ truncate reports the texts it cut; bad settings are one line and write nothing."
 
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from conftest import REPO, cli_env
+from conftest import REPO, cli_env, python
 from long_documents_data import documents, write_jsonl
 
 pytestmark = pytest.mark.slow
@@ -70,7 +69,7 @@ def test_predict_and_export_answer_once_per_document(runs, tmp_path):
     answers = {}
     for mode in ("truncate", "windows"):
         out = tmp_path / f"{mode}.jsonl"
-        run = subprocess.run([sys.executable, "-m", "kbert", "predict", str(root / mode), "--input",
+        run = subprocess.run([*python("-m", "kbert"), "predict", str(root / mode), "--input",
                               str(root / "eval.jsonl"), "--output", str(out), "--quiet"],
                              capture_output=True, text=True, cwd=REPO, env=cli_env(), timeout=600)
         assert run.returncode == 0, run.stderr[-2000:]
@@ -102,7 +101,7 @@ def test_bad_settings_are_one_line_and_write_nothing(tmp_path, tiny_model_dir, a
                          "label": "y"}])
     out = tmp_path / "model"
     argv = [a.replace("{pairs}", str(pairs)) for a in argv]
-    run = subprocess.run([sys.executable, "-m", "kbert", "finetune", "--init", str(tiny_model_dir), "--model-dir",
+    run = subprocess.run([*python("-m", "kbert"), "finetune", "--init", str(tiny_model_dir), "--model-dir",
                           str(out), *argv], capture_output=True, text=True, cwd=REPO, env=cli_env(), timeout=600)
     lines = [line for line in run.stderr.splitlines() if line.strip()]
     assert run.returncode == 1 and len(lines) == 1 and lines[0].startswith("kbert finetune: error: "), run.stderr

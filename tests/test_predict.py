@@ -5,7 +5,6 @@ the output replaced atomically."""
 
 import json
 import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -15,7 +14,7 @@ from kbert.errors import DataError
 from kbert.tasks.predict import predict_file
 from kbert.tasks import load_task_model
 from kbert.tasks.prediction import PredictOptions
-from conftest import REPO
+from conftest import REPO, python
 
 TEXTS = ["a gripping film", "dull and overlong, with a plot that never arrives anywhere at all", "ok",
          "the actors are wonderful and the music is too", "", "caf\u00e9 \u4e2d\u6587 \U0001F600"]
@@ -243,7 +242,7 @@ def test_bad_row_is_named_and_nothing_is_written(dirs, loaded, predict, tmp_path
 def test_command_line_one_line_errors_and_a_run(dirs, tmp_path, capsys):
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps({"text": t}) + "\n" for t in TEXTS[:3]) + '{"text": 3}\n')
-    run = [sys.executable, "-m", "kbert.predict", str(dirs / "multi"), "--input", str(src)]
+    run = [*python("-m", "kbert.predict"), str(dirs / "multi"), "--input", str(src)]
     bad = subprocess.run(run + ["--output", str(tmp_path / "o.jsonl")], capture_output=True, text=True, cwd=REPO,
                          timeout=300)
     assert bad.returncode == 1

@@ -35,7 +35,7 @@ import keras
 import numpy as np
 import pytest
 
-from conftest import REPO, SHARED
+from conftest import REPO, SHARED, python
 
 FAULTS = collections.Counter()
 
@@ -389,7 +389,7 @@ def test_one_huge_line_through_a_mecab_tokenizer_is_tokenized(tmp_path):
     """250,000 characters of one letter in one line: MeCab alone segfaults from ~190,000 (exit 139,
     no message); kbert gives it pieces and answers."""
     line = "a" * 250_000
-    run = subprocess.run([sys.executable, "-m", "kbert.tokenize", str(SHARED / "vocab" / "ja-mecab-wordpiece" /
+    run = subprocess.run([*python("-m", "kbert.tokenize"), str(SHARED / "vocab" / "ja-mecab-wordpiece" /
                                                                       "vocab.txt"), "--tokenizer", "mecab-wordpiece"],
                          input=line + "\nok\n", capture_output=True, text=True, cwd=REPO, timeout=600,
                          env={**os.environ, "PYTHONPATH": str(REPO)})

@@ -4,12 +4,11 @@ reader output."""
 import csv
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from conftest import REPO, SHARED
+from conftest import REPO, SHARED, python
 from kbert.tasks.task_files import read_task, resolve_task
 from pipelines import task_data
 
@@ -28,7 +27,7 @@ def _text(value):
 def test_cli_mrpc_dev(tmp_path):
     """The documented command line, in a fresh process."""
     prefix = tmp_path / "mrpc-dev"
-    subprocess.run([sys.executable, "-m", "pipelines.task_data", "--task", "glue/mrpc",
+    subprocess.run([*python("-m", "pipelines.task_data"), "--task", "glue/mrpc",
                     "--data-dir", str(SHARED / "glue" / "MRPC"), "--split", "dev",
                     "--output", str(prefix), "--num-shards", "3", "--runner", "DirectRunner"],
                    cwd=REPO, check=True, capture_output=True, timeout=300)

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import MINILM_DIR, REPO, SHARED, UNCASED_VOCAB, require
+from conftest import MINILM_DIR, REPO, SHARED, UNCASED_VOCAB, python, require
 
 REFERENCE = SHARED / "reference" / "ja_tokenizers.jsonl"
 
@@ -18,7 +18,7 @@ def _rows():
 
 
 def _run(args, text: str):
-    result = subprocess.run([sys.executable, "-m", "kbert.tokenize", *args], input=text.encode("utf-8"),
+    result = subprocess.run([*python("-m", "kbert.tokenize"), *args], input=text.encode("utf-8"),
                             capture_output=True, cwd=REPO, timeout=600)
     assert result.returncode == 0, result.stderr.decode("utf-8", "replace")[-2000:]
     return [json.loads(line) for line in result.stdout.decode("utf-8").splitlines()]
