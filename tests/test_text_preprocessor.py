@@ -59,14 +59,17 @@ def test_contract(preprocessor, texts):
     assert both["input_type_ids"].numpy().max() == 1
 
 
+# Inputs made when the test runs (lambdas): collecting the tests starts no TensorFlow runtime, so a
+# test process forked after collection (pytest --forked, each test alone) gets a working one.
 @pytest.mark.parametrize("bad,error,match", [
-    (tf.constant([[["a"]]]), ValueError, "shape"),
-    (tf.constant("a"), ValueError, "shape"),
-    (tf.constant([1, 2]), TypeError, "strings"),
-    ({"text": ["a"]}, TypeError, "dict"),
-    (tf.ragged.constant([["a"], ["b", "c"]]), ValueError, "dense"),
-])
+    (lambda: tf.constant([[["a"]]]), ValueError, "shape"),
+    (lambda: tf.constant("a"), ValueError, "shape"),
+    (lambda: tf.constant([1, 2]), TypeError, "strings"),
+    (lambda: {"text": ["a"]}, TypeError, "dict"),
+    (lambda: tf.ragged.constant([["a"], ["b", "c"]]), ValueError, "dense"),
+], ids=["rank3", "scalar", "ints", "dict", "ragged"])
 def test_bad_inputs_are_clear_errors(preprocessor, bad, error, match):
+    bad = bad()
     with pytest.raises(error, match=match):
         preprocessor(bad)
 
