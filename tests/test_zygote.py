@@ -6,6 +6,7 @@ what it sees; each test uses its own zygote folder, so no test depends on anothe
 
 import json
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -121,3 +122,16 @@ def test_a_signal_reaches_the_command_and_a_killed_caller_takes_it_along(env, tm
     started.kill()  # SIGKILL: nothing forwards it, the zygote sees its caller go
     started.wait(timeout=30)
     assert _gone(pid)
+
+
+def test_a_zygote_that_cannot_start_is_tried_once_then_commands_run_plain(env, tmp_path):
+    broken = {**env, "PYTHONPATH": str(tmp_path / "broken")}  # its kbert.cli_startup import fails
+    (tmp_path / "broken" / "kbert").mkdir(parents=True)
+    (tmp_path / "broken" / "kbert" / "__init__.py").write_text("raise ImportError('a broken install')\n")
+    plain = probe(broken, "report", "0", plain=True)
+    for _ in range(4):
+        assert probe(broken, "report", "0") == plain
+    folder = pathlib.Path(env[DIR_VARIABLE])
+    assert len(list(folder.glob("*.failed"))) == 1
+    logs = list(folder.glob("*.log"))  # the zygote's stderr: one start, one traceback
+    assert len(logs) == 1 and logs[0].read_text().count("ImportError: a broken install") == 1

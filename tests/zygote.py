@@ -92,7 +92,7 @@ def _start_zygote(path: str, kind: str, env: dict):
     """Starts a zygote for ``env`` listening at ``path`` (its own session: it outlives this client)."""
     import subprocess
 
-    subprocess.Popen([sys.executable, HERE, "--zygote", path, kind], env=env, stdin=subprocess.DEVNULL,
+    return subprocess.Popen([sys.executable, HERE, "--zygote", path, kind], env=env, stdin=subprocess.DEVNULL,
                      stdout=subprocess.DEVNULL, stderr=open(path + ".log", "ab"), start_new_session=True,
                      cwd="/")
 
@@ -104,6 +104,8 @@ def _connect(folder: str, kind: str, env: dict):
 
     key = hashlib.sha256(json.dumps([kind, sorted(env.items())]).encode()).hexdigest()[:16]
     path = os.path.join(folder, f"{key}.sock")
+    if len(os.fsencode(path)) + 12 > 107:  # a socket's path (and its temporary name) must fit in 108 bytes
+        return None
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, f"{key}.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -122,10 +124,16 @@ def _connect(folder: str, kind: str, env: dict):
             if not os.path.exists(seen):  # the first command in an environment runs as it is:
                 open(seen, "w").close()   # many tests' environments are their own (a temporary HOME)
                 return None
-            _start_zygote(path, kind, {**env, DIR_VARIABLE: folder})
+            failed = os.path.join(folder, f"{key}.failed")
+            if os.path.exists(failed):
+                return None
+            started = _start_zygote(path, kind, {**env, DIR_VARIABLE: folder})
             deadline = time.monotonic() + 120
-            while not os.path.exists(path) and time.monotonic() < deadline:
+            while not os.path.exists(path) and started.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.05)
+            if not os.path.exists(path):  # it did not come up (its .log says why): plain processes from now on
+                open(failed, "w").close()
+                return None
     return None
 
 
