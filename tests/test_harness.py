@@ -119,3 +119,25 @@ def test_a_fixture_made_once_is_made_by_one_worker_for_both(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     assert "2 passed" in run.stdout
     assert len(list((tmp_path / "log").iterdir())) == 1  # one process made it
+
+
+COLLECT_ALL = """
+import glob, importlib, os, sys
+sys.path.insert(0, os.getcwd())
+from tensorflow.python.eager import context
+for path in sorted(glob.glob("test_*.py")):
+    importlib.import_module(os.path.basename(path)[:-3])
+    if context.context()._context_handle is not None:
+        sys.exit("importing " + path + " started TensorFlow's runtime")
+"""
+
+
+@pytest.mark.slow
+def test_collecting_the_tests_starts_no_tensorflow_runtime():
+    """A test process forked after collection (``pytest --forked``, each test alone:
+    docs/contributing.md) hangs in its first parallel op when collection already started
+    TensorFlow's runtime, e.g. with a tensor made in a ``parametrize`` list."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    run = subprocess.run([sys.executable, "-c", COLLECT_ALL], cwd=HERE, capture_output=True, text=True, env=env,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
