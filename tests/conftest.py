@@ -100,8 +100,7 @@ def _missing_data(text: str) -> str | None:
 
 
 def pytest_configure(config):
-    # Where tests/zygote.py keeps this process's zygotes (a short path: a socket's is at most 107
-    # bytes); they leave once it is removed.
+    # Where tests/zygote.py keeps this process's zygotes; they leave once it is removed.
     import tempfile
 
     config._kbert_zygotes = tempfile.mkdtemp(prefix="kbert-zygote-")

@@ -135,3 +135,14 @@ def test_a_zygote_that_cannot_start_is_tried_once_then_commands_run_plain(env, t
     assert len(list(folder.glob("*.failed"))) == 1
     logs = list(folder.glob("*.log"))  # the zygote's stderr: one start, one traceback
     assert len(logs) == 1 and logs[0].read_text().count("ImportError: a broken install") == 1
+
+
+def test_a_folder_too_long_for_a_socket_address_still_gets_its_zygote(env, tmp_path):
+    folder = tmp_path / ("a-long-folder-name-" * 6)  # a socket's address holds at most 107 bytes
+    assert len(os.fsencode(str(folder / "0123456789abcdef.sock"))) > 107
+    long = {**env, DIR_VARIABLE: str(folder)}
+    plain = probe(long, "report", "0", plain=True)
+    assert probe(long, "report", "0") == plain
+    status, seen, err = probe(long, "report", "0")
+    assert (status, seen, err) == (0, {**plain[1], "preloaded": True}, plain[2])
+    assert len(list(folder.glob("*.sock"))) == 1

@@ -97,6 +97,18 @@ def _start_zygote(path: str, kind: str, env: dict):
                      cwd="/")
 
 
+def _addressable(path: str):
+    """(a name for the socket at ``path`` that fits in sun_path's 108 bytes, an fd to close after
+    use or None). A long folder (pytest's tmp_path under a long TMPDIR) is reached through
+    /proc/self/fd/N, N an open fd of the folder; None where that is not possible."""
+    if len(os.fsencode(path)) + 12 <= 107:  # with room for the zygote's temporary name (path.PID)
+        return path, None
+    if not os.path.isdir("/proc/self/fd"):
+        return None
+    fd = os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY)
+    return f"/proc/self/fd/{fd}/{os.path.basename(path)}", fd
+
+
 def _connect(folder: str, kind: str, env: dict):
     """A connection to the zygote for ``env``, starting it if there is none (under a lock, so that
     concurrent clients start one); None when it does not come up."""
@@ -104,18 +116,22 @@ def _connect(folder: str, kind: str, env: dict):
 
     key = hashlib.sha256(json.dumps([kind, sorted(env.items())]).encode()).hexdigest()[:16]
     path = os.path.join(folder, f"{key}.sock")
-    if len(os.fsencode(path)) + 12 > 107:  # a socket's path (and its temporary name) must fit in 108 bytes
-        return None
     os.makedirs(folder, exist_ok=True)
+    if _addressable(path) is None:
+        return None
     with open(os.path.join(folder, f"{key}.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         for attempt in range(2):
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            name, fd = _addressable(path)
             try:
-                sock.connect(path)
+                sock.connect(name)
                 return sock
             except OSError:
                 sock.close()
+            finally:
+                if fd is not None:
+                    os.close(fd)
             if attempt:
                 return None
             if os.path.exists(path):
@@ -304,7 +320,10 @@ def zygote(path: str, kind: str):
             del os.environ["TF_CPP_MIN_LOG_LEVEL"]  # a command sets it itself (kbert.cli_support.quiet_setup)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     partial = f"{path}.{os.getpid()}"
-    server.bind(partial)
+    name, fd = _addressable(partial)
+    server.bind(name)
+    if fd is not None:
+        os.close(fd)
     server.listen(16)
     os.rename(partial, path)  # clients see the socket only once it accepts
     last = time.monotonic()
