@@ -1,7 +1,8 @@
-"""Long documents end to end: documents whose label only text after the first window decides
-(tests/long_documents_data.py, real sentences) are classified correctly with --long-documents windows
-and at chance with truncate, in kbert finetune's evaluation, kbert predict and the task SavedModel;
-truncate reports the texts it cut; bad settings are one line and write nothing."""
+"""Long documents end to end, at BERT's full length: documents whose label only text after their first
+512 word pieces decides (tests/long_documents_data.py, real sentences) are classified correctly with
+--long-documents windows and at chance with truncate, at --seq-length 512, in kbert finetune's
+evaluation, kbert predict and the task SavedModel; truncate reports the texts it cut; bad settings are
+one line and write nothing."""
 
 import json
 import subprocess
@@ -10,26 +11,34 @@ import numpy as np
 import pytest
 
 from conftest import REPO, cli_env, python
-from long_documents_data import documents, write_jsonl
+from long_documents_data import documents, label_pools, write_jsonl
 
 pytestmark = pytest.mark.slow
-SEQ = 64  # the documents open with >= 64 words: more than the 62 pieces of one window
+SEQ = 512  # the documents open with >= 512 words of filler: more than the 510 pieces of one window
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, tiny_model_dir, shared_data):
+def runs(tmp_path_factory, shared_data):
+    import keras
+
+    from conftest import UNCASED_VOCAB
+    from kbert import BertConfig, BertEncoder
+    from kbert.model_dir import save_model_dir
     from kbert.tasks.options import FinetuneOptions
     from kbert.tasks.plugins.classification import TableOptions
     from kbert.training.finetune import finetune
 
     root = tmp_path_factory.mktemp("long_documents")
+    keras.utils.set_random_seed(0)  # a random BERT-Tiny with all 512 positions (conftest's has 128)
+    save_model_dir(root / "init", BertEncoder(BertConfig.preset("tiny")), vocab_file=UNCASED_VOCAB,
+                   do_lower_case=True)
     train = write_jsonl(root / "train.jsonl", documents(shared_data, 160, seed=1))
     evaluation = write_jsonl(root / "eval.jsonl", documents(shared_data, 40, seed=2))
     results = {}
     for mode in ("truncate", "windows"):
-        options = FinetuneOptions(task="jsonl", init=str(tiny_model_dir), model_dir=str(root / mode),
+        options = FinetuneOptions(task="jsonl", init=str(root / "init"), model_dir=str(root / mode),
                                   train_file=str(train), eval_file=str(evaluation), seq_length=SEQ, epochs=4,
-                                  batch_size=16, learning_rate=2e-3, long_documents=mode,
+                                  batch_size=16, learning_rate=5e-4, long_documents=mode,
                                   task_options=TableOptions(text_columns=("text",)))
         results[mode] = finetune(options, progress_bar=False, log=lambda *a, **k: None)
     return root, results
@@ -42,19 +51,24 @@ def test_windows_classify_what_truncate_cannot(runs):
     assert all(epoch["accuracy"] <= 0.7 for epoch in results["truncate"]["history"]), results["truncate"]["history"]
 
 
-def test_truncate_reports_the_texts_it_cut(runs, tiny_model_dir):
+def test_truncate_reports_the_texts_it_cut(runs, shared_data):
     from kbert.text.registry import load_tokenizer
     import tensorflow as tf
 
     root, results = runs
     texts = [json.loads(line)["text"] for line in (root / "train.jsonl").read_text().splitlines()]
-    pieces = load_tokenizer(tiny_model_dir).tokenize_flat(tf.constant(texts)).row_lengths().numpy()
+    pieces = load_tokenizer(root / "init").tokenize_flat(tf.constant(texts)).row_lengths().numpy()
     cut = pieces + 2 - SEQ
     summary = results["truncate"]
     assert summary["texts_over_seq_length"] == int((cut > 0).sum()) == 160
     assert summary["pieces_cut_max"] == int(cut.max())
     assert summary["pieces_cut_mean"] == pytest.approx(cut[cut > 0].mean(), abs=0.05)
     assert results["windows"]["train_windows"] > 2 * 160
+    # The label is decided after position 512: what comes before its first deciding sentence fills
+    # the truncated window ([CLS], 510 pieces, [SEP]) on its own.
+    deciding = [s for pool in label_pools(shared_data).values() for s in pool]
+    openings = [t[:min(t.find(s) for s in deciding if s in t)] for t in texts]
+    assert min(load_tokenizer(root / "init").tokenize_flat(tf.constant(openings)).row_lengths().numpy()) >= SEQ - 2
 
 
 def test_predict_and_export_answer_once_per_document(runs, tmp_path):
