@@ -97,14 +97,16 @@ def _start_zygote(path: str, kind: str, env: dict):
                      cwd="/")
 
 
+def _fits(path: str) -> bool:
+    return len(os.fsencode(path)) + 12 <= 107  # with room for the zygote's temporary name (path.PID)
+
+
 def _addressable(path: str):
     """(a name for the socket at ``path`` that fits in sun_path's 108 bytes, an fd to close after
     use or None). A long folder (pytest's tmp_path under a long TMPDIR) is reached through
-    /proc/self/fd/N, N an open fd of the folder; None where that is not possible."""
-    if len(os.fsencode(path)) + 12 <= 107:  # with room for the zygote's temporary name (path.PID)
+    /proc/self/fd/N, N an open fd of the folder (Linux; elsewhere _connect runs plain)."""
+    if _fits(path):
         return path, None
-    if not os.path.isdir("/proc/self/fd"):
-        return None
     fd = os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY)
     return f"/proc/self/fd/{fd}/{os.path.basename(path)}", fd
 
@@ -117,7 +119,7 @@ def _connect(folder: str, kind: str, env: dict):
     key = hashlib.sha256(json.dumps([kind, sorted(env.items())]).encode()).hexdigest()[:16]
     path = os.path.join(folder, f"{key}.sock")
     os.makedirs(folder, exist_ok=True)
-    if _addressable(path) is None:
+    if not (_fits(path) or os.path.isdir("/proc/self/fd")):
         return None
     with open(os.path.join(folder, f"{key}.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
