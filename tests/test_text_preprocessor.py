@@ -186,11 +186,16 @@ def test_batches_cut_into_parallel_slices_give_the_serial_result(shards):
 
     (pack_1, tok_1, off_1), (pack_n, tok_n, off_n) = graphs(serial), graphs(sliced)
 
-    def tokenizer_calls(fn):  # one call of the tokenizer's graph per segment and slice
-        ops = fn.get_concrete_function().graph.get_operations()
-        return sum(op.type == "PartitionedCall" for op in ops)
+    def calls(graph, part=""):  # the names of the functions a graph calls (one per call) that hold part
+        return [op.get_attr("f").name for op in graph.get_operations()
+                if op.type in ("PartitionedCall", "StatefulPartitionedCall") and part in op.get_attr("f").name]
 
-    assert (tokenizer_calls(pack_1), tokenizer_calls(pack_n)) == (2, 2 * shards)
+    # Serially, one call of the tokenizer's graph per segment. Cut, one call per slice of a single
+    # function, traced once (not a copy per slice), which calls the tokenizer once per segment.
+    outer = pack_n.get_concrete_function().graph
+    assert len(calls(pack_1.get_concrete_function().graph, "_tokenize_1d")) == 2
+    assert calls(outer, "_tokenize_1d") == [] and len(calls(outer)) == shards and len(set(calls(outer))) == 1
+    assert len(calls(outer._get_function(calls(outer)[0]).graph, "_tokenize_1d")) == 2
     for n in (0, 1, 2, shards - 1, shards + 1, 64 * shards + 1, 300):
         a = tf.constant((lines * 2)[:n], tf.string)
         b = tf.constant((lines[::-1] * 2)[:n], tf.string)
