@@ -11,12 +11,13 @@ Jobs (each writes OUT, an .npz or a model directory):
               OUT/jax_probabilities.npz (its predictions for TEXTS)
   pretrain    pre-train BERT-Tiny for STEPS steps on MODEL_DIR's records into OUT (resuming there)
   served      the TensorFlow SavedModel export of model directory MODEL_DIR answering TEXTS -> npz
-  task-finetune KIND  (KIND: tagging, span_qa, multiple_choice; MODEL_DIR: the initial model, ARGS: the
-              data folder) kbert.training.finetune on small data -> a model directory OUT with
-              OUT/jax_answers.json and OUT/jax_ids.npz: the reloaded model's answers to KIND's inputs
-              from raw text and its outputs for packed ids
-  task-served KIND    (ARGS: the data folder) the TensorFlow export of model directory MODEL_DIR answering
-              the same inputs (serving_default) and the same ids (serving_ids) -> OUT.json, OUT.npz
+  task-finetune KIND=DATA...  (KIND: tagging, span_qa, multiple_choice; DATA: its data folder; MODEL_DIR:
+              the initial model) kbert.training.finetune on small data, each KIND in turn -> a model
+              directory OUT/KIND with jax_answers.json and jax_ids.npz: the reloaded model's answers to
+              KIND's inputs from raw text and its outputs for packed ids
+  task-served KIND=DATA...    the TensorFlow export of each model directory MODEL_DIR/KIND answering the
+              same inputs (serving_default) and the same ids (serving_ids) -> OUT/KIND.json, OUT/KIND.npz
+              (several kinds per process: each process pays Keras', TensorFlow's or JAX's start once)
 """
 
 from __future__ import annotations
@@ -184,13 +185,15 @@ def main(job, model_dir, out, *args):
 
         from kbert.export.task import export_task
 
-        kind, data = args
-        served = tf.saved_model.load(str(export_task(model_dir, pathlib.Path(out).with_suffix(".savedmodel"),
-                                                     warmup=False)))
-        ids = dict(np.load(pathlib.Path(model_dir) / "jax_ids.npz"))
-        answers, outputs = served_answers(kind, served, task_inputs(kind, data), ids)
-        pathlib.Path(out).with_suffix(".json").write_text(json.dumps(answers, ensure_ascii=False), encoding="utf-8")
-        np.savez(pathlib.Path(out).with_suffix(".npz"), **outputs)
+        out = pathlib.Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        for kind, data in (arg.split("=", 1) for arg in args):
+            trained = pathlib.Path(model_dir) / kind
+            served = tf.saved_model.load(str(export_task(trained, out / f"{kind}.savedmodel", warmup=False)))
+            ids = dict(np.load(trained / "jax_ids.npz"))
+            answers, outputs = served_answers(kind, served, task_inputs(kind, data), ids)
+            (out / f"{kind}.json").write_text(json.dumps(answers, ensure_ascii=False), encoding="utf-8")
+            np.savez(out / f"{kind}.npz", **outputs)
         return
 
     if job == "served":
@@ -246,14 +249,16 @@ def main(job, model_dir, out, *args):
         from kbert.tasks.base import load_task_model
         from kbert.training.finetune import finetune
 
-        kind, data = args
-        results = finetune(task_options(kind, model_dir, out, data), progress_bar=False, log=lambda *a, **k: None)
-        model = load_task_model(out)
-        answers, outputs = jax_answers(kind, model, task_inputs(kind, data))
-        (pathlib.Path(out) / "jax_answers.json").write_text(
-            json.dumps({"loss": results["train_loss"], "best": results["best"], "backend": results.get("backend"),
-                        "answers": answers}, ensure_ascii=False), encoding="utf-8")
-        np.savez(pathlib.Path(out) / "jax_ids.npz", **outputs)
+        for kind, data in (arg.split("=", 1) for arg in args):
+            trained = pathlib.Path(out) / kind
+            results = finetune(task_options(kind, model_dir, trained, data), progress_bar=False,
+                               log=lambda *a, **k: None)
+            model = load_task_model(trained)
+            answers, outputs = jax_answers(kind, model, task_inputs(kind, data))
+            (trained / "jax_answers.json").write_text(
+                json.dumps({"loss": results["train_loss"], "best": results["best"], "backend": results.get("backend"),
+                            "answers": answers}, ensure_ascii=False), encoding="utf-8")
+            np.savez(trained / "jax_ids.npz", **outputs)
     elif job == "pretrain":  # MODEL_DIR: a folder with vocab.txt and train-*.tfrecord; ARGS: steps
         from kbert.training.pretrain import PretrainOptions, pretrain
 

@@ -171,27 +171,43 @@ def test_jax_pretraining_learns_and_resumes_from_its_checkpoint(tmp_path):
     assert (tmp_path / "m" / "encoder.weights.h5").exists()
 
 
-def _task_round_trip(kind, init, data, tmp_path):
-    """Fine-tunes ``kind`` under JAX (kbert.training.finetune, then the reloaded model answers) and
-    serves the model directory's TensorFlow export: (JAX's record, its outputs, the export's answers
-    and outputs)."""
+@pytest.fixture(scope="module")
+def task_round_trips(tiny_model_dir, tmp_path_factory):
+    """Tagging, span QA and multiple choice fine-tuned under JAX (kbert.training.finetune, then each
+    reloaded model answers), in one JAX process, and each model directory's TensorFlow export served,
+    in one TensorFlow process: {kind: (JAX's record, its outputs, the export's answers and outputs)}.
+    One process per backend for the three: each start (Keras, TensorFlow or JAX imported) costs ~10 s."""
     import json
 
-    _worker("jax", "task-finetune", init, tmp_path / "jax_model", kind, data)
-    record = json.loads((tmp_path / "jax_model" / "jax_answers.json").read_text(encoding="utf-8"))
+    from backend_worker import write_swag
+    from conftest import SHARED
+
+    root = tmp_path_factory.mktemp("task_round_trips")
+    write_swag(root / "swag")
+    kinds = {"tagging": SHARED / "conll2003", "span_qa": SHARED / "squad", "multiple_choice": root / "swag"}
+    jobs = [f"{kind}={data}" for kind, data in kinds.items()]
+    _worker("jax", "task-finetune", tiny_model_dir, root / "jax", *jobs)
+    _worker("tensorflow", "task-served", root / "jax", root / "served", *jobs)
+    trips = {}
+    for kind in kinds:
+        record = json.loads((root / "jax" / kind / "jax_answers.json").read_text(encoding="utf-8"))
+        served = json.loads((root / "served" / f"{kind}.json").read_text(encoding="utf-8"))
+        trips[kind] = record, np.load(root / "jax" / kind / "jax_ids.npz"), served, np.load(root / "served" / f"{kind}.npz")
+    return trips
+
+
+def _task_round_trip(trips, kind):
+    """``kind``'s round trip, after the checks every kind shares."""
+    record, jax_out, served, served_out = trips[kind]
     assert record["backend"] == "jax"
     loss = record["loss"]
     assert loss[-1] < 0.6 * loss[0], loss  # it learns
-    _worker("tensorflow", "task-served", tmp_path / "jax_model", tmp_path / "served", kind, data)
-    served = json.loads((tmp_path / "served.json").read_text(encoding="utf-8"))
-    return record, np.load(tmp_path / "jax_model" / "jax_ids.npz"), served, np.load(tmp_path / "served.npz")
+    return record, jax_out, served, served_out
 
 
 @pytest.mark.slow
-def test_jax_tagging_learns_and_its_tensorflow_export_tags_the_same(tiny_model_dir, tmp_path):
-    from conftest import SHARED
-
-    record, jax_out, served, served_out = _task_round_trip("tagging", tiny_model_dir, SHARED / "conll2003", tmp_path)
+def test_jax_tagging_learns_and_its_tensorflow_export_tags_the_same(task_round_trips):
+    record, jax_out, served, served_out = _task_round_trip(task_round_trips, "tagging")
     assert set(record["best"]) >= {"precision", "recall", "f1"}
     np.testing.assert_allclose(served_out["token_probabilities"], jax_out["token_probabilities"], atol=1e-5)
     assert served == record["answers"]  # the same words, tags and entity spans
@@ -199,10 +215,8 @@ def test_jax_tagging_learns_and_its_tensorflow_export_tags_the_same(tiny_model_d
 
 
 @pytest.mark.slow
-def test_jax_span_qa_learns_and_its_tensorflow_export_answers_the_same(tiny_model_dir, tmp_path):
-    from conftest import SHARED
-
-    record, jax_out, served, served_out = _task_round_trip("span_qa", tiny_model_dir, SHARED / "squad", tmp_path)
+def test_jax_span_qa_learns_and_its_tensorflow_export_answers_the_same(task_round_trips):
+    record, jax_out, served, served_out = _task_round_trip(task_round_trips, "span_qa")
     assert set(record["best"]) >= {"exact_match", "f1"}
     for key in ("start_logits", "end_logits"):
         np.testing.assert_allclose(served_out[key], jax_out[key], atol=1e-5)
@@ -213,11 +227,8 @@ def test_jax_span_qa_learns_and_its_tensorflow_export_answers_the_same(tiny_mode
 
 
 @pytest.mark.slow
-def test_jax_multiple_choice_learns_and_its_tensorflow_export_answers_the_same(tiny_model_dir, tmp_path):
-    from backend_worker import write_swag
-
-    write_swag(tmp_path / "swag")
-    record, jax_out, _, served_out = _task_round_trip("multiple_choice", tiny_model_dir, tmp_path / "swag", tmp_path)
+def test_jax_multiple_choice_learns_and_its_tensorflow_export_answers_the_same(task_round_trips):
+    record, jax_out, _, served_out = _task_round_trip(task_round_trips, "multiple_choice")
     assert record["best"]["accuracy"] > 0.5
     np.testing.assert_allclose(served_out["probabilities"], jax_out["probabilities"], atol=1e-5)
     assert (jax_out["probabilities"].argmax(axis=-1) == 0).all()  # the right endings (index 0 as served)
