@@ -10,7 +10,7 @@ import tensorflow as tf
 from kbert.training.optimization import AdamW, NO_DECAY, WarmupLinearDecay
 
 
-def _run(optimizer_class, steps=6, sparse=False, **kwargs):
+def _run(optimizer_class, steps=6, sparse=False, eager=False, **kwargs):
     rng = np.random.default_rng(0)
     variables = [keras.Variable(rng.normal(size=(7, 5)).astype("float32"), name="dense_kernel"),
                  keras.Variable(rng.normal(size=(5,)).astype("float32"), name="dense_bias")]
@@ -19,24 +19,44 @@ def _run(optimizer_class, steps=6, sparse=False, **kwargs):
     optimizer.exclude_from_weight_decay(var_names=NO_DECAY)
     optimizer.build(variables)
 
-    @tf.function
     def step(grads):
         if sparse:  # an embedding-style gradient for the kernel
             grads = [tf.IndexedSlices(tf.gather(grads[0], [1, 4]), tf.constant([1, 4]), tf.constant([7, 5])), grads[1]]
         optimizer.apply_gradients(zip(grads, variables))
+
+    step = step if eager else tf.function(step)
 
     for _ in range(steps):
         step([tf.constant(rng.normal(size=v.shape).astype("float32") * 3.0) for v in variables])
     return [v.numpy() for v in variables] + [v.numpy() for v in optimizer.variables if v.shape != ()]
 
 
-@pytest.mark.parametrize("sparse", [False, True])
-def test_fused_update_matches_keras_adamw(sparse):
-    ours, keras_own = _run(AdamW, sparse=sparse), _run(keras.optimizers.AdamW, sparse=sparse)
+@pytest.mark.parametrize("sparse, eager", [(False, False), (True, False), (False, True)])
+def test_fused_update_matches_keras_adamw(sparse, eager):
+    """Step by step in a traced step and eagerly (where a step's scalars kept for the next one
+    would show: the step count and the schedule move every step)."""
+    ours, keras_own = _run(AdamW, sparse=sparse, eager=eager), _run(keras.optimizers.AdamW, sparse=sparse, eager=eager)
     assert len(ours) == len(keras_own) == 2 + 4
     for a, b in zip(ours, keras_own):
         np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-7)
     assert not np.allclose(ours[0], _run(AdamW, steps=0)[0])  # the weights moved
+
+
+def test_a_traced_step_evaluates_the_schedule_once_for_all_variables():
+    """Keras evaluates the learning-rate schedule again in every variable's weight decay; kbert's
+    AdamW makes a step's scalars once (kbert.training.optimization), whatever the variable count."""
+    calls = []
+
+    class Counted(WarmupLinearDecay):
+        def __call__(self, step):
+            calls.append(step)
+            return super().__call__(step)
+
+    variables = [keras.Variable(np.ones((3, 2), "float32"), name=f"kernel_{i}") for i in range(5)]
+    optimizer = AdamW(learning_rate=Counted(1e-2, 10, 2), weight_decay=0.1)
+    optimizer.build(variables)
+    tf.function(lambda: optimizer.apply_gradients([(tf.ones((3, 2)), v) for v in variables])).get_concrete_function()
+    assert len(calls) == 2, len(calls)  # one for the updates, one for the decay
 
 
 def test_fused_path_is_taken_and_amsgrad_falls_back():
