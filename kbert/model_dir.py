@@ -122,7 +122,10 @@ def load_encoder(model_dir, dtype=None, attention="auto", **overrides):
     config = load_config(model_dir)
     if overrides:
         config = BertConfig(**{**config.to_dict(), **overrides})
-    encoder = BertEncoder(config, dtype=dtype, attention_impl=attention)
+    from kbert.layers.initializers import weights_read_next
+
+    with weights_read_next():  # every weight is read below (or the file is refused): none is drawn
+        encoder = BertEncoder(config, dtype=dtype, attention_impl=attention)
     path = pathlib.Path(model_dir) / ENCODER_WEIGHTS
     load_weights_checked(encoder, path, f"the architecture in {CONFIG_FILE}")
     return encoder

@@ -115,6 +115,44 @@ def test_weights_of_another_architecture_list_what_differs(model_dir, tmp_path, 
         assert re.search(pattern, message, re.S), message
 
 
+def test_loading_draws_no_weights_and_refuses_a_file_without_one(model_dir, tmp_path, monkeypatch):
+    """load_encoder builds the encoder with zeros (kbert.layers.initializers.weights_read_next), not
+    110M truncated normals for BERT-Base, since the file fills every weight; so a file that lacks
+    one variable must be refused, not leave it at zero."""
+    import h5py
+    import keras
+    import numpy as np
+
+    drawn = []
+    draw = keras.initializers.TruncatedNormal.__call__
+    monkeypatch.setattr(keras.initializers.TruncatedNormal, "__call__",
+                        lambda self, *a, **k: drawn.append(1) or draw(self, *a, **k))
+    saved = BertEncoder(small_config())
+    assert drawn  # built outside load_encoder: BERT's initializer
+    save_model_dir(tmp_path / "saved", saved, vocab=VOCAB)
+    import random
+
+    random.seed(5)
+    BertEncoder(small_config())
+    after_building = random.random()
+    random.seed(5)
+    drawn.clear()
+    loaded = load_encoder(tmp_path / "saved")
+    assert not drawn
+    # What comes after a load (a new head under the same seed) is drawn as when the encoder's
+    # weights were drawn: unseeded Keras initializers take their seeds from Python's random.
+    assert random.random() == after_building
+    for a, b in zip(saved.weights, loaded.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    with h5py.File(tmp_path / "saved" / "encoder.weights.h5", "a") as f:
+        names = []
+        f.visit(lambda n: names.append(n) if isinstance(f[n], h5py.Dataset) else None)
+        del f[names[len(names) // 2]]
+    FAULTS["a weights file without one variable"] += 1
+    with pytest.raises(ModelDirError, match=r"(?s)does not fit the architecture.*missing from the file"):
+        load_encoder(tmp_path / "saved")
+
+
 def test_a_head_of_another_architecture_lists_what_differs(model_dir, tmp_path):
     m = copy(model_dir, tmp_path)
     save_weights(build_head("mlm", BertConfig.preset("mini", vocab_size=len(VOCAB))), m / "mlm.weights.h5")
