@@ -1,8 +1,8 @@
 """BertPacker: tokenized segments -> ``input_word_ids``, ``input_mask``, ``input_type_ids``.
 
-``[CLS] A [SEP]``, ``[CLS] A [SEP] B [SEP]``, ... truncated to ``seq_length`` and padded, with
-tensorflow-text's trimmers, ``combine_segments`` and ``pad_model_inputs`` (the ops TF Hub's
-BERT preprocessors are built from).
+``[CLS] A [SEP]``, ``[CLS] A [SEP] B [SEP]``, ... truncated to ``seq_length`` and padded: the
+tensors of tensorflow-text's ``combine_segments`` + ``pad_model_inputs`` (the ops TF Hub's BERT
+preprocessors are built from), written as one scatter (``_combine_and_pad`` says why).
 
 Truncation (``seq_length - num_segments - 1`` WordPiece tokens are kept in all):
   * ``round_robin`` (default, as TF Hub): segments take one token each in turn until the budget
