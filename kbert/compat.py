@@ -123,6 +123,51 @@ class ClipGradientsHook:
         return super()._clip_gradients(grads)
 
 
+class StepHooks:
+    """Mix-in for a ``keras.optimizers.Optimizer`` on TensorFlow: public names around two private
+    steps of Keras' ``apply``.
+
+    * ``step_cache``: a dict that lives for one optimizer step (Keras' ``_backend_apply_gradients``:
+      clipping, weight decay, the updates, the step count), None outside one; for tensors a step
+      makes once and all its variables share.
+    * ``decay_weights(variables)``: Keras' decoupled weight decay (``_apply_weight_decay``); a
+      subclass overrides it and calls ``keras_decay_weights`` for Keras' own, or
+      ``decay_each(variables, fn)`` to run ``fn(variable)`` for each decayed variable as Keras'
+      TensorFlow optimizer does (each variable updated under the distribution strategy).
+    """
+
+    step_cache = None
+
+    def _backend_apply_gradients(self, grads, trainable_variables):
+        self.step_cache = {}
+        try:
+            return super()._backend_apply_gradients(grads, trainable_variables)
+        finally:
+            self.step_cache = None
+
+    def _apply_weight_decay(self, variables):
+        return self.decay_weights(variables)
+
+    def decay_weights(self, variables):
+        return self.keras_decay_weights(variables)
+
+    def keras_decay_weights(self, variables):
+        return super()._apply_weight_decay(variables)
+
+    def decay_each(self, variables, fn):
+        import keras
+        import tensorflow as tf
+
+        def distributed(distribution, variables, **kwargs):
+            for variable in variables:
+                if isinstance(variable, keras.Variable):
+                    variable = variable.value  # the tf.Variable
+                distribution.extended.update(
+                    variable, lambda v: fn(v) if self._use_weight_decay(v) else None, group=False)
+
+        tf.__internal__.distribute.interim.maybe_merge_call(distributed, self._distribution_strategy, variables)
+
+
 def adam_slots(optimizer, variable):
     """``(m, v)``: the first and second moment variables of ``variable`` in a Keras Adam/AdamW
     (kept in the private lists ``_momentums`` / ``_velocities``, indexed by ``_get_variable_index``)."""

@@ -102,7 +102,7 @@ def clip_by_global_norm(grads, clip_norm):
     return out
 
 
-class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
+class AdamW(compat.StepHooks, _ClipAfterAllReduce, keras.optimizers.AdamW):
     """Keras' AdamW; on TensorFlow each variable's update is one fused kernel.
 
     Keras writes Adam as some ten element-wise ops per variable, each a pass over memory:
@@ -131,20 +131,13 @@ class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
     # decay, and the update above cast and raised the betas per variable, some 20 graph ops per
     # variable that every traced training step built and ran (about a fifth of the time to trace
     # MiniLM's training step, ~100 variables). The values are the same: each scalar comes from the
-    # same ops, computed once. The cache lives for one ``_backend_apply_gradients`` call (one step's
-    # graph, or one eager step), so no tensor outlives the step that made it.
-    def _backend_apply_gradients(self, grads, trainable_variables):
-        self._kbert_step_scalars = {}
-        try:
-            return super()._backend_apply_gradients(grads, trainable_variables)
-        finally:
-            self._kbert_step_scalars = None
-
+    # same ops, computed once. They are kept in ``step_cache`` (compat.StepHooks), which lives for
+    # one step (one step's graph, or one eager step), so no tensor outlives the step that made it.
     def _step_scalars(self, dtype, learning_rate):
         """{name: scalar tensor of ``dtype``} for this step; ``learning_rate`` as given to update_step."""
         import tensorflow as tf
 
-        cache = getattr(self, "_kbert_step_scalars", None)
+        cache = self.step_cache
         key = (dtype, id(learning_rate))
         if cache is not None and key in cache:
             return cache[key]
@@ -156,34 +149,24 @@ class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
             cache[key] = scalars
         return scalars
 
-    def _apply_weight_decay(self, variables):
+    def decay_weights(self, variables):
         """Keras' decoupled weight decay on TensorFlow (``variable -= variable * wd * lr``, as Keras
         computes it), with ``wd`` and ``lr`` made once per step and dtype (see above)."""
         if keras.backend.backend() != "tensorflow" or self.weight_decay is None:
-            return super()._apply_weight_decay(variables)
+            return self.keras_decay_weights(variables)
         import tensorflow as tf
 
-        cache = getattr(self, "_kbert_step_scalars", None)
-        cache = {} if cache is None else cache
+        cache = {} if self.step_cache is None else self.step_cache
 
-        def decay_rates(dtype):
-            if ("decay", dtype) not in cache:
-                cache[("decay", dtype)] = (tf.cast(self.weight_decay, dtype), tf.cast(self.learning_rate, dtype))
-            return cache[("decay", dtype)]
+        def decay(variable):
+            if ("decay", variable.dtype) not in cache:
+                cache[("decay", variable.dtype)] = (tf.cast(self.weight_decay, variable.dtype),
+                                                    tf.cast(self.learning_rate, variable.dtype))
+            wd, lr = cache[("decay", variable.dtype)]
+            variable.assign_sub(variable * wd * lr)
 
-        def distributed_apply_weight_decay(distribution, variables, **kwargs):
-            def weight_decay_fn(variable):
-                if self._use_weight_decay(variable):
-                    wd, lr = decay_rates(variable.dtype)
-                    variable.assign_sub(variable * wd * lr)
+        self.decay_each(variables, decay)
 
-            for variable in variables:
-                if isinstance(variable, keras.Variable):
-                    variable = variable.value  # the tf.Variable
-                distribution.extended.update(variable, weight_decay_fn, group=False)
-
-        tf.__internal__.distribute.interim.maybe_merge_call(
-            distributed_apply_weight_decay, self._distribution_strategy, variables)
 
 class Lamb(_ClipAfterAllReduce, keras.optimizers.Lamb):
     pass
