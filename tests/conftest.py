@@ -141,6 +141,20 @@ def pytest_sessionstart(session):
                     returncode=pytest.ExitCode.TESTS_FAILED)
 
 
+# Fixtures that take ten seconds or more to make (a training run, an export, a conversion, a child
+# JAX process): a test that asks for one is in the slow tier whatever its own time, so that the
+# fast tier (-m "not slow") never makes them for the one fast test that asked first.
+SLOW_FIXTURES = {"task_exports", "tiny_encoder_export", "uncased_preprocessor_export", "pretrain_run",
+                 "sst2_finetune_run", "pretraining_records", "small_vocab", "minilm_model_dir", "ja_model_dirs",
+                 "readme_scratch", "demo_ja_run", "jax_run"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield

@@ -22,6 +22,7 @@ def _run(capsys, *argv):
     return code, capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_encoder_bench_table_with_keras_hub(capsys, monkeypatch):
     monkeypatch.delenv("KBERT_BENCH_MODEL_GARDEN_PYTHON", raising=False)
     code, out = _run(capsys, "encoder", *TINY, "--vs", "keras-hub,model-garden", "--xla", "both")
@@ -45,6 +46,7 @@ def test_encoder_bench_table_with_keras_hub(capsys, monkeypatch):
     assert RATIO.fullmatch(lines[-1].split("  (")[0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bf16_matmul", ["native", "float32"])
 def test_encoder_bench_bf16_reports_the_difference_to_float32(capsys, monkeypatch, bf16_matmul):
     from kbert.layers import tf_fast
@@ -68,6 +70,7 @@ def test_encoder_bench_bf16_reports_the_difference_to_float32(capsys, monkeypatc
     assert keras.config.dtype_policy().name == "float32"  # restored
 
 
+@pytest.mark.slow
 def test_encoder_bench_cases_end_with_the_worst(capsys):
     code, out = _run(capsys, "encoder", "--case", "tiny:1", "--case", "tiny:2", "--seq-length", "8",
                      "--rounds", "1", "--warmup", "0", "--vs", "keras-hub", "--xla", "off", "--no-peak",
@@ -159,6 +162,7 @@ def test_serve_bench_without_a_model_says_what_it_needs(capsys):
     assert "--saved-model" in out and "Nothing was measured" in out
 
 
+@pytest.mark.slow
 def test_serve_bench_on_a_string_signature(capsys, tmp_path):
     import tensorflow as tf
 

@@ -41,6 +41,7 @@ def _probe(setup: str, backend: str) -> dict:
 HOOK = "from kbert.cli_startup import decline_optional_imports\nhook = decline_optional_imports()"
 
 
+@pytest.mark.slow
 def test_a_command_on_tensorflow_imports_none_of_them_yet_kbert_still_gets_them():
     result = _probe(HOOK, "tensorflow")
     assert result["after_tf"] == []
@@ -49,6 +50,7 @@ def test_a_command_on_tensorflow_imports_none_of_them_yet_kbert_still_gets_them(
     assert result["backend"] == "tensorflow"
 
 
+@pytest.mark.slow
 def test_a_command_on_jax_still_imports_jax_for_keras():
     result = _probe(HOOK, "jax")
     assert result["backend"] == "jax" and result["array"] in ("jax", "jaxlib")  # Keras' tensors are JAX arrays
@@ -56,6 +58,7 @@ def test_a_command_on_jax_still_imports_jax_for_keras():
     assert result["f1"] == pytest.approx(2 / 3)
 
 
+@pytest.mark.slow
 def test_a_library_import_of_kbert_changes_nothing():
     result = _probe("import kbert, kbert.tasks, kbert.export\nhook = None", "tensorflow")
     assert result["declined"] == []

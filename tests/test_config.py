@@ -24,6 +24,7 @@ def test_parameter_counts_match_the_paper(name, expected):
     assert BertEncoder(BertConfig.preset(name)).count_params() == expected
 
 
+@pytest.mark.slow
 def test_parameter_count_matches_closed_form():
     # Independent count from the architecture's formula, for every preset but the big two.
     for name in ("tiny", "mini", "small", "medium"):

@@ -22,6 +22,7 @@ def _assert_bit_identical(a, b):
         assert a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k]), k
 
 
+@pytest.mark.slow
 def test_converted_weights_equal_the_safetensors_values(minilm_model_dir):
     state = load_file(str(MINILM_DIR / "model.safetensors"))
     enc = load_encoder(minilm_model_dir)

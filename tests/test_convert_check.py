@@ -33,6 +33,7 @@ def test_check_passes_on_a_faithful_conversion_and_prints_the_difference(tmp_pat
     assert 0 <= largest <= 1e-4
 
 
+@pytest.mark.slow
 def test_check_fails_a_conversion_that_changed_a_weight(tmp_path, tiny_hf, capsys, monkeypatch):
     real = hf.hf_to_google
 

@@ -164,6 +164,7 @@ def converted(tmp_path_factory, hf_base):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lower,strip,chinese", COMBOS)
 def test_every_option_combination_tokenizes_as_transformers(converted, texts, lower, strip, chinese):
     _, lines = texts
@@ -189,6 +190,7 @@ def test_the_spec_records_the_options(converted):
     assert read_tokenizer_spec(converted[False, True, True][1]).option("strip_accents") is True
 
 
+@pytest.mark.slow
 def test_real_combinations_keep_the_issue_examples(converted):
     """The report's examples: "Йод" keeps its й when accents are kept, "日本語の文" stays one word
     without CJK splitting (against transformers, above; here what that means)."""
@@ -198,6 +200,7 @@ def test_real_combinations_keep_the_issue_examples(converted):
     assert len(words[0]) == 1 and len(words[0][0]) == 5  # one word of five pieces (日 ##本 ##語 ##の ##文)
 
 
+@pytest.mark.slow
 def test_offsets_where_the_kernel_agrees_and_a_refusal_where_not(converted):
     tokenizer = load_tokenizer(converted[False, None, False][1])
     ids, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(["Йод ёлка, [MASK] x"]), unit="UTF8_CHAR")
@@ -214,6 +217,7 @@ def _cli_lines(texts):
     return [line for line in texts[1][-60:] if "\n" not in line and "\r" not in line]
 
 
+@pytest.mark.slow
 def test_tokenize_cli_gives_the_same_ids(converted, texts, monkeypatch, capsys):
     """A non-default combination (uncased, accents kept, CJK inside words) through ``kbert.tokenize``."""
     from kbert.commands import tokenize as tokenize_cli
@@ -389,6 +393,7 @@ def _refused(folder, out, field, value):
     assert repr(field) in str(e.value) and repr(value) in str(e.value) and "\n" not in str(e.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", _families(), ids=lambda f: f["name"])
 def test_model_family(family, hf_base, ja_base, texts, tmp_path):
     config = family["tokenizer_config"]

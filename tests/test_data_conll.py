@@ -7,6 +7,7 @@ from kbert.data.conll import CONLL2003_TAGS, read_conll
 from kbert.errors import DataError
 
 
+@pytest.mark.slow
 def test_train_and_valid_counts():
     train = read_conll(SHARED / "conll2003" / "train.txt")
     assert len(train.examples) == 14041

@@ -84,6 +84,7 @@ SLOW = {"kbert.export_encoder", "kbert.export_hub_pair", "kbert.export_preproces
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n
                                   for n in sorted(_objects())])
+@pytest.mark.slow
 def test_public_example(name, scratch, capsys):
     tests, results = _run(name, _objects()[name])
     report = capsys.readouterr().out

@@ -125,6 +125,7 @@ PAIRS = (["the man went to the store.", "the man went to the store."],
          ["he bought a gallon of milk.", "penguins are flightless birds."])
 
 
+@pytest.mark.slow
 def test_text_api_equals_the_heads_on_the_tokenized_ids(english_dir):
     heads = PretrainingHeads.from_model_dir(english_dir)
     answers = fill_mask(english_dir, TEXTS, top_k=3)

@@ -28,6 +28,7 @@ def _inputs(batch=2, seq=12):
             "input_mask": tf.constant(mask), "input_type_ids": tf.zeros((batch, seq), tf.int32)}
 
 
+@pytest.mark.slow
 def test_hub_contract(tiny_with_mlm):
     _, encoder, _, sm = tiny_with_mlm
     x = _inputs()

@@ -36,6 +36,7 @@ def _call(export_dir, **inputs):
     return {k: v.numpy() for k, v in fn(**{k: tf.constant(v) for k, v in inputs.items()}).items()}
 
 
+@pytest.mark.slow
 def test_classifier_strings_in_labels_out_equal_the_keras_model(exports):
     model, path = exports["sst2"]
     texts = _reference_texts() + BAD
@@ -97,6 +98,7 @@ def test_tagger_words_tags_and_entity_offsets_equal_the_python_path(exports):
             assert text[start:end] == span
 
 
+@pytest.mark.slow
 def test_multiple_choice(exports):
     model, path = exports["swag"]
     inputs = {"context": np.array(["He opened the door", "She sat"], dtype=object),

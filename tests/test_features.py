@@ -24,6 +24,7 @@ def five_layer_dir(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_combinations_by_hand(five_layer_dir):
     extractor = FeatureExtractor.from_model_dir(five_layer_dir, seq_length=32)
     features = extractor.extract(TEXTS, batch_size=2)
@@ -54,6 +55,7 @@ def test_combinations_by_hand(five_layer_dir):
     assert features["concat_last_four_hidden"].shape[-1] == 4 * 32
 
 
+@pytest.mark.slow
 def test_too_few_layers_for_last_four(tiny_model_dir):
     with pytest.raises(ValueError, match="needs 4 Transformer blocks; the encoder has 2"):
         FeatureExtractor.from_model_dir(tiny_model_dir)

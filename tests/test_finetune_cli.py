@@ -76,6 +76,7 @@ def test_stsb_regression_writes_scores(tiny_model_dir, tmp_path):
     assert model.num_segments == 2
 
 
+@pytest.mark.slow
 def test_conll_tagging_writes_conlleval_file(tiny_model_dir, tmp_path):
     out = tmp_path / "ner"
     main(["--task", "conll2003", "--data-dir", str(SHARED / "conll2003"), "--init", str(tiny_model_dir),
@@ -97,6 +98,7 @@ def test_conll_tagging_writes_conlleval_file(tiny_model_dir, tmp_path):
         assert results["best"][name] == pytest.approx(expected, abs=1e-6), name
 
 
+@pytest.mark.slow
 def test_ner_metrics_reach_tensorboard(tiny_model_dir, tmp_path):
     # 41 steps: Keras' TensorBoard callback records every 2nd batch (update_freq = 41 // 20) and left
     # the last batch's condition (41 % 2 != 0) in force at the epoch's end, which dropped the
@@ -171,6 +173,7 @@ def _write_swag(path, rows):
             w.writerow([i, f"v{i}", str(i), f"{sent1} {sent2}", sent1, sent2, "gold", *endings, label])
 
 
+@pytest.mark.slow
 def test_swag_multiple_choice(tiny_model_dir, tmp_path):
     rows = [("She opened the fridge.", "She", ["took out milk.", "flew away.", "sang.", "ate it."], i % 4)
             for i in range(12)]
@@ -192,6 +195,7 @@ def test_swag_multiple_choice(tiny_model_dir, tmp_path):
     assert best["accuracy"] == pytest.approx(np.mean([int(p["pred"]) == rows[i][3] for i, p in enumerate(predictions)]))
 
 
+@pytest.mark.slow
 def test_csv_task(tiny_model_dir, tmp_path):
     lines = ["text,label"] + [f"sample {i} {'good' if i % 2 else 'bad'},{'pos' if i % 2 else 'neg'}"
                               for i in range(16)]

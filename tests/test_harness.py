@@ -102,6 +102,7 @@ def test_it(thing):
 """
 
 
+@pytest.mark.slow
 def test_a_fixture_made_once_is_made_by_one_worker_for_both(tmp_path):
     """conftest.made_once under pytest-xdist: two files on two workers ask for the same session
     fixture; it is made once and both get it."""

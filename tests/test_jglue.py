@@ -124,6 +124,7 @@ def jglue_char_f1(prediction, gold):
 
 
 # -- every task from the command line, metrics recomputed from the predictions file -----------------
+@pytest.mark.slow
 def test_jsts_pearson_and_spearman_from_the_predictions_file(finetuned, mecab_dir):
     out, results = finetuned("jsts", mecab_dir)
     predictions, gold = read_jsonl(out / "predictions.jsonl"), gold_rows("jsts")
@@ -137,6 +138,7 @@ def test_jsts_pearson_and_spearman_from_the_predictions_file(finetuned, mecab_di
     assert load_task_model(out).saved_task_info["task_name"] == "jglue/jsts"
 
 
+@pytest.mark.slow
 def test_jnli_accuracy_from_the_predictions_file(finetuned, mecab_dir):
     out, results = finetuned("jnli", mecab_dir)
     predictions, gold = read_jsonl(out / "predictions.jsonl"), gold_rows("jnli")
@@ -147,6 +149,7 @@ def test_jnli_accuracy_from_the_predictions_file(finetuned, mecab_dir):
     assert load_task_model(out).label_names == ["entailment", "contradiction", "neutral"]
 
 
+@pytest.mark.slow
 def test_jcommonsenseqa_accuracy_from_the_predictions_file(finetuned, mecab_dir):
     out, results = finetuned("jcommonsenseqa", mecab_dir)
     predictions, gold = read_jsonl(out / "predictions.jsonl"), gold_rows("jcommonsenseqa")

@@ -168,6 +168,7 @@ def _rel(a, b):
     return float(np.linalg.norm(a.astype("float64") - b) / np.linalg.norm(b.astype("float64")))
 
 
+@pytest.mark.slow
 def test_fused_attention_matches_plain_in_float32_with_padding(jax_run):
     # Under JAX on a CPU "fused" is the sequence-lengths form through XLA.
     assert str(jax_run["kernel_infer_fused"]) == "xla"

@@ -29,6 +29,7 @@ def _pair(tiny_model_dir, cls, kwargs, **settings):
     return truncate, windows
 
 
+@pytest.mark.slow
 def test_texts_that_fit_give_the_truncate_answer(tiny_model_dir):
     cls, kwargs = TextClassifier, {"num_classes": 3}
     truncate, windows = _pair(tiny_model_dir, cls, kwargs)
@@ -61,6 +62,7 @@ def _by_hand(model, text, text_a=None):
     return len(rows), outputs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls, kwargs, how", MODELS)
 def test_long_texts_combine_their_windows(tiny_model_dir, cls, kwargs, how):
     _, model = _pair(tiny_model_dir, cls, kwargs)
@@ -75,6 +77,7 @@ def test_long_texts_combine_their_windows(tiny_model_dir, cls, kwargs, how):
     np.testing.assert_allclose(model(tf.constant(texts), training=False), np.array(expected), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_pairs_window_text_b_and_keep_text_a(tiny_model_dir):
     _, model = _pair(tiny_model_dir, TextClassifier, {"num_classes": 2}, num_segments=2)
     pairs = {"text_a": np.array(["what does the fox do", "q"], dtype=object),
@@ -87,6 +90,7 @@ def test_pairs_window_text_b_and_keep_text_a(tiny_model_dir):
         model.predict_logits(too_long)
 
 
+@pytest.mark.slow
 def test_settings_reload_from_the_model_directory(tiny_model_dir, tmp_path):
     _, model = _pair(tiny_model_dir, TextClassifier, {"num_classes": 2})
     model.save_model_dir(tmp_path / "m")

@@ -64,6 +64,7 @@ def test_sentences_that_fit_get_the_truncate_tags(articles, models):
     assert windows.predict_words(short) == truncate.predict_words(short)
 
 
+@pytest.mark.slow
 def test_long_documents_tagged_in_the_graph_as_on_the_host(articles, models, tmp_path):
     from kbert.export.task import export_task
 

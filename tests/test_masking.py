@@ -26,6 +26,7 @@ def _mask(packed, **kw):
     return {k: v.numpy() for k, v in out.items()}
 
 
+@pytest.mark.slow
 def test_rates_over_100k_tokens(packed):
     out = _mask(packed, max_predictions=32)
     real = packed["input_mask"].astype(bool)
@@ -66,6 +67,7 @@ def test_special_tokens_and_padding_are_never_masked_and_positions_unique(packed
     assert out["masked_lm_weights"].sum(axis=1).max() <= 20
 
 
+@pytest.mark.slow
 def test_configurable_rates(packed):
     out = _mask(packed, max_predictions=64, selection_rate=0.3, mask_token_rate=0.5, random_token_rate=0.5)
     w = out["masked_lm_weights"].astype(bool)

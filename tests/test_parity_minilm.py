@@ -29,6 +29,7 @@ def _check(outputs, ref):
     return seq, pooled
 
 
+@pytest.mark.slow
 def test_keras_encoder_reproduces_transformers(minilm_model_dir, minilm_reference):
     encoder = load_encoder(minilm_model_dir)
     _check(encoder(_inputs(minilm_reference)), minilm_reference)

@@ -82,6 +82,7 @@ def _softmax(x):
     return e / e.sum(axis=-1, keepdims=True)
 
 
+@pytest.mark.slow
 def test_classifier_glue_test_file_jsonl_and_submission(dirs, loaded, predict, tmp_path):
     test_tsv = tmp_path / "test.tsv"  # a GLUE test file: index and sentence, no label
     test_tsv.write_text("index\tsentence\n" + "".join(f"{i}\t{t}\n" for i, t in enumerate(TEXTS)), encoding="utf-8")
@@ -103,6 +104,7 @@ def test_classifier_glue_test_file_jsonl_and_submission(dirs, loaded, predict, t
     assert lines[1:] == [f"{r['id']}\t{model.label_names.index(r['label'])}" for r in rows]
 
 
+@pytest.mark.slow
 def test_regression_scores_and_glue_scores(dirs, loaded, predict, tmp_path):
     test_tsv = tmp_path / "sts.tsv"
     test_tsv.write_text("index\tgenre\tsentence1\tsentence2\n"
@@ -200,6 +202,7 @@ def test_span_qa_squad_file_without_answers(dirs, loaded, predict, tmp_path):
     assert json.loads((tmp_path / "predictions.json").read_text()) == {r["id"]: r["answer"] for r in rows}
 
 
+@pytest.mark.slow
 def test_multiple_choice_swag_csv(dirs, loaded, predict, tmp_path):
     header = ",video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3\n"
     rows = [[str(i), "v", f"f{i}", "s", TEXTS[i], "then", "g", *(TEXTS * 2)[i:i + 4]] for i in range(4)]

@@ -38,6 +38,7 @@ def _write_records(path, pairs):
             writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
 
 
+@pytest.mark.slow
 def test_pipeline_ids_equal_the_reference_tokenizer_ids(rows, tmp_path):
     from kbert.data.pretraining import pretraining_dataset
 
@@ -73,6 +74,7 @@ def _reference_words(row):
     return row["mecab_words"]
 
 
+@pytest.mark.slow
 def test_whole_word_masking_masks_whole_mecab_words_within_the_budget(rows):
     tokenizer = _tokenizer("mecab-character")
     # Lines whose characters are the reference's words' characters, one token each (no literal
@@ -138,6 +140,7 @@ def test_fit_in_order_is_the_original_whole_word_loop():
             assert np.flatnonzero(taken).tolist() == _original_loop(row, budget), (row, budget)
 
 
+@pytest.mark.slow
 def test_packer_word_starts_follow_truncation_for_every_truncator():
     a = tf.ragged.constant([[[10, 11, 12], [13], [14, 15]]], tf.int32)  # 3 words, 6 pieces
     b = tf.ragged.constant([[[20], [21, 22, 23]]], tf.int32)

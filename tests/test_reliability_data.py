@@ -168,6 +168,7 @@ def test_damaged_shard_is_named_with_record_and_offset(tmp_path, name):
         assert frame_offsets(bad.read_bytes())[:index] == offsets[:index]
 
 
+@pytest.mark.slow
 def test_skip_bad_records_keeps_every_readable_record_and_counts(tmp_path, text_layers, capfd):
     expected_records = write_records(tmp_path / "a-good.tfrecord", 10, seed=2) and 10
     bad_files = []

@@ -341,6 +341,7 @@ def classifier_dirs(tiny_model_dir, tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncated", "empty", "random bytes"])
 def test_a_damaged_task_head_file_is_named(classifier_dirs, tmp_path, damage):
     from kbert.tasks import TaskModelError, load_task_model

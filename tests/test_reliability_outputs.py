@@ -442,6 +442,7 @@ def _short(text):
     return _short(text)
 
 
+@pytest.mark.slow
 def test_next_sentence_and_attention_say_once_that_the_text_was_cut(heads_dir, tmp_path, capsys):
     from kbert.commands.explore import main
 

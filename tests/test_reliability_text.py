@@ -115,6 +115,7 @@ def _ragged_ok(tokens, n, vocab_size=30522):
     assert ((0 <= flat) & (flat < vocab_size)).all()
 
 
+@pytest.mark.slow
 @generates("unicode")
 @settings(max_examples=PLAN["unicode"][0], **SETTINGS)
 @given(texts=st.lists(TEXT, **BATCH))
@@ -132,6 +133,7 @@ def test_any_unicode_through_the_preprocessor(preprocessor, texts):
     np.testing.assert_array_equal(flat.to_tensor(shape=[len(texts), SEQ_LENGTH - 2]).numpy(), body)
 
 
+@pytest.mark.slow
 @generates("pairs")
 @settings(max_examples=PLAN["pairs"][0], **SETTINGS)
 @given(pairs=st.lists(st.tuples(TEXT, TEXT), **BATCH))
@@ -168,6 +170,7 @@ def test_any_input_through_a_chinese_vocabulary(chinese, data):
 @settings(max_examples=PLAN["pack"][0], **SETTINGS)
 @given(segments=st.lists(st.lists(TEXT, min_size=32, max_size=32), min_size=1, max_size=3),
        seq_length=st.sampled_from([4, 33]))
+@pytest.mark.slow
 def test_bert_pack_inputs_any_segments_any_length(preprocessor, segments, seq_length):
     GENERATED["pack"] += sum(len(s) for s in segments)
     tokens = [preprocessor.tokenize(tf.constant(s)) for s in segments]

@@ -40,6 +40,7 @@ def _inputs(batch, seq, pad_from=None):
             "input_mask": tf.constant(mask), "input_type_ids": tf.zeros((batch, seq), tf.int32)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch,seq,pad_from", [(1, 128, None), (3, 20, 7)])
 def test_xla_signature_gives_the_plain_outputs(xla_export, batch, seq, pad_from):
     _, encoder, sm = xla_export
@@ -202,6 +203,7 @@ def _bench(capsys, *argv):
     return code, capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_serve_bench_with_concurrency_on_a_tiny_export(capsys, tmp_path):
     from kbert import BertConfig, BertEncoder
     from kbert.text import BertPreprocessor

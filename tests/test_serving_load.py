@@ -18,6 +18,7 @@ def served(task_exports):
                  for name in ("sst2", "ner"))
 
 
+@pytest.mark.slow
 def test_eight_threads_at_once_get_the_single_threaded_outputs(served):
     """Concurrent calls of one signature answer exactly what one caller gets. A fixed number of
     calls, no clock: how long a server holds up and its memory over time are kbert bench's to
@@ -56,6 +57,7 @@ text_or_bytes = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(text_or_bytes, min_size=0, max_size=24))
 def test_serving_signatures_never_crash_on_arbitrary_input(served, batch):

@@ -69,6 +69,7 @@ def _compare(graph, python, rtol=1e-5):
     np.testing.assert_allclose(graph["null_score_diff"].numpy(), diffs, rtol=rtol, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seq_length,max_query_length,doc_stride", [(64, 16, 16), (24, 12, 20), (32, 4, 1)])
 def test_windows_equal_build_windows(model, seq_length, max_query_length, doc_stride):
     # (24, 12, 20): doc_stride over the room left for context (run_squad.py then steps by the
@@ -139,6 +140,7 @@ def test_answer_fn_equals_model_answer(model):
     assert all(v.shape == (0,) for v in empty.values())
 
 
+@pytest.mark.slow
 def test_squad_v2_null_answers(model_v2):
     fn = tf.function(build_answer_fn(model_v2), input_signature=SPEC)
     python = model_v2.answer(QUESTIONS, CONTEXTS)

@@ -46,6 +46,7 @@ def test_classifier_learns_tiny_data_and_reloads(tiny_model_dir, tmp_path):
     np.testing.assert_allclose(served["probabilities"].numpy().sum(axis=1), 1.0, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_fit_and_evaluate_take_plain_python_lists(tiny_model_dir):
     """model.fit(list_of_str, list_of_int): the README's first example. Keras refuses a string
     tensor beside a plain list of labels; the task model turns the labels into an array."""
@@ -57,6 +58,7 @@ def test_fit_and_evaluate_take_plain_python_lists(tiny_model_dir):
     assert np.isfinite(loss) and 0.0 <= accuracy <= 1.0
 
 
+@pytest.mark.slow
 def test_fit_traces_the_train_step_once(tiny_model_dir):
     """No variable is created inside model.fit's traced step (the optimizer's slots are built
     before): a step that creates variables makes tf.function trace the whole graph twice."""
@@ -118,6 +120,7 @@ def test_regressor_learns_scores(tiny_model_dir, tmp_path):
     np.testing.assert_array_equal(load_task_model(tmp_path / "reg").predict_logits(x), model.predict_logits(x))
 
 
+@pytest.mark.slow
 def test_multi_label_sigmoid_per_label(tiny_model_dir):
     names = ["funny", "sad", "long"]
     y = np.array([[1, 0, 0], [0, 1, 1], [1, 0, 0], [0, 1, 0], [0, 0, 0], [0, 1, 1], [1, 0, 0], [0, 1, 0]])

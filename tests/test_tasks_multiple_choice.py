@@ -20,6 +20,7 @@ def inputs(rows=slice(None)):
     return {"text_a": np.array(CONTEXTS, dtype=object)[rows], "choices": np.array(CHOICES, dtype=object)[rows]}
 
 
+@pytest.mark.slow
 def test_scores_each_choice_from_its_own_pair(tiny_model_dir):
     model = MultipleChoiceModel.from_model_dir(tiny_model_dir, seq_length=32)
     logits = model(inputs()).numpy()

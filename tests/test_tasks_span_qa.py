@@ -86,6 +86,7 @@ def test_padding_positions_never_win(tiny_model_dir):
         model.windows(["a", "b"], ["c"])
 
 
+@pytest.mark.slow
 def test_repeated_predictions_do_not_retrace(tiny_model_dir):
     """Each evaluation of a fine-tuning run predicts again: the model's traced step is reused, so
     TensorFlow's "triggered tf.function retracing" warning never comes (it did after a few epochs).

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from conftest import SHARED, UNCASED_VOCAB, require
 
 
+@pytest.mark.slow
 def test_tokenize_bench_smoke(capsys):
     from kbert.commands.bench import main
 

@@ -96,6 +96,7 @@ def test_megabyte_strings(uncased_tokenizer, google_oracle):
 ASCII_TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=127), max_size=40)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(texts=st.lists(st.one_of(ASCII_TEXT, TEXT), min_size=1, max_size=24), lower_case=st.booleans())
 def test_plain_ascii_short_path_equals_the_unicode_path(texts, lower_case):

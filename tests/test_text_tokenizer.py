@@ -17,6 +17,7 @@ def lines():
     return reference_lines()
 
 
+@pytest.mark.slow
 def test_reference_lines_exact(uncased_tokenizer, google_oracle, lines):
     """Every line of wordpiece_uncased.jsonl (English and Japanese): ids equal, 100%."""
     words = to_lists(uncased_tokenizer([line["text"] for line in lines]))
@@ -97,6 +98,7 @@ def _fold_sigma(s):
     return s.replace("ς", "σ")
 
 
+@pytest.mark.slow
 def test_offsets_point_at_the_words(uncased_tokenizer, google_oracle, lines):
     texts = [line["text"] for line in lines] + ["Héllo, ΣΑΣ wörld! 中文x\x00y", "a\u200bb İstanbul ﬁ"]
     ids, starts, ends = uncased_tokenizer.tokenize_with_offsets(texts, unit="UTF8_CHAR")

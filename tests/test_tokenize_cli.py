@@ -60,6 +60,7 @@ def _main(args, stdin: bytes):
     return code, [json.loads(line) for line in out.getvalue().splitlines()]
 
 
+@pytest.mark.slow
 def test_sources_model_dir_hf_folder_and_vocab(tmp_path):
     from kbert.text.tokenizer import BertTokenizer
 
