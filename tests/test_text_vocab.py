@@ -82,6 +82,27 @@ def test_progress_driver_is_the_library_learner(tmp_path):
     assert 900 <= len(ours) <= 1000
 
 
+@pytest.mark.parametrize("min_count", [2, 180])
+def test_a_corpus_too_small_for_the_size_gets_the_librarys_vocabulary_in_two_passes(monkeypatch, tmp_path, min_count):
+    """Asked for more than the corpus gives at any threshold, the library's search walks down its whole
+    range; learn_from_counts learns at the lowest threshold and at the search's last one only, and
+    returns the same vocabulary. The walk ends at min_count (2) or, for some ranges, one below it (180:
+    Blake's most frequent word is seen 685 times, the top of the range)."""
+    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+    with open(CORPUS / "nltk_gutenberg" / "blake-poems.txt", encoding="utf-8") as f:
+        (tmp_path / "blake.txt").write_text(f.read(), encoding="utf-8")
+    counts = count_words([str(tmp_path / "blake.txt")])
+    expected = learner.learn(counts, 20_000, reserved_tokens(1), lower_thresh=min_count)
+    thresholds = []
+    library_pass = learner.learn_with_thresh
+    monkeypatch.setattr(learner, "learn_with_thresh",
+                        lambda words, thresh, params: thresholds.append(thresh) or library_pass(words, thresh, params))
+    ours = learn_from_counts(counts, 20_000, reserved_tokens(1), min_count=min_count)
+    assert ours == expected and len(ours) < 0.95 * 20_000
+    assert thresholds[0] == min_count and len(thresholds) == 1 + (min_count == 180), thresholds
+
+
 def test_cased_learning_keeps_case(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("Hello World, hello Ölwelt.\n" * 30, encoding="utf-8")

@@ -162,8 +162,13 @@ def learn_from_counts(counts, vocab_size, reserved, max_unique_chars=1000, min_c
 
     This re-states the few lines of ``wordpiece_tokenizer_learner_lib.learn`` /
     ``learn_binary_search`` (filter the words, then binary-search the frequency threshold
-    whose vocabulary is within 5% below ``vocab_size``) only to report each step; every step
-    of the algorithm is the library's.
+    whose vocabulary is within 5% below ``vocab_size``) to report each step, and to skip the steps
+    whose outcome is already known: it first learns at the lowest threshold, and when even that
+    vocabulary falls short of the 5% band (a corpus too small for ``vocab_size``, as the main job's
+    three novels are for 8,000), every higher threshold gives fewer tokens still, so the library's
+    search would only walk down to the bottom of its range (a dozen learning passes); its last
+    threshold is computed and learned directly. The vocabulary is the library's either way
+    (tests/test_text_vocab.py compares both cases); every learning pass is the library's.
     """
     start = time.monotonic()
     params = learner.Params(
@@ -178,15 +183,34 @@ def learn_from_counts(counts, vocab_size, reserved, max_unique_chars=1000, min_c
     if log:
         _log(log, f"learning up to {vocab_size} tokens from {len(words)} words (alphabet of {len(allowed)} "
                   f"characters): search for the frequency threshold in [{lower}, {upper}]")
+
+    def within(vocab):
+        return len(vocab) <= vocab_size and vocab_size - len(vocab) <= params.slack_ratio * vocab_size
+
+    def learn(thresh, what):
+        vocab = learner.learn_with_thresh(words, thresh, params)
+        if log:
+            _log(log, f"{what}: threshold {thresh} -> {len(vocab)} tokens, {time.monotonic() - start:.0f} s")
+        return vocab
+
+    learned = {}
+    if upper > lower:
+        floor = learned[lower] = learn(lower, "lowest threshold")
+        if len(floor) <= vocab_size and not within(floor):
+            last = _last_threshold_walking_down(lower, upper)
+            if log:
+                _log(log, f"the corpus gives fewer than {vocab_size} tokens at any threshold: the search "
+                          f"ends at {last}")
+            vocab = floor if last == lower else learn(last, "last threshold")
+            if log:
+                _log(log, f"learned {len(vocab)} tokens in {time.monotonic() - start:.0f} s")
+            return vocab
     step = 0
     while True:
         step += 1
         thresh = (upper + lower) // 2
-        vocab = learner.learn_with_thresh(words, thresh, params)
-        if log:
-            _log(log, f"step {step}: threshold {thresh} -> {len(vocab)} tokens, {time.monotonic() - start:.0f} s")
-        within = len(vocab) <= vocab_size and vocab_size - len(vocab) <= params.slack_ratio * vocab_size
-        if within or lower >= upper or thresh <= 1:
+        vocab = learned[thresh] if thresh in learned else learn(thresh, f"step {step}")
+        if within(vocab) or lower >= upper or thresh <= 1:
             break
         if len(vocab) > vocab_size:
             lower = thresh + 1
@@ -195,6 +219,16 @@ def learn_from_counts(counts, vocab_size, reserved, max_unique_chars=1000, min_c
     if log:
         _log(log, f"learned {len(vocab)} tokens in {time.monotonic() - start:.0f} s")
     return vocab
+
+
+def _last_threshold_walking_down(lower: int, upper: int) -> int:
+    """The threshold at which ``learn_binary_search`` stops when every step's vocabulary is below
+    the band (each step then moves ``upper`` below its threshold)."""
+    while True:
+        thresh = (upper + lower) // 2
+        if lower >= upper or thresh <= 1:
+            return thresh
+        upper = thresh - 1
 
 
 def write_vocab(tokens, path) -> None:
