@@ -17,8 +17,8 @@ def _share_the_cpus_between_workers() -> None:
     """Under pytest-xdist, each worker (and every child Python it starts) gets its share of the CPUs
     for TensorFlow's and OpenMP's thread pools instead of pools as large as the machine. Two workers
     on 2 cores, each with pools of 2, spent their time switching threads: eight task and export
-    files took 7 min 22 s that way and 6 min 53 s with a thread each (docs/contributing.md). Set
-    before any TensorFlow runtime starts here; a value already in the environment wins."""
+    files took 7 min 22 s that way and 6 min 53 s with a thread each (docs/bench/test-suite/README.md).
+    Set before any TensorFlow runtime starts here; a value already in the environment wins."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
     if workers < 2:
         return
@@ -39,7 +39,7 @@ def _xla_cpu_compiles_without_llvm_optimization() -> None:
     TPUs), and the programs they compile run a few steps of tiny models: LLVM's optimization of the
     CPU code costs more than it saves there. ``--xla_backend_optimization_level=0`` (appended to
     XLA_FLAGS, inherited by every child Python) took a JAX fine-tuning command from 47 to 35 s on 2
-    cores (docs/contributing.md). The numbers are XLA's either way: the JAX tests compare with
+    cores (docs/bench/test-suite/README.md). The numbers are XLA's either way: the JAX tests compare with
     TensorFlow at their usual tolerances. A level already in XLA_FLAGS wins."""
     flags = os.environ.get("XLA_FLAGS", "")
     if "--xla_backend_optimization_level" not in flags:
