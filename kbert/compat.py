@@ -12,6 +12,8 @@ backend.
 
 from __future__ import annotations
 
+import contextlib
+
 
 # -- TensorFlow ---------------------------------------------------------------------------------
 def graph_in_xla_context(graph) -> bool:
@@ -27,6 +29,27 @@ def graph_in_xla_context(graph) -> bool:
 def in_multi_worker_mode(strategy) -> bool:
     """Whether a ``MultiWorkerMirroredStrategy`` spans several workers (not one local worker)."""
     return strategy.extended._in_multi_worker_mode()
+
+
+@contextlib.contextmanager
+def tracing_for_save():
+    """Traces made inside are the ones ``tf.saved_model.save`` (default options) looks up.
+
+    TensorFlow keys a tf.function's traces by the context they are made in, and inside
+    ``tf.saved_model.save`` that key holds the save options' variable policy
+    (``tensorflow/python/eager/polymorphic_function/function_context.py``). So every function an
+    export traced beforehand (the concrete functions it passes as signatures, the two input forms
+    of the Keras endpoints) was traced again by the save and the first trace thrown away: a third
+    of a task export's time. Traced under the same context, the save finds them. No public API
+    enters that context. Leave it before calling ``tf.saved_model.save``, which enters it itself
+    and refuses to nest. Outside a distribution strategy the policy changes nothing in the graphs:
+    they are the ones the save would have traced.
+    """
+    import tensorflow as tf
+    from tensorflow.python.saved_model import save_context
+
+    with save_context.save_context(tf.saved_model.SaveOptions()):
+        yield
 
 
 def __getattr__(name):

@@ -67,6 +67,36 @@ def test_auto_trackable_saves_and_restores_a_function(tmp_path):
         compat.NoSuchThing  # noqa: B018
 
 
+def _traced_module():
+    """A module whose function counts its traces (a Python side effect runs only while tracing)."""
+    traces = []
+    module = tf.Module()
+    module.scale = tf.Variable(3.0)
+
+    def f(x):
+        traces.append(1)
+        return x * module.scale
+
+    module.f = tf.function(f, input_signature=[tf.TensorSpec([None], tf.float32)])
+    return module, traces
+
+
+def test_tracing_for_save_makes_the_save_reuse_the_trace(tmp_path):
+    # Without it, tf.saved_model.save traces a function traced beforehand again (what the helper is for).
+    module, traces = _traced_module()
+    signatures = {"serving_default": module.f.get_concrete_function()}
+    tf.saved_model.save(module, str(tmp_path / "plain"), signatures=signatures)
+    assert len(traces) == 2
+    module, traces = _traced_module()
+    with compat.tracing_for_save():
+        signatures = {"serving_default": module.f.get_concrete_function()}
+    tf.saved_model.save(module, str(tmp_path / "once"), signatures=signatures)
+    assert len(traces) == 1
+    restored = tf.saved_model.load(str(tmp_path / "once"))
+    np.testing.assert_array_equal(restored.f(tf.constant([1.0, 2.0])), [3.0, 6.0])
+    np.testing.assert_array_equal(restored.signatures["serving_default"](x=tf.constant([2.0]))["output_0"], [6.0])
+
+
 def test_layer_weights_round_trip(tmp_path):
     keras.utils.set_random_seed(0)
     a, b = keras.layers.Dense(3), keras.layers.Dense(3)

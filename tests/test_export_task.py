@@ -216,3 +216,27 @@ def test_span_qa_export_answers_like_the_python_path(tmp_path, tiny_model_dir):
     assert bad["answer_text"].shape == (1,)  # invalid UTF-8 gives a defined answer, no error
     row = rest.predict(tf.saved_model.load(str(path)), {"instances": [{"question": questions[0], "context": context}]})
     assert set(row["predictions"][0]) == {"answer_text", "answer_start", "answer_end", "score", "null_score_diff"}
+
+
+def test_each_function_of_a_task_export_is_traced_once(tmp_path, tiny_model_dir, monkeypatch):
+    """The save reuses the traces the export made (kbert.compat.tracing_for_save): tracing a
+    tokenizer and an encoder takes seconds, and the save used to trace each function again."""
+    import collections
+
+    from tensorflow.python.eager.polymorphic_function import tracing_compilation
+
+    from kbert.tasks import TextClassifier
+
+    traced = collections.Counter()
+    trace = tracing_compilation._create_concrete_function  # runs once per trace (a cache miss)
+
+    def counting(function_type, type_context, func_graph, tracing_options):
+        traced[tracing_options.name] += 1
+        return trace(function_type, type_context, func_graph, tracing_options)
+
+    TextClassifier.from_model_dir(tiny_model_dir, num_classes=2, seq_length=32).save_model_dir(tmp_path / "m")
+    monkeypatch.setattr(tracing_compilation, "_create_concrete_function", counting)
+    export_task(tmp_path / "m", tmp_path / "saved_models" / "m" / "1", warmup=False)
+    # serve and serve_ids once each; endpoint once per input form (the dict and the bare strings)
+    assert (traced["serve"], traced["serve_ids"], traced["endpoint"]) == (1, 1, 2), traced
+

@@ -125,24 +125,25 @@ def export_encoder(model_dir, out_dir, head_signatures: bool = True, xla_signatu
     heads = load_heads(model_dir, encoder.config, names=("mlm", "nsp"))
     tokenizer = load_tokenizer(model_dir)
     module = HubEncoder(encoder, tokenizer, mlm_head=heads.get("mlm"))
-    # Trace both modes so that the SavedModel answers ``training=True`` (fine-tuning) too.
-    for training in (False, True):
-        module.__call__.get_concrete_function(INPUT_SPEC, training=training)
-    # Signatures (TF Serving) need flat outputs: encoder_outputs become encoder_outputs_0..L-1.
-    # ``serve`` takes the dict positionally (keras.layers.TFSMLayer(path, call_endpoint="serve"));
-    # the serving_default signature is the same function called with keyword arguments.
-    module.serve = _flat_signature(module, INPUT_SPEC)
-    module.serving_default = module.serve  # TFSMLayer(path, call_endpoint="serving_default") too
-    signatures = {"serving_default": module.serve.get_concrete_function()}
-    if heads.get("mlm") is not None:
-        signatures["mlm"] = _flat_signature(module.mlm, module.mlm.__call__.input_signature[0]).get_concrete_function()
-    # Strings in, answers out: fill_mask (mlm head) and next_sentence (nsp head).
-    head_signatures = add_head_signatures(module, encoder, heads, model_dir) if head_signatures else {}
-    signatures.update(head_signatures)
-    warmups = warmup_requests(head_signatures, tokenizer) if head_signatures else []
-    if xla_signature:
-        signatures.update(fast_serving.add_xla_signature(module, encoder, INPUT_SPEC))
-        warmups += fast_serving.xla_warmup_requests(INPUT_SPEC)
+    with compat.tracing_for_save():  # each function traced once, not again by the save
+        # Trace both modes so that the SavedModel answers ``training=True`` (fine-tuning) too.
+        for training in (False, True):
+            module.__call__.get_concrete_function(INPUT_SPEC, training=training)
+        # Signatures (TF Serving) need flat outputs: encoder_outputs become encoder_outputs_0..L-1.
+        # ``serve`` takes the dict positionally (keras.layers.TFSMLayer(path, call_endpoint="serve"));
+        # the serving_default signature is the same function called with keyword arguments.
+        module.serve = _flat_signature(module, INPUT_SPEC)
+        module.serving_default = module.serve  # TFSMLayer(path, call_endpoint="serving_default") too
+        signatures = {"serving_default": module.serve.get_concrete_function()}
+        if heads.get("mlm") is not None:
+            signatures["mlm"] = _flat_signature(module.mlm, module.mlm.__call__.input_signature[0]).get_concrete_function()
+        # Strings in, answers out: fill_mask (mlm head) and next_sentence (nsp head).
+        head_signatures = add_head_signatures(module, encoder, heads, model_dir) if head_signatures else {}
+        signatures.update(head_signatures)
+        warmups = warmup_requests(head_signatures, tokenizer) if head_signatures else []
+        if xla_signature:
+            signatures.update(fast_serving.add_xla_signature(module, encoder, INPUT_SPEC))
+            warmups += fast_serving.xla_warmup_requests(INPUT_SPEC)
     out_dir = pathlib.Path(out_dir)
 
     def write(tmp):

@@ -133,21 +133,23 @@ def export_preprocessor(model_dir_or_vocab, out_dir, lower_case=None, seq_length
     """
     tokenizer = resolve_tokenizer(model_dir_or_vocab, lower_case, tokenizer_type)
     preprocessor = BertPreprocessor(tokenizer, seq_length=seq_length)
-    module = build_preprocessor_module(preprocessor)
-    spec, strings = _strings_input(tokenizer)  # words: MeCab's split, made by the client
-    name = spec.name
-    # The signature's input is named after the function's argument.
-    serving = tf.function((lambda words: preprocessor(strings(words))) if name == "words"
-                          else (lambda text: preprocessor(strings(text))), autograph=False, input_signature=[spec])
-    out_dir = os.fspath(out_dir)
     from kbert.export.endpoints import add_keras_endpoints
-
-    # TFSMLayer(out_dir, call_endpoint="serve" or "serving_default"): the bare strings or {"text": ...}
-    # ({"words": ...} and [batch, words] for a words-in tokenizer).
-    add_keras_endpoints(module, lambda inputs: preprocessor(strings(inputs[name])), {name: spec}, bare_key=name)
+    from kbert import compat
     from kbert.export.serving import write_export
 
-    write_export(out_dir, lambda tmp: tf.saved_model.save(
-        module, os.fspath(tmp), signatures={"serving_default": serving.get_concrete_function()}),
-        kind="preprocessor", source=model_dir_or_vocab, overwrite=overwrite)
+    with compat.tracing_for_save():  # each function traced once, not again by the save
+        module = build_preprocessor_module(preprocessor)
+        spec, strings = _strings_input(tokenizer)  # words: MeCab's split, made by the client
+        name = spec.name
+        # The signature's input is named after the function's argument.
+        serving = tf.function((lambda words: preprocessor(strings(words))) if name == "words"
+                              else (lambda text: preprocessor(strings(text))), autograph=False,
+                              input_signature=[spec])
+        # TFSMLayer(out_dir, call_endpoint="serve" or "serving_default"): the bare strings or {"text": ...}
+        # ({"words": ...} and [batch, words] for a words-in tokenizer).
+        add_keras_endpoints(module, lambda inputs: preprocessor(strings(inputs[name])), {name: spec}, bare_key=name)
+        signatures = {"serving_default": serving.get_concrete_function()}
+    out_dir = os.fspath(out_dir)
+    write_export(out_dir, lambda tmp: tf.saved_model.save(module, os.fspath(tmp), signatures=signatures),
+                 kind="preprocessor", source=model_dir_or_vocab, overwrite=overwrite)
     return out_dir

@@ -113,13 +113,13 @@ def export_task(model_dir, out_dir, warmup: bool = True, overwrite: bool = False
     if words and not _takes_words_itself(serve):  # MeCab runs in the client: the same graph, fed words
         serve = words_signature(serve)
     module.serve, module.serve_ids = serve, serve_ids
-    _add_keras_endpoints(module, serve)
+    with compat.tracing_for_save():  # each function traced once, not again by the save
+        _add_keras_endpoints(module, serve)
+        signatures = {"serving_default": serve.get_concrete_function(),
+                      "serving_ids": serve_ids.get_concrete_function()}
 
     def write(tmp):
-        tf.saved_model.save(module, str(tmp), signatures={
-            "serving_default": serve.get_concrete_function(),
-            "serving_ids": serve_ids.get_concrete_function(),
-        })
+        tf.saved_model.save(module, str(tmp), signatures=signatures)
         if warmup:
             requests = task_type.warmup_inputs(model)
             if words:

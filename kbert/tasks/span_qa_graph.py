@@ -32,6 +32,7 @@ import os
 
 import tensorflow as tf
 
+from kbert import compat
 from kbert.tasks.batching import trim_to_longest
 
 ANSWER_KEYS = ("answer_text", "answer_start", "answer_end", "score", "null_score_diff")
@@ -320,7 +321,9 @@ def build_answer_module(model) -> tf.Module:
 def export_answer_model(model, out_dir) -> str:
     """Saves ``build_answer_module(model)`` with ``answer`` as the serving_default signature
     (inputs ``question``, ``context``; outputs ANSWER_KEYS)."""
-    module = build_answer_module(model)
+    with compat.tracing_for_save():  # traced once, not again by the save
+        module = build_answer_module(model)
+        signatures = {"serving_default": module.answer.get_concrete_function()}
     out_dir = os.fspath(out_dir)
-    tf.saved_model.save(module, out_dir, signatures={"serving_default": module.answer.get_concrete_function()})
+    tf.saved_model.save(module, out_dir, signatures=signatures)
     return out_dir
