@@ -89,18 +89,18 @@ def task_options(kind, model_dir, out, data):
 
     common = dict(init=str(model_dir), model_dir=str(out), seed=0, eval_batch_size=8, warmup_proportion=0.0)
     if kind == "tagging":
-        return FinetuneOptions(task="conll2003", data_dir=str(data), seq_length=32, batch_size=8, epochs=10,
+        return FinetuneOptions(task="conll2003", data_dir=str(data), seq_length=32, batch_size=8, epochs=5,
                                learning_rate=2e-3, max_train_examples=32, max_eval_examples=16, **common)
     if kind == "span_qa":
         from kbert.tasks.plugins.span_qa import SquadOptions
 
         squad = str(pathlib.Path(data) / "dev-v1.1.json")
         return FinetuneOptions(task="squad/v1.1", train_file=squad, eval_file=squad, seq_length=64, batch_size=16,
-                               epochs=8, learning_rate=2e-3, max_train_examples=24, max_eval_examples=6,
+                               epochs=5, learning_rate=2e-3, max_train_examples=24, max_eval_examples=6,
                                task_options=SquadOptions(train_articles=":36", eval_articles="36:", doc_stride=32,
                                                          max_query_length=16), **common)
     if kind == "multiple_choice":
-        return FinetuneOptions(task="swag", data_dir=str(data), seq_length=32, batch_size=8, epochs=10,
+        return FinetuneOptions(task="swag", data_dir=str(data), seq_length=32, batch_size=8, epochs=5,
                                learning_rate=3e-3, **common)
     raise SystemExit(f"unknown task kind {kind!r}")
 
