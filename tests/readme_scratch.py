@@ -8,9 +8,26 @@ import pathlib
 import subprocess
 import sys
 
-from conftest import REPO
+from conftest import MINILM_DIR, REPO
 
 ZYGOTE = REPO / "tests" / "zygote.py"
+# What the pages' fine-tuning commands start from here (test_readme_commands.SUBSTITUTIONS): BERT-Tiny,
+# random, with all-MiniLM-L6-v2's (uncased) vocabulary, so that their text is cut into the same pieces.
+TINY_INIT = "runs/minilm-tiny"
+
+
+def make_tiny_init(out: pathlib.Path) -> None:
+    import keras
+
+    from kbert import BertConfig, BertEncoder
+    from kbert.convert.tokenizer_source import read_hf_tokenizer
+    from kbert.model_dir import save_model_dir
+
+    spec, vocab = read_hf_tokenizer(MINILM_DIR)  # the tokenizer `kbert convert hf` gives MiniLM
+    keras.utils.set_random_seed(0)
+    config = BertConfig.preset("tiny", vocab_size=len(vocab.read_text(encoding="utf-8").splitlines()),
+                               max_position_embeddings=512)
+    save_model_dir(out, BertEncoder(config), tokenizer_spec=spec, asset_files={spec.vocab_file: vocab})
 
 
 def user_bin(bin_dir: pathlib.Path) -> pathlib.Path:
@@ -49,6 +66,8 @@ class ReadmeScratch:
             self.work.mkdir(exist_ok=True)
             if not (self.work / "kbert").is_symlink():  # README's paths into the checkout (kbert/resources/...)
                 (self.work / "kbert").symlink_to(REPO / "kbert")
+            if not (self.work / TINY_INIT / "kbert.json").exists():
+                make_tiny_init(self.work / TINY_INIT)
             (root / "results").mkdir(exist_ok=True)
         env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # as a user's shell has it
         env.update(env_overrides, PYTHONPATH=str(REPO), PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}")
