@@ -21,6 +21,7 @@ import re
 import pytest
 
 from conftest import REPO, SHARED
+from readme_scratch import TINY_INIT
 
 pytestmark = pytest.mark.slow
 
@@ -45,7 +46,7 @@ SUBSTITUTIONS = [
     (r"to-google MODEL_DIR OUT_PREFIX", "to-google runs/minilm runs/google/bert_model.ckpt",
      "synopsis placeholders"),
     (r"\.\./shared/data", str(SHARED), "the shared data beside the checkout (KBERT_SHARED_DATA)"),
-    (r"--init runs/minilm ", "--init runs/minilm-tiny ", "MiniLM (6 layers of 384) makes each fine-tuning, "
+    (r"--init runs/minilm ", f"--init {TINY_INIT} ", "MiniLM (6 layers of 384) makes each fine-tuning, "
      "prediction and export of the pages take 20-30 s here: the commands start from BERT-Tiny with MiniLM's "
      "vocabulary instead (readme_scratch.TINY_INIT, made with the scratch folder); the pages' conversion "
      "of MiniLM itself runs as written"),
