@@ -288,10 +288,14 @@ def ja_model_dirs(tmp_path_factory) -> dict:
 @pytest.fixture(scope="session")
 def tiny_encoder_export(tmp_path_factory, tiny_model_dir) -> pathlib.Path:
     """``kbert.export.encoder.export_encoder(tiny_model_dir, ...)`` with its defaults (a directory without
-    heads): test_export_endpoints serves it, test_explore_heads checks it has no head signatures."""
-    from kbert.export.encoder import export_encoder
+    heads), once per test run: test_export_endpoints serves it, test_explore_heads checks it has no head
+    signatures."""
+    def make(folder):
+        from kbert.export.encoder import export_encoder
 
-    return export_encoder(tiny_model_dir, tmp_path_factory.mktemp("tiny_encoder") / "bert_encoder" / "1")
+        return {"path": str(export_encoder(tiny_model_dir, folder / "bert_encoder" / "1"))}
+
+    return pathlib.Path(made_once(tmp_path_factory, "tiny_encoder_export", make)["path"])
 
 
 @pytest.fixture(scope="session")
@@ -478,32 +482,48 @@ TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 
 
 @pytest.fixture(scope="session")
-def task_exports(tmp_path_factory, tiny_model_dir) -> dict:
-    """{name: (Keras task model, export path)}: BERT-Tiny task models of every type but span QA (random
-    heads whose answers differ between inputs), each exported with warm-up requests by
-    ``kbert.export.task``. test_export_task, test_export_endpoints and test_serving_load check them."""
-    import keras
-    import numpy as np
+def task_export_paths(tmp_path_factory, tiny_model_dir) -> dict:
+    """{name: (model directory, export path)}: BERT-Tiny task models of every type but span QA (random
+    heads whose answers differ between inputs), each saved and exported with warm-up requests by
+    ``kbert.export.task``, once per test run (made_once: the five exports take ~20 s, and the three
+    files that serve them, test_export_task, test_export_endpoints and test_serving_load, may run on
+    different workers)."""
+    def make(folder):
+        import keras
+        import numpy as np
 
-    from kbert.export.task import export_task
-    from kbert.tasks import MultipleChoiceModel, TextClassifier, TextRegressor, TokenTagger
+        from kbert.export.task import export_task
+        from kbert.tasks import MultipleChoiceModel, TextClassifier, TextRegressor, TokenTagger
 
-    keras.utils.set_random_seed(0)
-    root = tmp_path_factory.mktemp("tasks")
-    models = {
-        "sst2": TextClassifier.from_model_dir(tiny_model_dir, num_classes=2, label_names=TASK_LABELS, seq_length=64),
-        "mrpc": TextClassifier.from_model_dir(tiny_model_dir, num_classes=2, num_segments=2, seq_length=64),
-        "stsb": TextRegressor.from_model_dir(tiny_model_dir, num_segments=2, seq_length=64),
-        "ner": TokenTagger.from_model_dir(tiny_model_dir, label_names=TAGS, seq_length=64),
-        "swag": MultipleChoiceModel.from_model_dir(tiny_model_dir, seq_length=64),
-    }
-    out = {}
-    for name, model in models.items():
-        for w in model.head.weights:
-            w.assign(np.random.default_rng(1).normal(0, 0.5, w.shape).astype("float32"))
-        model.save_model_dir(root / "dirs" / name)
-        out[name] = (model, export_task(root / "dirs" / name, root / "saved_models" / name / "1"))
-    return out
+        keras.utils.set_random_seed(0)
+        models = {
+            "sst2": TextClassifier.from_model_dir(tiny_model_dir, num_classes=2, label_names=TASK_LABELS,
+                                                  seq_length=64),
+            "mrpc": TextClassifier.from_model_dir(tiny_model_dir, num_classes=2, num_segments=2, seq_length=64),
+            "stsb": TextRegressor.from_model_dir(tiny_model_dir, num_segments=2, seq_length=64),
+            "ner": TokenTagger.from_model_dir(tiny_model_dir, label_names=TAGS, seq_length=64),
+            "swag": MultipleChoiceModel.from_model_dir(tiny_model_dir, seq_length=64),
+        }
+        out = {}
+        for name, model in models.items():
+            for w in model.head.weights:
+                w.assign(np.random.default_rng(1).normal(0, 0.5, w.shape).astype("float32"))
+            model_dir = model.save_model_dir(folder / "dirs" / name)
+            out[name] = [str(model_dir), str(export_task(model_dir, folder / "saved_models" / name / "1"))]
+        return out
+
+    made = made_once(tmp_path_factory, "task_exports", make)
+    return {name: (pathlib.Path(model_dir), pathlib.Path(path)) for name, (model_dir, path) in made.items()}
+
+
+@pytest.fixture(scope="session")
+def task_exports(task_export_paths) -> dict:
+    """{name: (Keras task model, export path)}: task_export_paths' models, reloaded from their model
+    directories in this worker (what was exported, weight for weight). test_export_task checks the
+    exports against them."""
+    from kbert.tasks import load_task_model
+
+    return {name: (load_task_model(model_dir), path) for name, (model_dir, path) in task_export_paths.items()}
 
 
 # -- the README commands' scratch folder ----------------------------------------------------------

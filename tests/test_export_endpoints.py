@@ -20,11 +20,11 @@ def documented_calls() -> str:
 
 
 @pytest.fixture(scope="module")
-def exports_dir(tmp_path_factory, tiny_model_dir, task_exports, tiny_encoder_export):
-    """The three exports under the relative paths docs/serving.md uses (the SST-2 one is conftest.task_exports',
+def exports_dir(tmp_path_factory, tiny_model_dir, task_export_paths, tiny_encoder_export):
+    """The three exports under the relative paths docs/serving.md uses (the SST-2 one is conftest.task_export_paths',
     the encoder conftest.tiny_encoder_export)."""
     root = tmp_path_factory.mktemp("endpoints")
-    for name, export in (("sst2", task_exports["sst2"][1]), ("bert_encoder", tiny_encoder_export)):
+    for name, export in (("sst2", task_export_paths["sst2"][1]), ("bert_encoder", tiny_encoder_export)):
         (root / "saved_models" / name).mkdir(parents=True)
         (root / "saved_models" / name / "1").symlink_to(export, target_is_directory=True)
     export_preprocessor(tiny_model_dir, root / "saved_models" / "bert_preprocessor" / "1")

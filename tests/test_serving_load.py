@@ -12,9 +12,9 @@ from conftest import TAGS, TASK_LABELS
 
 
 @pytest.fixture(scope="module")
-def served(task_exports):
-    """The serving signatures of conftest.task_exports' SST-2 classifier and NER tagger."""
-    return tuple(tf.saved_model.load(str(task_exports[name][1])).signatures["serving_default"]
+def served(task_export_paths):
+    """The serving signatures of conftest.task_export_paths' SST-2 classifier and NER tagger."""
+    return tuple(tf.saved_model.load(str(task_export_paths[name][1])).signatures["serving_default"]
                  for name in ("sst2", "ner"))
 
 
