@@ -26,9 +26,11 @@ def held_out_sentences(file_pattern, vocab, lower_case=True, count=4, seed=0) ->
     rng = random.Random(seed)
     found = []
     description = {"text_a": tf.io.FixedLenFeature([], tf.string)}
-    dataset = tf.data.TFRecordDataset(list_files(file_pattern)).take(2000)
-    candidates = [tf.io.parse_single_example(r, description)["text_a"].numpy().decode("utf-8", "replace")
-                  for r in dataset]
+    # One parse of the first 2,000 records as a batch: parsing them one by one in eager mode took
+    # ~1.5 s of every pre-training run's start.
+    records = next(iter(tf.data.TFRecordDataset(list_files(file_pattern)).take(2000).batch(2000)), None)
+    texts = [] if records is None else tf.io.parse_example(records, description)["text_a"].numpy()
+    candidates = [t.decode("utf-8", "replace") for t in texts]
     rng.shuffle(candidates)
     for text in candidates:
         words = text.split()
