@@ -130,3 +130,41 @@ def test_outputs_at_positions_equal_the_full_pass_and_its_gradients(tiny):
     # every weight is reached, the last block's too
     assert all(float(tf.reduce_sum(tf.abs(tf.convert_to_tensor(g)))) > 0
                for g in tape.gradient(loss_at, tiny.blocks[-1].trainable_variables))
+
+
+def _saved_function_names(path) -> list[str]:
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    proto = saved_model_pb2.SavedModel.FromString((path / "saved_model.pb").read_bytes())
+    return [f.signature.name for f in proto.meta_graphs[0].graph_def.library.function]
+
+
+def test_a_savedmodel_holding_the_encoder_stores_only_the_functions_it_names(tiny, tmp_path):
+    import tensorflow as tf
+
+    from kbert import compat
+
+    # Keras' default signature of a functional model is a property that makes a new tf.function on
+    # each read: tf.saved_model.save read and traced it for the encoder inside every export.
+    inp = keras.Input([3])
+    plain = keras.Model(inp, keras.layers.Dense(2)(inp))
+    assert plain._default_save_signature is not plain._default_save_signature
+    assert tiny._default_save_signature is None
+
+    module = compat.AutoTrackable()
+    module.encoder = tiny
+    module.embed = tf.function(lambda x: tiny({"input_word_ids": x, "input_mask": tf.ones_like(x),
+                                               "input_type_ids": tf.zeros_like(x)})["pooled_output"],
+                               input_signature=[tf.TensorSpec([None, None], tf.int32)])
+    tf.saved_model.save(module, str(tmp_path / "module"), signatures={"embed": module.embed})
+    names = _saved_function_names(tmp_path / "module")
+    assert names and not any("serving_default" in n for n in names), names
+    ids = _inputs(2, 5)
+    restored = tf.saved_model.load(str(tmp_path / "module")).signatures["embed"]
+    np.testing.assert_allclose(restored(x=tf.constant(ids["input_word_ids"]))["output_0"],
+                               tiny({**ids, "input_mask": np.ones_like(ids["input_mask"])})["pooled_output"], atol=1e-5)
+    # The encoder as the root saves (Keras' default signature, which returns a list, made it fail).
+    tf.saved_model.save(tiny, str(tmp_path / "root"))
+    reader = tf.train.load_checkpoint(str(tmp_path / "root" / "variables" / "variables"))
+    saved = sorted(tuple(shape) for key, shape in reader.get_variable_to_shape_map().items() if "VARIABLE_VALUE" in key)
+    assert saved == sorted(tuple(w.shape) for w in tiny.weights)

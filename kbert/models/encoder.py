@@ -146,6 +146,20 @@ class BertEncoder(keras.Model):
         """The [vocab, H] table the MLM decoder is tied to."""
         return self.embeddings.word_embeddings.embeddings
 
+    @property
+    def _default_save_signature(self):
+        """None: no default signature when a SavedModel holds the encoder.
+
+        Keras' own (``keras/src/backend/tensorflow/layer.py``, the attribute ``tf.saved_model.save``
+        takes a root's default signature from) is a property that makes a new tf.function of the
+        call each time it is read, and the save reads every attribute of every object it walks: each
+        kbert export traced the whole encoder once more (~0.3 s for BERT-Tiny, seconds for larger
+        ones) and stored a function nothing calls. It could not serve as a signature either (its
+        ``encoder_outputs`` is a list), so ``tf.saved_model.save(encoder)`` failed with it and works
+        without it. kbert's exports name their signatures (kbert.export).
+        """
+        return None
+
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name, "attention_impl": self.attention_impl}
 
