@@ -95,7 +95,8 @@ def build_preprocessor_module(preprocessor: BertPreprocessor, vocab_file=None) -
             spec = [tf.RaggedTensorSpec([None] * rank, tf.int32, ragged_rank=rank - 1,
                                         row_splits_dtype=tf.int64)] * num_segments
             bert_pack_inputs.get_concrete_function(spec)
-            bert_pack_inputs.get_concrete_function(spec, seq_length=tf.TensorSpec([], tf.int32))
+            # Named as the save names it when it looks the trace up (unnamed, it traced each again).
+            bert_pack_inputs.get_concrete_function(spec, seq_length=tf.TensorSpec([], tf.int32, name="seq_length"))
     module.bert_pack_inputs = bert_pack_inputs
     return module
 
@@ -141,13 +142,15 @@ def export_preprocessor(model_dir_or_vocab, out_dir, lower_case=None, seq_length
         module = build_preprocessor_module(preprocessor)
         spec, strings = _strings_input(tokenizer)  # words: MeCab's split, made by the client
         name = spec.name
-        # The signature's input is named after the function's argument.
-        serving = tf.function((lambda words: preprocessor(strings(words))) if name == "words"
-                              else (lambda text: preprocessor(strings(text))), autograph=False,
+        # The signature's input is named after the function's argument. It and the Keras endpoints
+        # call module.__call__ (the same graph), traced once, rather than tracing the tokenizer and
+        # packer again each.
+        serving = tf.function((lambda words: module.__call__(words)) if name == "words"
+                              else (lambda text: module.__call__(text)), autograph=False,
                               input_signature=[spec])
         # TFSMLayer(out_dir, call_endpoint="serve" or "serving_default"): the bare strings or {"text": ...}
         # ({"words": ...} and [batch, words] for a words-in tokenizer).
-        add_keras_endpoints(module, lambda inputs: preprocessor(strings(inputs[name])), {name: spec}, bare_key=name)
+        add_keras_endpoints(module, lambda inputs: module.__call__(inputs[name]), {name: spec}, bare_key=name)
         signatures = {"serving_default": serving.get_concrete_function()}
     out_dir = os.fspath(out_dir)
     write_export(out_dir, lambda tmp: tf.saved_model.save(module, os.fspath(tmp), signatures=signatures),
