@@ -2,11 +2,11 @@
 
 Most of the suite's time is child processes, and each of them used to spend 4-8 s (on two busy
 cores) importing TensorFlow, TensorFlow Text and Keras before doing anything. Here a *zygote*, a
-Python that has imported those three once (and the packages commands import later: ``LATER``),
-forks a child for each command; the child runs the command as ``python -m MODULE ARGS`` would
-(``runpy``, ``sys.argv``, ``sys.path[0]`` = the folder, the caller's environment, folder and standard
-streams, the exit status). Only those imports are shared: no command has run in the zygote, so each
-child starts from the state a fresh process has after those imports (forking after ``import tensorflow`` is safe as long as no TensorFlow runtime was
+Python that has imported those three once, forks a child for each command; the child runs the
+command as ``python -m MODULE ARGS`` would (``runpy``, ``sys.argv``, ``sys.path[0]`` = the folder,
+the caller's environment, folder and standard streams, the exit status). Only that import is shared:
+no command has run in the zygote, so each child starts from the state a fresh process has after
+those imports (forking after ``import tensorflow`` is safe as long as no TensorFlow runtime was
 started: the zygote runs no op).
 
 ``python tests/zygote.py ARGS`` is a drop-in for ``python ARGS`` (the docs-commands test's ``python``
@@ -47,12 +47,6 @@ import time
 
 DIR_VARIABLE = "KBERT_TEST_ZYGOTE_DIR"
 PRELOAD = ("tensorflow", "tensorflow_text", "keras")
-# What commands import later, once they run, and pay for again in every child: scikit-learn and SciPy
-# at a fine-tuning's first evaluation (kbert.tasks.metrics, ~1.2 s on two busy cores), pyplot for its
-# curves (~0.6 s), TensorBoard's summary writers (~0.3 s). Imported after TensorFlow, so the start-up hook still declines them to TensorFlow and
-# Keras as in a command; each only loads code (SciPy's OpenBLAS starts its idle thread pool, which, as
-# NumPy's, is rebuilt in a forked child). A package that cannot be imported is left out.
-LATER = ("scipy.stats", "sklearn.metrics", "seqeval.metrics", "matplotlib.pyplot", "tensorboard.summary.v2")
 SERVED_MODULES = ("kbert", "pipelines")
 MODULES_VARIABLE = "KBERT_TEST_ZYGOTE_MODULES"  # more top-level modules to serve (tests/test_zygote.py's probe)
 # Variables bash sets or changes by itself; every other one must equal the zygote's.
@@ -324,11 +318,6 @@ def zygote(path: str, kind: str):
         decline_optional_imports()
         for name in PRELOAD:
             __import__(name)
-        for name in LATER:
-            try:
-                __import__(name)
-            except ImportError:
-                pass
         if quiet:
             del os.environ["TF_CPP_MIN_LOG_LEVEL"]  # a command sets it itself (kbert.cli_support.quiet_setup)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
