@@ -58,6 +58,9 @@ SUBSTITUTIONS = [
     (r"^(python -m kbert\.pretrain --demo ja)$", r"\1 --steps 4", "the Japanese main job's 1,000 steps take minutes"),
     (r"(--model-dir runs/ene-articles-model) --epochs 3 ", r"\1 --epochs 1 ",
      "whole pages in windows: 3 epochs over ~1,000 windows take 2 min"),
+    (r"^(.* --model-dir runs/ene-articles-model .*) --max-train-examples 32 --max-eval-examples 16$",
+     r"\1 --max-train-examples 8 --max-eval-examples 8",
+     "32 whole pages are 1,564 windows of 128 (one page alone 28,968 positions); 8 pages are 271"),
 ]
 # The main job (python -m kbert.pretrain, no arguments) with 4 training steps instead of 1,000.
 ENV = {"KBERT_DEMO_STEPS": "4"}
