@@ -1,7 +1,7 @@
 """``kbert.bench serve --hf-dir HF_DIR``: a BERT encoder served by kbert's exports vs ONNX Runtime.
 
 From one Hugging Face BERT folder (real weights, or ``--random-hf CONFIG``'s random ones) the
-bench makes, in child processes, what a user would deploy:
+bench makes, in one child process, what a user would deploy:
   * kbert: ``kbert.convert hf`` -> ``kbert.export encoder`` (ids in; ``serving_default`` and the
     XLA-compiled ``serving_xla``) and ``kbert.export preprocessor`` (strings in, seq 128), then
     loads the two SavedModels with ``tf.saved_model.load`` in this process and calls their
@@ -40,23 +40,36 @@ def child_env() -> dict:
     return env
 
 
-def run_module(*argv):
-    """``python -m`` in a child (converting and exporting build Keras models; this process only loads)."""
-    proc = subprocess.run([sys.executable, "-m", *argv], capture_output=True, text=True, env=child_env())
-    if proc.returncode:
-        raise SystemExit(f"error: python -m {' '.join(argv)} failed:\n{proc.stderr[-3000:]}")
-
-
 def build_exports(hf_dir, work: pathlib.Path, xla: bool):
+    """The converted model directory, encoder and preprocessor SavedModels under ``work`` (kept from an
+    earlier run with the same ``--work-dir``), made in one child process: converting and exporting build
+    Keras models and trace them, and this process only loads the exports. One child, not one per step
+    (``kbert convert``, ``kbert export`` twice): each start imports TensorFlow and Keras again."""
+    model_dir, encoder, pre = work / "kbert_model", work / "encoder" / "1", work / "preprocessor" / "1"
+    if not all((d / name).exists() for d, name in ((model_dir, "bert_config.json"), (encoder, "saved_model.pb"),
+                                                    (pre, "saved_model.pb"))):
+        argv = [str(hf_dir), str(work), *(["--xla"] if xla else [])]
+        proc = subprocess.run([sys.executable, "-m", "kbert.bench.serve_ort", *argv], capture_output=True,
+                              text=True, env=child_env())
+        if proc.returncode:
+            raise SystemExit(f"error: building kbert's exports of {hf_dir} failed:\n{proc.stderr[-3000:]}")
+    return encoder, pre
+
+
+def _build_here(hf_dir, work: pathlib.Path, xla: bool):
+    """What ``build_exports``' child does: ``kbert convert hf``, ``kbert export encoder
+    --no-head-signatures [--xla-signature]`` and ``kbert export preprocessor --seq-length SEQ``."""
+    from kbert.convert.hf import convert
+    from kbert.export.encoder import export_encoder
+    from kbert.export.preprocessor import export_preprocessor
+
     model_dir, encoder, pre = work / "kbert_model", work / "encoder" / "1", work / "preprocessor" / "1"
     if not (model_dir / "bert_config.json").exists():
-        run_module("kbert.convert", "hf", str(hf_dir), str(model_dir))
+        convert(hf_dir, model_dir, overwrite=True)
     if not (encoder / "saved_model.pb").exists():
-        run_module("kbert.export", "encoder", str(model_dir), str(encoder), "--no-head-signatures",
-                    *(["--xla-signature"] if xla else []))
+        export_encoder(model_dir, encoder, head_signatures=False, xla_signature=xla, overwrite=True)
     if not (pre / "saved_model.pb").exists():
-        run_module("kbert.export", "preprocessor", str(model_dir), str(pre), "--seq-length", str(SEQ))
-    return encoder, pre
+        export_preprocessor(model_dir, pre, seq_length=SEQ, overwrite=True)
 
 
 def _cases(args):
@@ -217,3 +230,10 @@ def run(args):
     finally:
         if not args.work_dir:
             shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":  # build_exports' child: HF_DIR WORK_DIR [--xla]
+    from kbert.cli_startup import decline_optional_imports
+
+    decline_optional_imports()  # starts as the kbert commands it stands for do
+    _build_here(pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), xla="--xla" in sys.argv[3:])
