@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, SHARED, UNCASED_VOCAB
+from conftest import PRETRAIN_RUN_STEPS, REPO, SHARED, UNCASED_VOCAB
 from kbert import cli
 
 MODULE_COMMANDS = ["kbert", "kbert.pretrain", "kbert.finetune", "kbert.export", "kbert.convert", "kbert.vocab",
@@ -113,13 +113,14 @@ def test_start_up_noise_is_filtered_and_verbose_shows_it(tmp_path):
 
 @pytest.mark.slow
 def test_pretraining_is_quiet_shows_one_progress_display_and_evaluates_repeatably(tmp_path, pretrain_run):
-    # conftest.pretrain_run: python -m kbert.pretrain run in a user's environment (as _run does), 250
+    # conftest.pretrain_run: python -m kbert.pretrain run in a user's environment (as _run does), 150
     # steps in two checkpoint intervals (two Keras epochs), evaluated on held-out records.
     first = pretrain_run
     assert not [n for n in NOISE if n in first.stderr + first.stdout], first.stderr[-3000:]
     # Not a terminal: progress lines of the whole run (both intervals), no per-epoch "Epoch 1/2" bars.
     assert "Epoch 1/" not in first.stdout
-    assert re.search(r"^step 250/250 \(100%\)\s+[\d.]+ steps/s\s+took \d+s\s+loss [\d.]+", first.stdout,
+    steps = PRETRAIN_RUN_STEPS
+    assert re.search(rf"^step {steps}/{steps} \(100%\)\s+[\d.]+ steps/s\s+took \d+s\s+loss [\d.]+", first.stdout,
                      re.M), first.stdout
     results = json.loads((first.model_dir / "pretrain_results.json").read_text())
     # The same command on (a copy of) the finished checkpoint: no training, the same held-out numbers.
@@ -128,7 +129,8 @@ def test_pretraining_is_quiet_shows_one_progress_display_and_evaluates_repeatabl
     (model_dir / "pretrain_results.json").unlink()
     second = _run(first.command(model_dir)[1:])
     assert second.returncode == 0, second.stderr[-3000:]
-    assert "resuming from step 250" in second.stdout and "step 250/250" not in second.stdout, second.stdout
+    assert f"resuming from step {steps}" in second.stdout and f"step {steps}/{steps}" not in second.stdout, \
+        second.stdout
     again = json.loads((model_dir / "pretrain_results.json").read_text())
     evals = {k: v for k, v in results.items() if k.startswith("eval_")}
     assert evals and {k: again[k] for k in evals} == evals

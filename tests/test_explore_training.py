@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO, cli_env as _env, python
+from conftest import PRETRAIN_RUN_EVERY, PRETRAIN_RUN_STEPS, REPO, cli_env as _env, python
 from kbert.explore.curves import plot_run_curves, read_scalars
 from kbert.explore.projector import TENSOR_NAME, write_features_projector
 
@@ -100,13 +100,14 @@ def _softmax(x):
 def test_pretraining_writes_curves_and_fill_mask_summaries(pretrain_run):
     from kbert.explore.fill_mask_callback import read_fill_mask_summaries
 
-    model_dir, stdout = pretrain_run.model_dir, pretrain_run.stdout  # conftest: 250 steps, fill-mask every 125
+    model_dir, stdout = pretrain_run.model_dir, pretrain_run.stdout  # conftest: fill-mask every PRETRAIN_RUN_EVERY steps
     assert f"loss/accuracy curves:    {model_dir / 'curves.png'}" in stdout
     assert (model_dir / "curves.png").stat().st_size > 10_000
     summaries = read_fill_mask_summaries(model_dir / "logs" / "fill_mask")
-    assert sorted(summaries) == [125, 250]
-    assert summaries[250].count("[MASK]") == 4 and summaries[250].count("hidden word") == 4
-    assert "| guess | probability |" in summaries[250]
+    assert sorted(summaries) == [PRETRAIN_RUN_EVERY, PRETRAIN_RUN_STEPS]
+    last = summaries[PRETRAIN_RUN_STEPS]
+    assert last.count("[MASK]") == 4 and last.count("hidden word") == 4
+    assert "| guess | probability |" in last
 
 
 def _explore(*args):

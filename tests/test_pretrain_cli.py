@@ -10,12 +10,12 @@ import time
 
 import pytest
 
-from conftest import REPO, cli_env as _env, pretrain_command as _cmd
+from conftest import PRETRAIN_RUN_STEPS, REPO, cli_env as _env, pretrain_command as _cmd
 
 
 @pytest.mark.slow
 def test_it_learns_and_writes_a_model_directory(tmp_path, pretraining_records, small_vocab, pretrain_run):
-    model_dir = pretrain_run.model_dir  # 250 steps, evaluated on the held-out records (conftest)
+    model_dir = pretrain_run.model_dir  # PRETRAIN_RUN_STEPS, evaluated on the held-out records
     # Step 0 baseline: evaluate the untrained model (1 step at learning rate ~0), as the run does.
     base = subprocess.run(_cmd(pretraining_records, small_vocab, tmp_path / "base", "--steps", "1",
                                "--eval-data", str(pretraining_records / "eval-*.tfrecord"), "--eval-steps", "10",
@@ -24,8 +24,8 @@ def test_it_learns_and_writes_a_model_directory(tmp_path, pretraining_records, s
     assert base.returncode == 0, base.stderr[-3000:]
     before = json.loads((tmp_path / "base" / "pretrain_results.json").read_text())
     after = json.loads((model_dir / "pretrain_results.json").read_text())
-    assert after["steps"] == 250
-    # Held-out MLM accuracy far above the untrained model's (chance is ~1/1400): after 250 small
+    assert after["steps"] == PRETRAIN_RUN_STEPS
+    # Held-out MLM accuracy far above the untrained model's (chance is ~1/1400): after 150 small
     # steps BERT-Tiny has learned at least the unigram statistics (~4-5%).
     assert after["eval_mlm_accuracy"] > max(0.03, 10 * before["eval_mlm_accuracy"]), (before, after)
     assert after["eval_mlm_loss"] < before["eval_mlm_loss"] - 0.8, (before, after)
