@@ -137,3 +137,16 @@ def test_multi_label_sigmoid_per_label(tiny_model_dir):
     probabilities = model.serve(tf.constant(TEXTS))["probabilities"].numpy()
     # Independent sigmoids: rows need not sum to 1 (row 4 has no label at all).
     assert probabilities[4].max() < 0.5 and probabilities[1].sum() > 1.0
+
+
+@pytest.mark.parametrize("name, kwargs", [("TextClassifier", {"num_classes": 2}), ("TextRegressor", {}),
+                                          ("MultiLabelClassifier", {"num_labels": 3}), ("TokenTagger", {"label_names": ["O", "B-X", "I-X"]}),
+                                          ("SpanQuestionAnswerer", {"max_query_length": 6, "doc_stride": 4}), ("MultipleChoiceModel", {"num_choices": 2})])
+def test_a_new_task_model_is_built(tiny_model_dir, name, kwargs):
+    """Keras' predict and predict_on_batch call a model that is not built on the batch first, outside
+    their compiled function (under JAX op by op, each op compiled, on every predict_on_batch call):
+    every task model is built when made, its own flag included."""
+    import kbert.tasks
+
+    model = getattr(kbert.tasks, name).from_model_dir(tiny_model_dir, seq_length=16, **kwargs)
+    assert [layer.name for layer in model._flatten_layers() if not layer.built] == []

@@ -175,6 +175,14 @@ class TaskModel(keras.Model):
         """The ``task`` object of kbert.json."""
         return {"type": self.task_type, "head": self.head_name, **self.task_settings()}
 
+    def _build_head(self):
+        """Builds the head, which the subclass made last, and with it the model (the encoder and the
+        preprocessor are built already). Keras' predict and predict_on_batch call a model that is not
+        built on the batch first, outside their compiled function: under JAX each op of that call was
+        compiled on its own, on every predict_on_batch call."""
+        self.head.build()
+        self.built = True
+
     # -- the encoder ------------------------------------------------------------------------------
     def encode(self, inputs: dict, training=None) -> dict:
         """Encoder outputs for packed int32 inputs, trimmed to the batch's longest sequence when

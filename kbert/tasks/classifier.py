@@ -43,7 +43,7 @@ class _PooledTextModel(TaskModel):
         config = encoder.config
         self.head = PooledHead(config.hidden_size, num_outputs, dropout=dropout,
                                initializer_range=config.initializer_range, name=self.head_name)
-        self.head.build()
+        self._build_head()
 
     def task_settings(self):
         return {**super().task_settings(), "num_segments": self.num_segments,

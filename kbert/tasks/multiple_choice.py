@@ -56,7 +56,7 @@ class MultipleChoiceModel(TaskModel):
         config = encoder.config
         self.head = PooledHead(config.hidden_size, 1, dropout=dropout, initializer_range=config.initializer_range,
                                name=self.head_name)
-        self.head.build()
+        self._build_head()
 
     def task_settings(self):
         return {**super().task_settings(), "num_choices": self.num_choices, "dropout": self.head.dropout_rate}

@@ -81,7 +81,7 @@ class SpanQuestionAnswerer(TaskModel):
         # No dropout before the span layer, as run_squad.py.
         self.head = SequenceHead(config.hidden_size, 2, dropout=0.0, initializer_range=config.initializer_range,
                                  name=self.head_name)
-        self.head.build()
+        self._build_head()
         # The pooler is not used here: freezing it keeps it out of the optimizer (no "gradients do
         # not exist" warnings); its weights are saved unchanged.
         encoder.pooler.trainable = False

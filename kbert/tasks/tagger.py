@@ -134,7 +134,7 @@ class TokenTagger(TaskModel):
         config = encoder.config
         self.head = SequenceHead(config.hidden_size, len(self.label_names), dropout=dropout,
                                  initializer_range=config.initializer_range, name=self.head_name)
-        self.head.build()
+        self._build_head()
         # The pooler is not used here: freezing it keeps it out of the optimizer (no "gradients do
         # not exist" warnings); its weights are saved unchanged.
         encoder.pooler.trainable = False
