@@ -227,10 +227,31 @@ def _version_tuple(text: str) -> tuple:
     return tuple(parts + [0] * (3 - len(parts)))
 
 
+# JAX's cuDNN attention aborts the whole process (XLA: "cuda_dnn.cc: Check failed:
+# local_device_ordinal.has_value()") when it runs the gradient of a call that has both a padding
+# mask (lengths) and dropout: seen with jax 0.11.2 and cuDNN 9.19 on an H200, in
+# ``python -m kbert.bench.cudnn_probe`` (docs/bench/accelerator/). The forward with dropout, the
+# gradient without dropout, and dropout with no padding mask all ran there. An abort cannot be
+# caught, so kbert does not make that call: set this to the first JAX version whose probe passes
+# its "drop-grad" form.
+CUDNN_DROPOUT_WITH_PADDING_GRADIENT_FROM = None
+
+
+def cudnn_dropout_with_padding_refusal() -> str | None:
+    """Why training may not run JAX's cuDNN attention with dropout and a padding mask here, or None."""
+    import jax
+
+    fixed = CUDNN_DROPOUT_WITH_PADDING_GRADIENT_FROM
+    if fixed is not None and _version_tuple(jax.__version__) >= tuple(fixed):
+        return None
+    return (f"jax {jax.__version__}'s cuDNN attention aborts the process in the gradient of attention "
+            "dropout with a padding mask (seen with jax 0.11.2, cuDNN 9.19)")
+
+
 def cudnn_attention():
     """``(function, None)``: JAX's cuDNN fused attention with padding lengths and dropout,
     ``function(query, key, value, q_seqlen, kv_seqlen, *, scale, dropout_rate, seed)`` on
-    [batch, T, heads, size] inputs (BTNH); or ``(None, reason)`` when the installed JAX does not
+    [batch, T, heads, size] inputs (BTNH; both lengths None: no padding mask); or ``(None, reason)`` when the installed JAX does not
     have it in the form kbert was written for (the reason names the version or the missing part)."""
     import inspect
 
@@ -255,8 +276,13 @@ def cudnn_attention():
         what = ", ".join(missing) or ("MaskType.PADDING" if mask_type is None else "dot_product_attention")
         return None, f"jax {jax.__version__}'s private cuDNN attention lacks {what}"
 
+    no_mask = getattr(fused.MaskType, "NO_MASK", None)
+
     def attention(query, key, value, q_seqlen, kv_seqlen, *, scale, dropout_rate, seed):
+        # No lengths (both None): every key is attended to, the kernel without a padding mask.
+        padded = q_seqlen is not None or kv_seqlen is not None
         return target(query, key, value, None, None, q_seqlen=q_seqlen, kv_seqlen=kv_seqlen, scale=scale,
-                      mask_type=mask_type, seed=int(seed), dropout_rate=float(dropout_rate), qkv_layout="BTNH")
+                      mask_type=mask_type if padded else no_mask, seed=int(seed), dropout_rate=float(dropout_rate),
+                      qkv_layout="BTNH")
 
     return attention, None

@@ -113,7 +113,8 @@ CHILD = textwrap.dedent("""
     # with XLA's attention on the same lengths.
     calls = []
     def stand_in(q, k, v, q_seqlen, kv_seqlen, *, scale, dropout_rate, seed):
-        calls.append(dict(q_seqlen=np.asarray(q_seqlen).tolist(), kv_seqlen=np.asarray(kv_seqlen).tolist(),
+        listed = lambda t: None if t is None else np.asarray(t).tolist()
+        calls.append(dict(q_seqlen=listed(q_seqlen), kv_seqlen=listed(kv_seqlen),
                           dropout_rate=dropout_rate, seed=seed, dtype=str(q.dtype), shape=list(q.shape)))
         return jax.nn.dot_product_attention(q, k, v, scale=scale, key_value_seq_lengths=kv_seqlen,
                                             implementation="xla")
@@ -127,9 +128,21 @@ CHILD = textwrap.dedent("""
     c_auto.set_weights(plain.get_weights()); c_plain.set_weights(plain.get_weights())
     f32 = lambda t: numpy(keras.ops.cast(t, "float32"))  # the layers run in bf16 (mixed_bfloat16 above)
     out["cudnn_plain"], out["cudnn_auto"] = f32(c_plain(x, mask)), f32(c_auto(x, mask))
-    c_auto(x, mask, training=True)
-    c_auto2(x, mask, training=True)
+    # Training with attention dropout: unpadded, cuDNN's kernel without a mask and with the
+    # dropout; with a padding mask the plain path (JAX's kernel aborts in that gradient: compat).
+    c_auto(x, training=True)
+    c_auto2(x, training=True)
     out["cudnn_calls"] = np.array(json.dumps(calls))
+    before = len(calls)
+    c_auto(x, mask, training=True)
+    out["padded_training_calls"] = np.array(len(calls) - before)
+    from kbert import compat
+    pick = lambda rate: str(accel.choose_kernel("auto", training=True, dropout_rate=rate, dtype="bfloat16",
+                                                head_size=16, padding=True))
+    out["kernel_padded_dropout"], out["kernel_padded_no_dropout"] = np.array(pick(0.1)), np.array(pick(0.0))
+    compat.CUDNN_DROPOUT_WITH_PADDING_GRADIENT_FROM = (0, 0, 0)  # a JAX that has it fixed
+    out["kernel_padded_dropout_fixed"] = np.array(pick(0.1))
+    compat.CUDNN_DROPOUT_WITH_PADDING_GRADIENT_FROM = None
     out["cudnn_seeds"] = np.array([c_auto.kernel_seed, c_auto2.kernel_seed])
     out["kernel_auto_f32"] = np.array(accel.choose_kernel("auto", training=False, dropout_rate=0.1,
                                                           dtype="float32", head_size=16))
@@ -228,10 +241,12 @@ def test_attention_dropout_drops_the_configured_fraction_and_keeps_the_expectati
 
 def test_cudnn_path_gets_lengths_and_the_attention_dropout(jax_run):
     calls = json.loads(str(jax_run["cudnn_calls"]))
-    # Inference (rate 0), then one training call of each of two layers (the config's 0.1).
+    # Inference with padding (rate 0, the lengths), then one unpadded training call of each of two
+    # layers (the config's 0.1, no lengths: cuDNN's kernel without a mask).
     assert [c["dropout_rate"] for c in calls] == [0.0, 0.1, 0.1]
+    assert calls[0]["q_seqlen"] == [16, 16, 16, 16] and calls[0]["kv_seqlen"] == [16, 9, 3, 12]
+    assert [(c["q_seqlen"], c["kv_seqlen"]) for c in calls[1:]] == [(None, None)] * 2
     for c in calls:
-        assert c["q_seqlen"] == [16, 16, 16, 16] and c["kv_seqlen"] == [16, 9, 3, 12]
         assert c["shape"] == [4, 16, 4, 16]
     # Each layer its own constant seed, so that layers do not share dropout masks.
     assert calls[1]["seed"] != calls[2]["seed"]
@@ -245,6 +260,18 @@ def test_cudnn_path_gets_lengths_and_the_attention_dropout(jax_run):
     # A refusal by the kernel (at trace time) falls back to the plain path, said once.
     assert _max_diff(jax_run["refused_auto"], jax_run["cudnn_plain"]) == 0.0
     assert any(k.startswith("cudnn-refused:NotImplementedError") for k in said), said
+
+
+def test_training_with_dropout_and_padding_keeps_off_the_cudnn_gradient_that_aborts(jax_run):
+    # JAX's cuDNN kernel aborts the process in the gradient of dropout with a padding mask
+    # (kbert.compat): that call runs the plain path, and says why; without dropout cuDNN stays.
+    assert int(jax_run["padded_training_calls"]) == 0
+    assert str(jax_run["kernel_padded_dropout"]) == "plain"
+    assert str(jax_run["kernel_padded_no_dropout"]) == "cudnn"
+    assert str(jax_run["kernel_padded_dropout_fixed"]) == "cudnn"  # once a JAX version is known to run it
+    said = json.loads(str(jax_run["said_gpu"]))
+    assert any("aborts the process in the gradient of attention dropout with a padding mask" in m
+               for m in said.values()), said
 
 
 def test_mixed_bfloat16_keeps_float32_where_it_matters(jax_run):

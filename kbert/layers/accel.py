@@ -13,9 +13,12 @@ task models and the pretrainer; ``--attention`` on the commands) is one of:
   (compute capability 8.0 and up, bf16/fp16 activations, head size a multiple of 8) that is
   cuDNN's flash attention with the padding given as sequence lengths (no bias tensor, no bias
   gradient) and the config's dropout on the attention probabilities inside the kernel (JAX's
-  private cuDNN API, behind ``kbert.compat.cudnn_attention``). Anywhere else (CPU, TPU, an older
-  GPU, float32, TensorFlow with its own CPU fast paths, torch) the plain path; the reason the
-  fast path was not taken is logged once (logger ``kbert.attention``);
+  private cuDNN API, behind ``kbert.compat.cudnn_attention``). Except in training with both
+  attention dropout and a padding mask: JAX's cuDNN kernel aborts the process in that gradient
+  (``kbert.compat.cudnn_dropout_with_padding_refusal``), so those calls run the plain path, while
+  inference, training without attention dropout, and unpadded calls keep cuDNN. Anywhere else
+  (CPU, TPU, an older GPU, float32, TensorFlow with its own CPU fast paths, torch) the plain path;
+  the reason the fast path was not taken is logged once (logger ``kbert.attention``);
 - ``"fused"``: a fused kernel wherever one exists: the cuDNN kernel as above, else under JAX
   ``jax.nn.dot_product_attention`` with the same sequence lengths (XLA's attention), else
   ``keras.ops.dot_product_attention`` with a boolean key mask. Those two have no dropout, so in
@@ -131,16 +134,21 @@ def cudnn_refusal(dtype, head_size: int) -> str | None:
 
 
 def choose_kernel(impl: str, *, training, dropout_rate: float, dtype, head_size: int,
-                  return_attention: bool = False) -> str:
+                  return_attention: bool = False, padding: bool = False) -> str:
     """The kernel one attention call runs: "plain", "cudnn" (JAX, NVIDIA GPU, lengths and dropout),
     "xla" (``jax.nn.dot_product_attention`` with lengths) or "keras" (``keras.ops.dot_product_attention``
-    with a mask). Logs once why a faster path was not taken, where that is news."""
+    with a mask). ``padding``: the call has a padding mask. Logs once why a faster path was not
+    taken, where that is news."""
     if return_attention or impl == "plain":
         return "plain"  # only the plain path returns the probabilities
+    dropping = bool(training) and dropout_rate > 0.0
     refusal = cudnn_refusal(dtype, head_size)
+    if refusal is None and dropping and padding:
+        from kbert import compat
+
+        refusal = compat.cudnn_dropout_with_padding_refusal()
     if refusal is None:
         return "cudnn"
-    dropping = bool(training) and dropout_rate > 0.0
     backend = keras.backend.backend()
     if impl == "auto":
         level = logging.WARNING if cuda_device() is not None else logging.INFO
@@ -242,10 +250,12 @@ def _cudnn(query, key, value, lengths, scale, dropout_rate, seed):
     import jax.numpy as jnp
 
     function, _ = _cudnn_function()
-    batch, q_len, s_len = query.shape[0], query.shape[1], key.shape[1]
+    batch, q_len = query.shape[0], query.shape[1]
     # Every query row is computed (as in the plain path); padded keys get no weight.
-    q_seqlen = jnp.full((batch,), q_len, dtype="int32")
-    kv_seqlen = jnp.full((batch,), s_len, dtype="int32") if lengths is None else jnp.asarray(lengths, "int32")
+    # No padding mask: no lengths either, cuDNN's kernel without a mask (lengths of the full
+    # width would select its padding kernel, which cannot take dropout's gradient: compat).
+    q_seqlen = None if lengths is None else jnp.full((batch,), q_len, dtype="int32")
+    kv_seqlen = None if lengths is None else jnp.asarray(lengths, "int32")
     try:
         return function(query, key, value, q_seqlen, kv_seqlen, scale=scale, dropout_rate=dropout_rate, seed=seed)
     except (NotImplementedError, ValueError, RuntimeError) as e:

@@ -92,7 +92,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         if positions is not None:
             q_rows, q_len = gather_rows(flat, positions, seq), ops.shape(positions)[1]
         kernel = accel.choose_kernel(self.attention_impl, training=training, dropout_rate=self.dropout_rate,
-                                     dtype=self.compute_dtype, head_size=size, return_attention=return_attention)
+                                     dtype=self.compute_dtype, head_size=size, return_attention=return_attention,
+                                     padding=padding_mask is not None)
         context = None
         if kernel != "plain":
             # [batch, rows, heads, size], the layout the fused kernels take: no transposes.
