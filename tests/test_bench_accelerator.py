@@ -102,6 +102,13 @@ def test_a_line_that_asked_for_cudnn_and_compiled_without_it_is_an_error():
     assert bench.missing_cudnn("auto", True, "cudnn", "NVIDIA H100", {}) is None
     assert bench.missing_cudnn("plain", True, "plain", "NVIDIA H100", {}) is None
     assert bench.missing_cudnn("auto", False, "plain", "cpu", {}) is None
+    # auto keeping off the cuDNN gradient that aborts is what users' commands run: a number
+    from kbert import compat
+
+    said = {"k": "attention auto: plain attention, not cuDNN flash attention: "
+                 + compat.cudnn_dropout_with_padding_refusal()}
+    assert bench.missing_cudnn("auto", True, "plain", "NVIDIA H200", said) is None
+    assert bench.missing_cudnn("fused", True, "plain", "NVIDIA H200", said) is not None
 
 
 def test_profile_table_sums_device_ops_per_step(tmp_path):
@@ -195,3 +202,30 @@ def test_tiny_pretraining_runs_without_tensorflow(tmp_path):
 def test_tiny_squad_runs_without_tensorflow(tmp_path):
     systems = _systems()
     _check(_tiny_run(tmp_path, ["squad-base-384"], systems), ["squad-base-384"], systems)
+
+
+def test_fatal_lines_say_why_a_child_died_not_its_stack():
+    abort = ("I1129 22:24:08.1 993 gpu.cc:1] starting\n"
+             "F1129 22:24:09.476736     993 cuda_dnn.cc:6951] Check failed: local_device_ordinal.has_value()\n"
+             "*** Check failure stack trace: ***\n    @     0x7f5f96d5788d  xla::RunGpuAsync()\n"
+             "    @           0x657a05  _start\n")
+    assert bench.fatal_lines(abort) == [
+        "F1129 22:24:09.476736     993 cuda_dnn.cc:6951] Check failed: local_device_ordinal.has_value()"]
+    raised = ('Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n'
+              "NotImplementedError: Unsupported sequence length Q 21, KV 128.\n")
+    assert bench.fatal_lines(raised) == ["NotImplementedError: Unsupported sequence length Q 21, KV 128."]
+    assert bench.fatal_lines("    @     0x7f5f96d5788d  xla::RunGpuAsync()\n") == []
+
+
+def test_cudnn_probe_runs_each_form_in_a_child_and_says_what_this_machine_lacks(tmp_path):
+    require_installed("jax")
+    from kbert.bench import cudnn_probe
+
+    out = tmp_path / "probe.jsonl"
+    assert cudnn_probe.main(["--only", "fwd,drop-grad", "--out", str(out), "--jobs", "2"]) == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line["form"] for line in lines] == ["fwd", "drop-grad"]
+    for line in lines:  # this machine computes on its CPU: every form says so, none crashes
+        assert line["ok"] is False and "not an NVIDIA GPU" in line["error"], line
+    with pytest.raises(SystemExit):
+        cudnn_probe.main(["--only", "fwd,no-such-form"])

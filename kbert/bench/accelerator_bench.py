@@ -298,8 +298,12 @@ def run_kbert(spec: dict) -> dict:
 
 def missing_cudnn(attention: str, on_nvidia_gpu: bool, kernel: str, device: str, said: dict) -> str | None:
     """The error of a line that asked for cuDNN flash attention (auto or fused on an NVIDIA GPU)
-    and compiled without it, or None."""
+    and compiled without it, or None. Auto's deliberate refusal of the kernel that aborts (training
+    with attention dropout and a padding mask: ``kbert.compat.cudnn_dropout_with_padding_refusal``)
+    is what a user's command runs: a number, with the reason in the line's ``attention_log``."""
     if attention == "plain" or not on_nvidia_gpu or kernel == "cudnn":
+        return None
+    if attention == "auto" and any("aborts the process" in m for m in said.values()):
         return None
     return (f"asked for cuDNN flash attention ({attention}) on {device} but the compiled step has no "
             f"{CUDNN_FMHA} custom call; kbert said: {' | '.join(said.values()) or 'nothing'}")
@@ -515,6 +519,20 @@ def _line(case: Case, spec: dict, args, result: dict) -> dict:
 STDERR_TAIL = 2000  # characters of a child's stderr kept in its line
 
 
+def fatal_lines(stderr: str, limit: int = 6) -> list[str]:
+    """The lines of a child's log that say why it died: absl's fatal and error lines ("F1129 ...",
+    "E1129 ..."), failed checks, Python's exception line; not the stack that follows an abort."""
+    import re
+
+    picked = []
+    for line in stderr.splitlines():
+        text = line.strip()
+        if (re.match(r"^[FE]\d{4} ", text) or "Check failed" in text or re.match(r"^\w+(Error|Exception): ", text)
+                or text.startswith(("jaxlib.", "INTERNAL:", "UNIMPLEMENTED:", "RESOURCE_EXHAUSTED:"))):
+            picked.append(text[:400])
+    return picked[:limit]
+
+
 def _run_child(spec: dict, timeout: float) -> dict:
     import tempfile
 
@@ -546,8 +564,9 @@ def _run_child(spec: dict, timeout: float) -> dict:
     tail = done.stderr[-STDERR_TAIL:]
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
     if done.returncode or not lines:
-        last = " | ".join(done.stderr.strip().splitlines()[-6:])
-        return {"error": f"exit code {done.returncode}: {last[-1500:]}", "stderr_tail": tail}
+        # An abort ends the log with a stack of addresses: say the fatal lines above it instead.
+        why = fatal_lines(done.stderr) or done.stderr.strip().splitlines()[-6:]
+        return {"error": f"exit code {done.returncode}: {' | '.join(why)[-1500:]}", "stderr_tail": tail}
     return {**json.loads(lines[-1]), "stderr_tail": tail}
 
 

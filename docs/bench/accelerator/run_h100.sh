@@ -8,12 +8,16 @@
 #
 #   bash docs/bench/accelerator/run_h100.sh [CASE ...]
 #
-# With no CASE: the goal case (pretrain-large-128), pretrain-base-512 and squad-base-384, each
-# kbert (attention auto: cuDNN flash attention with the attention dropout) and transformers, with
-# a top-15 device ops table per kbert line; then, while time is left, the levers on the goal case
-# (rbg dropout bits, Triton GEMMs, both, the plain attention). Lines that the deadline (DEADLINE,
-# default 400 s for the benchmark itself) leaves no time for are written as skipped; run the
-# script again with the cases named (e.g. pretrain-base-128 pretrain-large-512) for the rest.
+# First the cuDNN attention probe (python -m kbert.bench.cudnn_probe, about 10 s: which forms of
+# cuDNN's flash attention run on this GPU, each in its own process; $OUT/probe.jsonl). Then, with
+# no CASE: the goal case (pretrain-large-128), pretrain-base-512 and squad-base-384, each kbert
+# (attention auto, what the commands run: in training with attention dropout and padding that is
+# the plain attention, see docs/accelerators.md) and transformers, with a top-15 device ops table
+# per kbert line; then, while time is left, the levers on the goal case (rbg dropout bits, Triton
+# GEMMs, both, and cuDNN without attention dropout, a departure from BERT recorded as such). Lines
+# that the deadline (DEADLINE, default 400 s for the benchmark itself) leaves no time for are
+# written as skipped; run the script again with the cases named (e.g. pretrain-base-128
+# pretrain-large-512) for the rest.
 # Every line is appended to $OUT/accelerator.jsonl as soon as it is measured.
 #
 # Dry run on any CPU (tiny model, one case; writes under runs/):
@@ -65,6 +69,8 @@ left() { echo $((DEADLINE - (SECONDS - start))); }
 bench() { python3 -m kbert.bench accelerator "${TINY[@]}" --out "$OUT/accelerator.jsonl" --append \
             --profile-dir "$OUT/profile" --timeout 150 --deadline "$(left)" "$@" 2>&1 | tee -a "$OUT/log.txt"; }
 : > "$OUT/accelerator.jsonl"
+: > "$OUT/probe.jsonl"
+python3 -m kbert.bench.cudnn_probe --out "$OUT/probe.jsonl" --timeout 100 2>&1 | tee -a "$OUT/log.txt"
 
 if [ $# -gt 0 ]; then
   CASES=(); for c in "$@"; do CASES+=(--case "$c"); done
@@ -74,7 +80,7 @@ elif [ "$DRY" = 1 ]; then
 else
   bench --case pretrain-large-128 --case pretrain-base-512 --case squad-base-384
   if [ "$(left)" -gt 60 ]; then
-    bench --case pretrain-large-128 --systems kbert --variant prng-rbg,triton-gemm,prng-rbg+triton-gemm,plain-attention
+    bench --case pretrain-large-128 --systems kbert --variant prng-rbg,triton-gemm,prng-rbg+triton-gemm,no-attention-dropout
   fi
 fi
 cat "$OUT"/profile/top-ops-*.md > "$OUT/top-ops.md" 2>/dev/null || true
