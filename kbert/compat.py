@@ -278,10 +278,11 @@ def cudnn_attention():
 
     no_mask = getattr(fused.MaskType, "NO_MASK", None)
 
-    def attention(query, key, value, q_seqlen, kv_seqlen, *, scale, dropout_rate, seed):
+    def attention(query, key, value, q_seqlen, kv_seqlen, *, scale, dropout_rate, seed, bias=None):
         # No lengths (both None): every key is attended to, the kernel without a padding mask.
+        # ``bias``: an additive [batch, heads or 1, T, S] bias (the padding as -inf-like values).
         padded = q_seqlen is not None or kv_seqlen is not None
-        return target(query, key, value, None, None, q_seqlen=q_seqlen, kv_seqlen=kv_seqlen, scale=scale,
+        return target(query, key, value, bias, None, q_seqlen=q_seqlen, kv_seqlen=kv_seqlen, scale=scale,
                       mask_type=mask_type if padded else no_mask, seed=int(seed), dropout_rate=float(dropout_rate),
                       qkv_layout="BTNH")
 

@@ -229,3 +229,29 @@ def test_cudnn_probe_runs_each_form_in_a_child_and_says_what_this_machine_lacks(
         assert line["ok"] is False and "not an NVIDIA GPU" in line["error"], line
     with pytest.raises(SystemExit):
         cudnn_probe.main(["--only", "fwd,no-such-form"])
+
+
+PROBE_CHILD = """
+import json, jax
+from kbert.bench import cudnn_probe
+def xla(q, k, v, q_seqlen, kv_seqlen, *, scale, dropout_rate, seed, bias=None):
+    return jax.nn.dot_product_attention(q, k, v, bias=bias, scale=scale, key_value_seq_lengths=kv_seqlen,
+                                        implementation="xla")
+forms = {f.name: f for f in cudnn_probe.FORMS}
+print(json.dumps({n: cudnn_probe.run_form(forms[n], stand_in=xla) for n in ("fwd", "grad", "bias-drop-grad")}))
+"""
+
+
+def test_cudnn_probe_reference_agrees_with_xla_attention_on_each_padding_form():
+    # With XLA's attention standing in for cuDNN's, the probe's float32 reference (padded keys
+    # masked) must agree within bf16 rounding, for the lengths and for the bias form.
+    require_installed("jax")
+    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
+    done = subprocess.run([sys.executable, "-c", PROBE_CHILD], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = json.loads(done.stdout.strip().splitlines()[-1])
+    assert lines["fwd"]["max_abs_diff"] < 0.02 and lines["grad"]["max_abs_diff"] < 0.02, lines
+    assert lines["grad"]["grad_finite"] and lines["bias-drop-grad"]["grad_finite"], lines
+    # the stand-in has no dropout: the bias form's output is the reference's
+    assert abs(lines["bias-drop-grad"]["mean_ratio"] - 1.0) < 0.01, lines

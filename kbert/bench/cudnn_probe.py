@@ -32,7 +32,8 @@ class Form:
     what: str
     grad: bool = True
     dropout: float = 0.0
-    lengths: str = "padded"   # "padded" (rows of several lengths), "full" (every row T), "none" (no mask)
+    lengths: str = "padded"   # "padded" (rows of several lengths), "full" (every row T), "none" (no mask),
+                              # "bias" (the padded rows' mask as an additive [batch, 1, T, S] bias)
     q_len: int = 128
     kv_len: int = 128
     public: bool = False      # jax.nn.dot_product_attention(implementation="cudnn") instead of kbert's call
@@ -48,13 +49,17 @@ FORMS = (
     Form("drop-fwd", "lengths, dropout 0.1, forward", dropout=0.1, grad=False),
     Form("drop-grad", "lengths, dropout 0.1, gradient (kbert's training call)", dropout=0.1),
     Form("drop-grad-512", "as drop-grad at T=512", dropout=0.1, q_len=512, kv_len=512),
+    Form("bias-drop-grad", "padding as a [batch, 1, T, S] bias, no lengths, dropout 0.1, gradient",
+         dropout=0.1, lengths="bias"),
     Form("q21-grad", "21 queries over 128 keys (a last block at the masked positions), gradient",
          q_len=21),
 )
 BATCH, HEADS, SIZE = 8, 16, 64
 
 
-def run_form(form: Form) -> dict:
+def run_form(form: Form, stand_in=None) -> dict:
+    """One form's line. ``stand_in``: a function with the signature of ``compat.cudnn_attention``'s,
+    run instead of cuDNN's on any device (the tests check the probe's own reference with it)."""
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -62,25 +67,34 @@ def run_form(form: Form) -> dict:
     device = jax.devices()[0]
     line = {"device": getattr(device, "device_kind", device.platform), "platform": device.platform,
             "jax": jax.__version__}
-    if device.platform != "gpu":
+    if stand_in is not None:
+        function = stand_in
+    elif device.platform != "gpu":
         return {**line, "ok": False, "error": f"JAX computes on {device.platform}, not an NVIDIA GPU"}
-    from kbert import compat
+    else:
+        from kbert import compat
 
-    function, reason = compat.cudnn_attention()
-    if function is None and not form.public:
-        return {**line, "ok": False, "error": reason}
+        function, reason = compat.cudnn_attention()
+        if function is None and not form.public:
+            return {**line, "ok": False, "error": reason}
     rng = np.random.default_rng(0)
     q = jnp.asarray(rng.standard_normal((BATCH, form.q_len, HEADS, SIZE)), jnp.bfloat16)
     k = jnp.asarray(rng.standard_normal((BATCH, form.kv_len, HEADS, SIZE)), jnp.bfloat16)
     v = jnp.asarray(rng.standard_normal((BATCH, form.kv_len, HEADS, SIZE)), jnp.bfloat16)
-    kv_lengths = {"padded": np.linspace(form.kv_len, 1, BATCH).astype("int32"),
-                  "full": np.full(BATCH, form.kv_len, "int32"), "none": None}[form.lengths]
+    padded = np.linspace(form.kv_len, 1, BATCH).astype("int32")
+    kv_lengths = {"padded": padded, "bias": padded, "full": np.full(BATCH, form.kv_len, "int32"),
+                  "none": None}[form.lengths]
     scale = SIZE ** -0.5
 
     def attend(q, k, v):
         if form.public:
             return jax.nn.dot_product_attention(q, k, v, scale=scale, implementation="cudnn",
                                                 key_value_seq_lengths=jnp.asarray(kv_lengths))
+        if form.lengths == "bias":
+            keep = jnp.arange(form.kv_len)[None, :] < jnp.asarray(kv_lengths)[:, None]
+            bias = jnp.broadcast_to(jnp.where(keep, 0.0, -1e9).astype(q.dtype)[:, None, None, :],
+                                    (BATCH, 1, form.q_len, form.kv_len))
+            return function(q, k, v, None, None, scale=scale, dropout_rate=form.dropout, seed=7, bias=bias)
         if kv_lengths is None:
             return function(q, k, v, None, None, scale=scale, dropout_rate=form.dropout, seed=7)
         return function(q, k, v, jnp.full((BATCH,), form.q_len, jnp.int32), jnp.asarray(kv_lengths),
