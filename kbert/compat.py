@@ -251,8 +251,9 @@ def cudnn_dropout_with_padding_refusal() -> str | None:
 def cudnn_attention():
     """``(function, None)``: JAX's cuDNN fused attention with padding lengths and dropout,
     ``function(query, key, value, q_seqlen, kv_seqlen, *, scale, dropout_rate, seed)`` on
-    [batch, T, heads, size] inputs (BTNH; both lengths None: no padding mask); or ``(None, reason)`` when the installed JAX does not
-    have it in the form kbert was written for (the reason names the version or the missing part)."""
+    [batch, T, heads, size] inputs (BTNH; both lengths None: no padding mask); or
+    ``(None, reason)`` when the installed JAX does not have it in the form kbert was written for
+    (the reason names the version or the missing part)."""
     import inspect
 
     import jax

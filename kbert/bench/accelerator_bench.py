@@ -303,8 +303,12 @@ def missing_cudnn(attention: str, on_nvidia_gpu: bool, kernel: str, device: str,
     is what a user's command runs: a number, with the reason in the line's ``attention_log``."""
     if attention == "plain" or not on_nvidia_gpu or kernel == "cudnn":
         return None
-    if attention == "auto" and any("aborts the process" in m for m in said.values()):
-        return None
+    if attention == "auto":
+        from kbert import compat
+
+        refusal = compat.cudnn_dropout_with_padding_refusal()
+        if refusal and any(refusal in m for m in said.values()):
+            return None
     return (f"asked for cuDNN flash attention ({attention}) on {device} but the compiled step has no "
             f"{CUDNN_FMHA} custom call; kbert said: {' | '.join(said.values()) or 'nothing'}")
 
