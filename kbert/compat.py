@@ -288,3 +288,17 @@ def cudnn_attention():
                       qkv_layout="BTNH")
 
     return attention, None
+
+
+def metric_leaves(metric) -> list:
+    """[(logged name, metric)] of what Keras' ``fit`` logs for one of ``model.metrics``: the metric
+    itself, or for the ``CompileMetrics`` that ``compile(metrics=...)`` makes, the metrics it holds
+    (its private ``_flat_metrics`` and ``_flat_weighted_metrics``: a list per output, None where an
+    output has none), named as its ``result()`` names them (``OUTPUT_NAME`` where an output has one)."""
+    if not hasattr(metric, "_flat_metrics"):
+        return [(metric.name, metric)]
+    leaves = []
+    for group in list(metric._flat_metrics or []) + list(getattr(metric, "_flat_weighted_metrics", None) or []):
+        for leaf in (group.metrics if group is not None else []):
+            leaves.append((f"{group.output_name}_{leaf.name}" if group.output_name else leaf.name, leaf))
+    return leaves

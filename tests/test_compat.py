@@ -23,7 +23,8 @@ def test_no_private_api_outside_compat():
     pattern = re.compile(r"keras(_hub)?\.src\b|tensorflow\.python\b|tf\.__internal__|\._in_multi_worker_mode\b|"
                          r"\._loss_tracker\b|\._get_variable_index\b|\._momentums\b|\._velocities\b|"
                          r"\._(maybe_)?symbolic_build\b|\._distribute_strategy\b|\._clip_gradients\b|"
-                         r"\._convert_input_args\b|\._allow_non_tensor_positional_args\b|jax\._src\b")
+                         r"\._convert_input_args\b|\._allow_non_tensor_positional_args\b|jax\._src\b|"
+                         r"\._flat_(weighted_)?metrics\b")
     hits = [f"{path.relative_to(REPO)}:{n}: {line.strip()}"
             for folder in ("kbert", "pipelines") for path in sorted((REPO / folder).rglob("*.py"))
             if path.name != "compat.py"
@@ -116,6 +117,21 @@ def test_loss_tracker_is_the_reported_loss():
     tracker = compat.loss_tracker(model)
     assert isinstance(tracker, keras.metrics.Mean) and tracker.name == "loss"
     assert float(tracker.result()) == pytest.approx(logs["loss"][-1])
+
+
+def test_metric_leaves_name_what_fit_logs():
+    # Two outputs, a metric each and a weighted one: every logged metric is a leaf, named as logged.
+    inputs = keras.Input((3,))
+    model = keras.Model(inputs, {"a": keras.layers.Dense(2, name="a")(inputs), "b": keras.layers.Dense(1, name="b")(inputs)})
+    model.compile(optimizer="sgd", loss={"a": "sparse_categorical_crossentropy", "b": "mse"},
+                  metrics={"a": ["accuracy"], "b": ["mae"]}, weighted_metrics={"b": ["mse"]})
+    logs = model.fit(np.ones((4, 3)), {"a": np.zeros((4,)), "b": np.zeros((4, 1))}, batch_size=4, verbose=0).history
+    leaves = dict(pair for metric in model.metrics for pair in compat.metric_leaves(metric))
+    assert set(leaves) == set(logs), (set(leaves), set(logs))  # the per-output losses are Mean metrics too
+    for name, leaf in leaves.items():
+        assert float(leaf.result()) == pytest.approx(logs[name][-1]), name
+    plain = keras.metrics.Mean(name="m")
+    assert compat.metric_leaves(plain) == [("m", plain)]
 
 
 def test_local_replica_build_overrides_the_hook_keras_calls():

@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import PRETRAIN_RUN_EVERY, PRETRAIN_RUN_STEPS, REPO, cli_env as _env, python
+from conftest import read_scalars as conftest_read_scalars
 from kbert.explore.curves import plot_run_curves, read_scalars
 from kbert.explore.projector import TENSOR_NAME, write_features_projector
 
@@ -103,6 +104,12 @@ def test_pretraining_writes_curves_and_fill_mask_summaries(pretrain_run):
     model_dir, stdout = pretrain_run.model_dir, pretrain_run.stdout  # conftest: fill-mask every PRETRAIN_RUN_EVERY steps
     assert f"loss/accuracy curves:    {model_dir / 'curves.png'}" in stdout
     assert (model_dir / "curves.png").stat().st_size > 10_000
+    # One step axis: the training's points every 10 steps straight through the checkpoint interval's
+    # end (an epoch of fit), the held-out evaluation at the last step.
+    train = conftest_read_scalars(model_dir / "logs" / "train")
+    for tag in ("train/loss", "train/mlm_loss", "train/mlm_accuracy", "train/nsp_accuracy", "train/learning_rate"):
+        assert [step for step, _ in train[tag]] == list(range(10, PRETRAIN_RUN_STEPS + 1, 10)), tag
+    assert [step for step, _ in conftest_read_scalars(model_dir / "logs" / "eval")["loss"]] == [PRETRAIN_RUN_STEPS]
     summaries = read_fill_mask_summaries(model_dir / "logs" / "fill_mask")
     assert sorted(summaries) == [PRETRAIN_RUN_EVERY, PRETRAIN_RUN_STEPS]
     last = summaries[PRETRAIN_RUN_STEPS]

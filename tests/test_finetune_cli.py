@@ -100,9 +100,8 @@ def test_conll_tagging_writes_conlleval_file(tiny_model_dir, tmp_path):
 
 @pytest.mark.slow
 def test_ner_metrics_reach_tensorboard(tiny_model_dir, tmp_path):
-    # 41 steps: Keras' TensorBoard callback records every 2nd batch (update_freq = 41 // 20) and left
-    # the last batch's condition (41 % 2 != 0) in force at the epoch's end, which dropped the
-    # evaluation metrics (logs/eval) and Keras' epoch summaries (logs/train) alike.
+    # 41 steps, a point every 41 // 20 = 2 steps: the last point is the run's odd last step, and the
+    # evaluation and the epoch's means are at step 41, on the same axis as the training's points.
     out = tmp_path / "ner"
     main(["--task", "conll2003", "--data-dir", str(SHARED / "conll2003"), "--init", str(tiny_model_dir),
           "--model-dir", str(out), "--max-train-examples", "41", "--max-eval-examples", "8", *COMMON,
@@ -112,10 +111,12 @@ def test_ner_metrics_reach_tensorboard(tiny_model_dir, tmp_path):
     evaluation = read_scalars(out / "logs" / "eval")
     assert set(evaluation) == {"precision", "recall", "f1"}
     for name, values in evaluation.items():
-        assert values == [(1, pytest.approx(results["history"][0][name], abs=1e-6))]
+        assert values == [(41, pytest.approx(results["history"][0][name], abs=1e-6))]
     train = read_scalars(out / "logs" / "train")
-    assert train["epoch_loss"] == [(0, pytest.approx(results["train_loss"][0], rel=1e-5))]
-    assert "epoch_learning_rate" in train and len(train["epoch_token_accuracy"]) == 1
+    assert train["epoch_mean/loss"] == [(41, pytest.approx(results["train_loss"][0], rel=1e-5))]
+    assert len(train["epoch_mean/token_accuracy"]) == 1
+    for tag in ("train/loss", "train/token_accuracy", "train/learning_rate"):
+        assert [step for step, _ in train[tag]] == [*range(2, 41, 2), 41], tag
 
 
 @pytest.mark.slow

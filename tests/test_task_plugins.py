@@ -141,7 +141,7 @@ def test_a_task_defined_here_fine_tunes_reloads_and_exports(tiny_model_dir, tmp_
     # Evaluation metrics and train metrics reached TensorBoard through the shared loop.
     assert set(read_scalars(out / "logs" / "eval")) == {"neg_mae"}
     assert len(read_scalars(out / "logs" / "eval")["neg_mae"]) == 2
-    assert "epoch_loss" in read_scalars(out / "logs" / "train")
+    assert "epoch_mean/loss" in read_scalars(out / "logs" / "train")
 
     # load_task_model finds the model type through the registry.
     model = load_task_model(out)

@@ -79,6 +79,5 @@ def main(argv=None):
     print(f"TensorBoard: tensorboard --logdir {pathlib.Path(results['model_dir']) / 'logs'}")
     from kbert.explore.curves import report_curves
 
-    steps_per_epoch = results["steps"] // max(results["epochs"], 1)  # eval is logged at step = epoch
-    print(f"loss/accuracy curves: {report_curves(pathlib.Path(results['model_dir']) / 'logs', {'eval': steps_per_epoch})}")
+    print(f"loss/accuracy curves: {report_curves(pathlib.Path(results['model_dir']) / 'logs')}")
     return 0

@@ -1,6 +1,5 @@
-"""The fine-tuning loop's callbacks, the same for every task type: EvaluateEachEpoch (dev
-evaluation after every epoch, keeping the best) and EpochTensorBoard (Keras' TensorBoard callback
-whose epoch summaries are always written)."""
+"""The fine-tuning loop's evaluation, the same for every task type: EvaluateEachEpoch (dev
+evaluation after every epoch, keeping the best)."""
 
 from __future__ import annotations
 
@@ -12,8 +11,8 @@ import tensorflow as tf
 
 
 class EvaluateEachEpoch(keras.callbacks.Callback):
-    """After every epoch: ``recipe.evaluate(model)``, metrics to TensorBoard (``out_dir/logs/eval``)
-    and to ``history``; when the recipe's main metric improves, the model directory and the
+    """After every epoch: ``recipe.evaluate(model)``, metrics to TensorBoard (``out_dir/logs/eval``,
+    at the optimizer's step, the axis of the training curves) and to ``history``; when the recipe's main metric improves, the model directory and the
     predictions in ``out_dir`` are replaced by this epoch's."""
 
     def __init__(self, recipe, task_model, out_dir, log=print):
@@ -43,15 +42,14 @@ class EvaluateEachEpoch(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         start, cpu_start = time.time(), time.process_time()
+        step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
         metrics, predictions = self.recipe.evaluate(self.task_model)
         seconds = time.time() - start
         main = metrics[self.recipe.main_metric]
         self.history.append({"epoch": epoch + 1, "train_loss": float((logs or {}).get("loss", float("nan"))),
                              "eval_seconds": round(seconds, 1), **{k: float(v) for k, v in metrics.items()}})
-        # record_if(True): Keras' TensorBoard callback leaves its batch-level record_if condition
-        # in place, which would drop these summaries whenever the epoch's last step is not a
-        # multiple of its update_freq (e.g. 4 steps with update_freq 3).
-        with self.writer.as_default(step=epoch + 1), tf.summary.record_if(True):
+        # record_if(True): whatever condition another callback left in force, these are written.
+        with self.writer.as_default(step=step), tf.summary.record_if(True):
             for k, v in metrics.items():
                 tf.summary.scalar(k, v)
         self.writer.flush()
@@ -68,13 +66,3 @@ class EvaluateEachEpoch(keras.callbacks.Callback):
         self.epoch_end_seconds += time.time() - start
         self.epoch_end_cpu_seconds += time.process_time() - cpu_start
 
-
-class EpochTensorBoard(keras.callbacks.TensorBoard):
-    """keras.callbacks.TensorBoard whose epoch summaries (``epoch_loss``, the model's metrics,
-    ``epoch_learning_rate`` under ``logs/train``) are written after every epoch: Keras writes them
-    under the record_if condition of the epoch's last batch (``step % update_freq == 0``), so they
-    were lost whenever the steps per epoch were not a multiple of update_freq."""
-
-    def on_epoch_end(self, epoch, logs=None):
-        with tf.summary.record_if(True):
-            super().on_epoch_end(epoch, logs)

@@ -310,39 +310,3 @@ class CheckpointCallback(keras.callbacks.Callback):
         if not self.terminated:
             self.state.save()
 
-
-class StepLogger(keras.callbacks.Callback):
-    """TensorBoard scalars keyed by the optimizer's step (so resumed runs continue the curves):
-    losses, accuracies, learning rate and examples/s."""
-
-    def __init__(self, log_dir, global_batch_size, every=10):
-        super().__init__()
-        self.writer = tf.summary.create_file_writer(str(log_dir))
-        self.global_batch_size = global_batch_size
-        self.every = every
-        self._t0 = None
-        self._steps = 0
-
-    def on_train_batch_begin(self, batch, logs=None):
-        import time
-
-        if self._t0 is None:
-            self._t0 = time.perf_counter()
-
-    def on_train_batch_end(self, batch, logs=None):
-        import time
-
-        self._steps += 1
-        step = int(self.model.optimizer.iterations.numpy())
-        if step % self.every:
-            return
-        elapsed = time.perf_counter() - self._t0
-        with self.writer.as_default(step=step):
-            for name, value in (logs or {}).items():
-                tf.summary.scalar(f"train/{name}", float(np.asarray(value)))
-            lr = self.model.optimizer.learning_rate
-            tf.summary.scalar("train/learning_rate", float(np.asarray(lr)))
-            if elapsed > 0:
-                tf.summary.scalar("train/examples_per_second", self._steps * self.global_batch_size / elapsed)
-        self.writer.flush()
-        self._t0, self._steps = time.perf_counter(), 0

@@ -119,9 +119,10 @@ def finetune(options: FinetuneOptions, *, progress_bar: bool = True, log=print) 
 def _finetune(options, task, out_dir, backend, devices, progress_bar, log) -> dict:
     import keras
 
-    from kbert.tasks.evaluation import EpochTensorBoard, EvaluateEachEpoch
+    from kbert.tasks.evaluation import EvaluateEachEpoch
     from kbert.training.optimization import create_optimizer
     from kbert.training.progress import RunProgress
+    from kbert.training.step_scalars import StepScalars
 
     recipe = task.task_type.recipe(task, options)
     overrides = {} if options.hidden_dropout is None else {"hidden_dropout_prob": options.hidden_dropout}
@@ -144,7 +145,11 @@ def _finetune(options, task, out_dir, backend, devices, progress_bar, log) -> di
     # One progress line for the whole run; it ends at each epoch end so that the evaluator's
     # "epoch N: ..." line stands on its own (RunProgress comes before the evaluator).
     progress = [RunProgress(total_steps, newline_at_epoch_end=True)] if progress_bar else []
-    callbacks = [EpochTensorBoard(log_dir=str(out_dir / "logs"), update_freq=max(1, steps_per_epoch // 20)),
+    # Curves on the optimizer's step axis (the evaluation too): the mean over each twentieth of an
+    # epoch, and each epoch's mean as its own series. The scalars come first: the evaluator reuses
+    # nothing of the training's metrics, but runs after the epoch's means are read.
+    callbacks = [StepScalars(out_dir / "logs" / "train", every=max(1, steps_per_epoch // 20),
+                             global_batch_size=options.batch_size, epoch_means=True),
                  *progress, evaluator]
     verbose = 0 if progress_bar else 2  # Keras' one line per epoch
     start, cpu_start = time.time(), time.process_time()

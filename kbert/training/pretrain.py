@@ -213,8 +213,9 @@ def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None,
     from kbert.text import BertPreprocessor
     from kbert.text.registry import create_tokenizer, tokenizer_spec_for
     from kbert.text.masking import MlmMasker
-    from kbert.training.checkpoints import CheckpointCallback, StepLogger, checkpoint_state
+    from kbert.training.checkpoints import CheckpointCallback, checkpoint_state
     from kbert.training.progress import RunProgress
+    from kbert.training.step_scalars import StepScalars
 
     backend = keras.backend.backend()
     check_options(options, backend)
@@ -280,7 +281,8 @@ def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None,
         log(f"resuming from step {step} ({state.latest_checkpoint})", flush=True)
     every = min(options.checkpoint_every, options.steps)
     checkpointer = CheckpointCallback(state, log=log)
-    callbacks = [checkpointer, StepLogger(model_dir / "logs" / "train", options.batch_size, every=min(10, every)),
+    callbacks = [checkpointer, StepScalars(model_dir / "logs" / "train", every=min(10, every),
+                                           global_batch_size=options.batch_size),
                  RunProgress(options.steps, initial_step=step)]  # one display for the whole run
     if callbacks_for is not None and not on_tpu:
         callbacks += list(callbacks_for(encoder, pretrainer.mlm_head, preprocessor, tokenizer))
