@@ -49,17 +49,6 @@ def test_v20_is_impossible_and_plausible(tmp_path):
     assert b["plausible_answers"] == [{"text": "京都", "answer_start": 8}]
 
 
-def _bad(tmp_path, mutate):
-    doc = _squad2()
-    mutate(doc)
-    path = tmp_path / "bad.json"
-    path.write_text(json.dumps(doc), encoding="utf-8")
-    with pytest.raises(DataError) as info:
-        read_squad(path)
-    assert str(path) in str(info.value)
-    return str(info.value)
-
-
 def _read(tmp_path, doc, name="file.json", bom=False):
     path = tmp_path / name
     path.write_bytes(("\ufeff" if bom else "").encode("utf-8") + json.dumps(doc, ensure_ascii=False).encode("utf-8"))
