@@ -95,9 +95,10 @@ def run(argv=None) -> dict:
     if "://" not in spec.path:
         # Fail fast, and learn the label names, before starting the pipeline. A remote file is
         # only read by the workers.
-        label_names = spec.read(spec.path).label_names
+        data = spec.read(spec.path)
+        label_names, left_out = data.label_names, data.meta.get("left_out", [])
     else:
-        label_names = None
+        label_names, left_out = None, []
     with beam.Pipeline(options=pipeline_options(beam_args)) as pipeline:
         build_pipeline(pipeline, spec, args.output, args.num_shards)
     found = counters(pipeline.result, "task_data")
@@ -107,6 +108,10 @@ def run(argv=None) -> dict:
     meta = {"task": args.task, "split": args.split, "source": spec.path, "kind": spec.kind,
             "label_names": list(label_names) if label_names is not None else None,
             "metrics": list(spec.metrics), "records": count}
+    if left_out:  # rows the reader reads without (MNLI's no-consensus "-" rows), named
+        meta["left_out"] = left_out
+        print(f"task_data: {args.task} {args.split}: {len(left_out)} rows left out (no-consensus label): "
+              f"{', '.join(left_out[:5])}{', ...' if len(left_out) > 5 else ''}")
     with FileSystems.create(args.output + ".meta.json") as f:
         f.write(json.dumps(meta, indent=2, ensure_ascii=False).encode("utf-8"))
     print(f"task_data: {args.task} {args.split}: {count} records -> {args.output}-*.tfrecord")

@@ -87,21 +87,22 @@ def test_bad_json_rows_are_named(tmp_path, row, field, reader):
     assert e.value.field == field and "row 1" in str(e.value) and "g1" in str(e.value)
 
 
-def test_cmrc_offsets_one_off_are_moved_and_far_ones_refused(tmp_path):
-    data = squad.read_squad(CMRC_FILE, offset_tolerance=2)
+def test_cmrc_offsets_one_off_are_moved_and_far_ones_unplaced(tmp_path):
+    data = squad.read_squad(CMRC_FILE)
     repaired = data.meta["repaired_offsets"]
     assert len(repaired) == 5 and all("TRIAL_210_QUERY_" in r for r in repaired)
     for e in data.examples:
         for a in e["answers"]:
             assert e["context"][a["answer_start"]:a["answer_start"] + len(a["text"])] == a["text"]
-    with pytest.raises(DataError, match="TRIAL_210_QUERY_0"):
-        squad.read_squad(CMRC_FILE)  # without the tolerance: the file's own offset is named
+    # without the tolerance, the file's own offsets place nothing: those questions have no span
+    strict = squad.read_squad(CMRC_FILE, offset_tolerance=0)
+    assert strict.meta["unplaced_questions"] == [f"TRIAL_210_QUERY_{i}" for i in range(5)]
     root = json.loads(CMRC_FILE.read_text(encoding="utf-8"))
     answer = root["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]
     answer["answer_start"] += 5
-    with pytest.raises(DataError) as e:
-        squad.read_squad(_write(tmp_path, "far.json", json.dumps(root, ensure_ascii=False)), offset_tolerance=2)
-    assert e.value.field == "answers[0].answer_start" and "TRIAL_800_QUERY_0" in str(e.value)
+    far = squad.read_squad(_write(tmp_path, "far.json", json.dumps(root, ensure_ascii=False)))
+    assert far.examples[0]["answers"] == [{"text": answer["text"], "answer_start": -1}]
+    assert far.meta["unplaced_questions"] == ["TRIAL_800_QUERY_0"]
 
 
 def test_missing_answers_named(tmp_path):

@@ -310,17 +310,27 @@ def test_bad_rows_name_the_file_line_and_field(tmp_path, reader, row, message):
         reader(path)
 
 
-def test_jsquad_answer_not_in_its_context_names_the_question(tmp_path):
+def test_jsquad_answers_off_their_context_and_is_impossible(tmp_path):
+    """JSQuAD is scored as SQuAD 1.1 on answer texts: an offset 2 characters off is moved onto its text,
+    a farther one leaves the answer for evaluation only; is_impossible (false in every JGLUE file) is
+    not read by JGLUE's scripts, so true is ignored, but a question without answers is refused."""
     root = {"version": "v1.3", "data": [{"title": "犬", "paragraphs": [{"context": "犬 [SEP] 犬は動物である。", "qas": [
         {"id": "a1p0q0", "question": "犬は何？", "answers": [{"text": "動物", "answer_start": 8}],
          "is_impossible": False}]}]}]}
     path = tmp_path / "dev.json"
-    path.write_text(json.dumps(root, ensure_ascii=False), encoding="utf-8")
-    with pytest.raises(DataError, match=r"question id 'a1p0q0'.*answer_start.*got 8"):
-        jglue.read_jsquad(path)
-    root["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["answer_start"] = 10
-    path.write_text(json.dumps(root, ensure_ascii=False), encoding="utf-8")
-    assert jglue.read_jsquad(path).examples[0]["answers"][0]["text"] == "動物"
+
+    def read(start, **qa):
+        root["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["answer_start"] = start
+        root["data"][0]["paragraphs"][0]["qas"][0].update(qa)
+        path.write_text(json.dumps(root, ensure_ascii=False), encoding="utf-8")
+        return jglue.read_jsquad(path)
+
+    assert read(8).examples[0]["answers"] == [{"text": "動物", "answer_start": 10}]
+    data = read(5, is_impossible=True)
+    assert data.examples[0]["answers"] == [{"text": "動物", "answer_start": -1}]
+    assert not data.examples[0]["is_impossible"] and data.meta["unplaced_questions"] == ["a1p0q0"]
+    with pytest.raises(DataError, match=r"question id 'a1p0q0'.*field 'answers': got \[\]; expected at least one"):
+        read(10, answers=[])
 
 
 def test_data_dir_files_and_bad_rows_through_the_command_line(tmp_path, mecab_dir):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import SHARED, require
+from official_scorers import cmrc2018_evaluate, cmrc_f1, lcs_table
 from kbert.tasks import metrics_cjk as m
 
 KLUE_NER_LABELS = ["B-DT", "I-DT", "B-LC", "I-LC", "B-OG", "I-OG", "B-PS", "I-PS", "B-QT", "I-QT", "B-TI", "I-TI",
@@ -50,17 +51,6 @@ def test_korquad_metrics_max_over_answers_and_missing():
 # ---------------------------------------------------------------- CMRC 2018
 
 
-def _lcs_dp(a, b):
-    """The script's find_lcs, as a table of common suffix lengths."""
-    best, table = 0, [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
-    for i in range(len(a)):
-        for j in range(len(b)):
-            if a[i] == b[j]:
-                table[i + 1][j + 1] = table[i][j] + 1
-                best = max(best, table[i + 1][j + 1])
-    return best
-
-
 def test_cmrc_segments_by_hand():
     assert m.cmrc_segments("韩国Nexon开发") == ["韩", "国", "nexon", "开", "发"]
     assert m.cmrc_segments("《跑跑卡丁车》") == ["《", "跑", "跑", "卡", "丁", "车", "》"]
@@ -89,11 +79,11 @@ def test_longest_common_substring_equals_the_scripts_table():
     for _ in range(300):
         a = list(rng.choice(list("abcd"), size=rng.integers(0, 12)))
         b = list(rng.choice(list("abcd"), size=rng.integers(0, 12)))
-        assert m.longest_common_substring(a, b) == _lcs_dp(a, b)
+        assert m.longest_common_substring(a, b) == lcs_table(a, b)
     # difflib's autojunk would drop segments this frequent (and find nothing here)
     long = ["的", "x"] * 150
     other = ["y", "的", "的", "的", "z"] + ["的", "x"] * 120
-    assert m.longest_common_substring(long, other) == _lcs_dp(long, other) == 240
+    assert m.longest_common_substring(long, other) == lcs_table(long, other) == 240
 
 
 @pytest.fixture(scope="module")
@@ -169,27 +159,7 @@ def test_cmrc_word_tokenize_with_the_packaged_english_punkt(cmrc_trial):
 
 def test_cmrc_f1_on_trial_answers_equals_restated_script(cmrc_trial):
     """Every gold answer against a shifted span of its context, scored by the metric and by the
-    script's own loops written out here (DP LCS, list-membership marks)."""
-    import nltk
-
-    marks = list(m.CMRC_MARKS)
-
-    def segments(text):
-        out, run = [], ""
-        for ch in str(text).lower().strip():
-            if ch in marks:
-                continue
-            if re.search(r"[\u4e00-\u9fa5]", ch):
-                if run:
-                    out.extend(nltk.word_tokenize(run, preserve_line=True))
-                    run = ""
-                out.append(ch)
-            else:
-                run += ch
-        if run:
-            out.extend(nltk.word_tokenize(run, preserve_line=True))
-        return out
-
+    script's own loops written out in tests/official_scorers.py (DP LCS, list-membership marks)."""
     n = 0
     for article in cmrc_trial["data"]:
         for paragraph in article["paragraphs"]:
@@ -198,15 +168,48 @@ def test_cmrc_f1_on_trial_answers_equals_restated_script(cmrc_trial):
                 answers = [a["text"] for a in qa["answers"]]
                 start = qa["answers"][0]["answer_start"]
                 pred = context[max(0, start - 2):start + len(answers[0]) + 1]
-                expected = 0.0
-                for a in answers:
-                    g, p = segments(a), segments(pred)
-                    lcs = _lcs_dp(g, p)
-                    if lcs:
-                        expected = max(expected, 2 * (lcs / len(p)) * (lcs / len(g)) / (lcs / len(p) + lcs / len(g)))
-                assert max(m.cmrc_f1(pred, a) for a in answers) == pytest.approx(expected, abs=1e-12), qa["id"]
+                assert max(m.cmrc_f1(pred, a) for a in answers) == pytest.approx(cmrc_f1(answers, pred),
+                                                                                 abs=1e-12), qa["id"]
                 n += 1
     assert n == 1002
+
+
+def test_cmrc2018_metrics_on_the_dev_articles_score_every_answer_text():
+    """The shared dev articles as distributed: 33 answers carry answer_start -1 (an annotator's own
+    words, nowhere in the context). read_squad keeps them and cmrc2018_metrics scores against every
+    answer's text, as cmrc2018_evaluate.py does on the raw file: predictions that are those free
+    answers count as exact matches, and the totals equal the script's to the last digit."""
+    from kbert.data.squad import read_squad
+
+    path = SHARED / "cmrc2018" / "cmrc2018_dev_articles_760-847.json"
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    examples = read_squad(path).examples
+    assert len(examples) == 389
+    free = [(e["id"], a["text"]) for e in examples for a in e["answers"] if a["answer_start"] == -1]
+    assert len(free) == 33 and not any(text in e["context"] for e in examples for qid, text in free
+                                       if qid == e["id"])
+    free_ids = {qid for qid, _ in free}
+    predictions = {}
+    for i, e in enumerate(examples):
+        if i % 9 == 8:
+            continue  # unanswered: scores 0, counted
+        answer = e["answers"][-1] if e["id"] in free_ids else e["answers"][0]
+        if e["id"] in free_ids or i % 2:
+            predictions[e["id"]] = answer["text"]
+        else:  # a span of the context around the answer: partial F1
+            start = answer["answer_start"]
+            predictions[e["id"]] = e["context"][max(0, start - 3):start + len(answer["text"]) - 1]
+    ours = m.cmrc2018_metrics(predictions, examples)
+    official = cmrc2018_evaluate(raw, predictions)
+    assert (ours["total"], ours["missing"]) == (official["total"], official["skip"]) == (389, 43)
+    assert ours["exact_match"] == pytest.approx(official["em"], abs=1e-9)
+    assert ours["f1"] == pytest.approx(official["f1"], abs=1e-9)
+    # the free answers matter: the same predictions score lower against the file without them
+    for article in raw["data"]:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                qa["answers"] = [a for a in qa["answers"] if a["answer_start"] != -1]
+    assert cmrc2018_evaluate(raw, predictions)["em"] < official["em"] - 5
 
 
 # ---------------------------------------------------------------- KLUE

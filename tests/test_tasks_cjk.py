@@ -18,6 +18,7 @@ NER_FILE = KLUE / "klue-ner-v1.1" / "klue-ner-v1.1_dev.tsv"
 NLI_FILE = KLUE / "klue-nli-v1.1" / "klue-nli-v1.1_dev.json"
 STS_FILE = KLUE / "klue-sts-v1.1" / "klue-sts-v1.1_dev.json"
 CMRC_FILE = SHARED / "cmrc2018" / "cmrc2018_trial.json"
+CMRC_DEV_FILE = SHARED / "cmrc2018" / "cmrc2018_dev_articles_760-847.json"
 KORQUAD_FILE = SHARED / "korquad" / "KorQuAD_v1.0_dev.json"
 
 
@@ -179,7 +180,7 @@ def test_klue_ner_export_tags_every_character_as_predict_does(tiny_model_dir, tm
 
 @pytest.fixture(scope="module")
 def tiny_chinese_model_dir(tmp_path_factory):
-    """BERT-Tiny, randomly initialised, with Google's Chinese vocabulary (a piece per CJK character)."""
+    """BERT-Tiny with one layer, randomly initialised, with Google's Chinese vocabulary (a piece per CJK character)."""
     import keras
 
     from kbert import BertConfig, BertEncoder
@@ -187,7 +188,7 @@ def tiny_chinese_model_dir(tmp_path_factory):
 
     keras.utils.set_random_seed(0)
     out = tmp_path_factory.mktemp("tiny_zh") / "model"
-    config = BertConfig.preset("tiny", max_position_embeddings=128, vocab_size=21128)
+    config = BertConfig.preset("tiny", max_position_embeddings=128, vocab_size=21128, num_hidden_layers=1)
     save_model_dir(out, BertEncoder(config), vocab_file=CHINESE_VOCAB, do_lower_case=True)
     return out
 
@@ -204,23 +205,48 @@ def _qa_check(model_dir, result, examples, metric):
 
 
 @pytest.mark.slow
-def test_cmrc2018(tiny_chinese_model_dir, tmp_path):
-    from kbert.data.squad import read_squad
-    from kbert.tasks.plugins.span_qa import SquadOptions
-    from kbert.tasks.predict import predict_file
+def test_cmrc2018_trains_on_the_trial_set_and_scores_the_dev_articles_as_distributed(tiny_chinese_model_dir,
+                                                                                    tmp_path, capsys):
+    """kbert finetune --task cmrc2018 trains on trial articles (three questions made unplaceable: a
+    free answer before a placed one, an answer_start -1, one 7 characters off) and evaluates on the
+    shared dev articles as distributed (33 free answers at -1): the two questions with no span are
+    left out of training and named; eval_results.json's EM/F1 are cmrc2018_evaluate.py's on
+    predictions.json and the raw dev file, every answer text included; kbert predict on the dev file
+    writes the same answers."""
+    from official_scorers import cmrc2018_evaluate
 
-    result = _finetune(tiny_chinese_model_dir, tmp_path / "cmrc", "cmrc2018", train_file=str(CMRC_FILE),
-                       eval_file=str(CMRC_FILE), seq_length=128,
-                       task_options=SquadOptions(train_articles=":12", eval_articles="250:", doc_stride=64))
+    from kbert.commands.finetune import main as finetune_main
+    from kbert.commands.predict import main as predict_main
+
     root = json.loads(CMRC_FILE.read_text(encoding="utf-8"))
-    titles = [a["title"] for a in root["data"]][250:]
-    examples = [e for e in read_squad(CMRC_FILE, offset_tolerance=2).examples if e["title"] in titles]
-    predictions = _qa_check(tmp_path / "cmrc", result, examples, metrics_cjk.cmrc2018_metrics)
-    assert any(len(a) > 1 for a in predictions.values())
-    part = tmp_path / "cmrc_part.json"
-    part.write_text(json.dumps({"version": "v1.0", "data": root["data"][250:]}, ensure_ascii=False), encoding="utf-8")
-    predict_file(tmp_path / "cmrc", part, tmp_path / "cmrc_predicted.json")  # default: the submission JSON
-    assert json.loads((tmp_path / "cmrc_predicted.json").read_text(encoding="utf-8")) == predictions
+    train = {"version": root["version"], "data": root["data"][:12]}
+    qas = [qa for article in train["data"] for paragraph in article["paragraphs"] for qa in paragraph["qas"]]
+    qas[0]["answers"].insert(0, {"text": "一个评注者的答案", "answer_start": -1})
+    qas[1]["answers"][0]["answer_start"] = -1
+    qas[2]["answers"][0]["answer_start"] += 7
+    train_file = tmp_path / "train.json"
+    train_file.write_text(json.dumps(train, ensure_ascii=False), encoding="utf-8")
+    model_dir = tmp_path / "cmrc"
+    assert finetune_main(["--task", "cmrc2018", "--train-file", str(train_file), "--eval-file", str(CMRC_DEV_FILE),
+                          "--init", str(tiny_chinese_model_dir), "--model-dir", str(model_dir), "--epochs", "1",
+                          "--batch-size", "8", "--learning-rate", "1e-3", "--seq-length", "128",
+                          "--doc-stride", "96", "--quiet"]) == 0
+    log = capsys.readouterr().out
+    left_out = [qas[1]["id"], qas[2]["id"]]
+    assert "2 train questions left out" in log and ", ".join(left_out) in log
+    result = json.loads((model_dir / "eval_results.json").read_text(encoding="utf-8"))
+    assert (result["train_examples"], result["eval_examples"]) == (len(qas) - 2, 389)
+    assert (result["train_left_out"], result["train_left_out_ids"]) == (2, left_out)
+    dev = json.loads(CMRC_DEV_FILE.read_text(encoding="utf-8"))
+    predictions = json.loads((model_dir / "predictions.json").read_text(encoding="utf-8"))
+    assert len(predictions) == 389
+    official = cmrc2018_evaluate(dev, predictions)
+    _same(result["best"]["exact_match"], official["em"])
+    _same(result["best"]["f1"], official["f1"])
+    assert official["f1"] > 0 and any(len(a) > 1 for a in predictions.values())
+    assert predict_main([str(model_dir), "--input", str(CMRC_DEV_FILE), "--output", str(tmp_path / "dev.json"),
+                         "--quiet"]) == 0
+    assert json.loads((tmp_path / "dev.json").read_text(encoding="utf-8")) == predictions
 
 
 @pytest.mark.slow

@@ -123,3 +123,58 @@ def test_repeated_predictions_do_not_retrace(tiny_model_dir):
     from kbert.tasks.span_qa import _window_logits
 
     assert inference_step(model, _window_logits).experimental_get_tracing_count() == 1
+
+
+# ---------------------------------------------------------------- which answers train (no model)
+
+def _qa_file(path, qas, version, context="Die Stadt Zürich liegt am Zürichsee. 東京は日本の首都です。"):
+    import json
+
+    root = {"version": version, "data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]}
+    path.write_text(json.dumps(root, ensure_ascii=False), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("task, version", [("squad/v1.1", "1.1"), ("squad/v2.0", "v2.0"), ("jglue/jsquad", "v1.3"),
+                                           ("korquad/v1.0", "KorQuAD_v1.0_train"), ("cmrc2018", "v1.0")])
+def test_every_span_qa_task_trains_on_the_first_placed_answer_and_names_the_rest(tmp_path, task, version):
+    """One reader and one rule for every span-QA task: a question trains on its first answer whose offset
+    holds (or is at most 2 characters off); one with none is left out of training and named (log line
+    and summary), never an error for the file; evaluation keeps every question and answer text."""
+    from kbert.data.squad import training_span
+    from kbert.tasks.options import FinetuneOptions
+    from kbert.tasks.registry import get_task
+
+    context = "Die Stadt Zürich liegt am Zürichsee. 東京は日本の首都です。"
+    zurich, tokyo = context.index("Zürichsee"), context.index("東京")
+    v2 = {"is_impossible": False} if task != "squad/v1.1" else {}
+    qas = [
+        {"id": "holds", "question": "Welcher See?", "answers": [{"text": "Zürichsee", "answer_start": zurich}], **v2},
+        {"id": "second", "question": "首都は?", "answers": [{"text": "日本の首都は東京", "answer_start": -1},
+                                                             {"text": "東京", "answer_start": tokyo}], **v2},
+        {"id": "near", "question": "首都は?", "answers": [{"text": "東京", "answer_start": tokyo + 2}], **v2},
+        {"id": "none", "question": "Welcher See?", "answers": [{"text": "Zürichsee", "answer_start": zurich + 3},
+                                                               {"text": "der Zürichsee", "answer_start": -1}], **v2},
+    ]
+    if task == "squad/v2.0":
+        qas.append({"id": "no answer", "question": "Welcher Fluss?", "answers": [], "is_impossible": True})
+    train = _qa_file(tmp_path / "train.json", qas, version)
+    dev = _qa_file(tmp_path / "dev.json", [{**qa, "id": f"dev-{qa['id']}"} for qa in qas], version)
+    named = get_task(task)
+    recipe = named.task_type.recipe(named, FinetuneOptions(task=task, init="unused", model_dir="unused",
+                                                           train_file=train, eval_file=dev))
+    spans = {e["id"]: training_span(e) for e in recipe.train}
+    expected = {"holds": (zurich, zurich + 9), "second": (tokyo, tokyo + 2), "near": (tokyo, tokyo + 2)}
+    if task == "squad/v2.0":
+        expected["no answer"] = None
+    assert spans == expected
+    assert recipe.summary()["train_left_out"] == 1 and recipe.summary()["train_left_out_ids"] == ["none"]
+    assert recipe.data_notes == ("1 train questions left out (none of their answers is a span of the context: "
+                                 "answer_start -1 or off its text): none",)
+    assert [e["id"] for e in recipe.dev] == [f"dev-{qa['id']}" for qa in qas]
+    assert [[a["text"] for a in e["answers"]] for e in recipe.dev] == [[a["text"] for a in qa["answers"]] for qa in qas]
+    # a training file none of whose questions can be placed is refused, naming the file and a question
+    nothing = _qa_file(tmp_path / "nothing.json", [qas[3]], version)
+    with pytest.raises(ValueError, match=r"nothing\.json: none of its 1 training questions .*question id 'none'"):
+        named.task_type.recipe(named, FinetuneOptions(task=task, init="unused", model_dir="unused",
+                                                      train_file=nothing, eval_file=dev))

@@ -50,6 +50,9 @@ class GlueTask:
         index order = ``labels``: what fine-tuned models predict and exports answer ("negative"
         for SST-2's "0"). ``labels`` stay what the files and the GLUE server's submission TSVs
         hold. None: the same as ``labels`` (and for regression).
+      no_consensus: the label of a pair whose annotators agreed on none (MultiNLI's "-"): GLUE's
+        files leave such rows out and nothing scores them, so a file that has them (MultiNLI's own
+        release) is read without them; meta "left_out" names them.
     """
 
     name: str
@@ -64,6 +67,7 @@ class GlueTask:
     headerless_splits: frozenset = frozenset()
     label_range: tuple | None = None
     label_names: tuple | None = None
+    no_consensus: str | None = None
 
     @property
     def is_regression(self) -> bool:
@@ -124,7 +128,7 @@ TASKS = {
                  {"train": "train.tsv", "dev_matched": "dev_matched.tsv",
                   "dev_mismatched": "dev_mismatched.tsv", "test_matched": "test_matched.tsv",
                   "test_mismatched": "test_mismatched.tsv"},
-                 ("sentence1", "sentence2"), "gold_label", _NLI3, ("accuracy",)),
+                 ("sentence1", "sentence2"), "gold_label", _NLI3, ("accuracy",), no_consensus="-"),
         GlueTask("qnli", "QNLI", {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
                  ("question", "sentence"), "label", _NLI2, ("accuracy",)),
         GlueTask("rte", "RTE", {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
@@ -160,7 +164,8 @@ def read_glue(task, split: str, data_dir=None, *, path=None, data: bytes | None 
     Returns:
       TaskData whose examples are {"id", "text_a", "text_b", "label"}: text_b is None for
       single-sentence tasks, label is an int index into label_names (float for STS-B) and None in
-      test files. label_names is None for STS-B.
+      test files. label_names is None for STS-B. meta "left_out": the rows read without (MNLI's
+      no-consensus "-" rows, ``GlueTask.no_consensus``), as "line N (id X)".
     """
     task = get_task(task) if isinstance(task, str) else task
     task.file(split)  # validates the split name
@@ -182,10 +187,13 @@ def read_glue(task, split: str, data_dir=None, *, path=None, data: bytes | None 
     label_idx = header_index(path, header, task.label_column) if labelled else None
     id_idx = header.index(task.id_column) if task.id_column in header else None
 
-    examples = []
+    examples, left_out = [], []
     for line, fields in rows:
         check_columns(path, line, fields, len(header), header)
-        row = len(examples)
+        row = len(examples) + len(left_out)
+        if labelled and task.no_consensus is not None and fields[label_idx] == task.no_consensus:
+            left_out.append(f"line {line}" + (f" (id {fields[id_idx]})" if id_idx is not None else ""))
+            continue
         example = {
             "id": fields[id_idx] if id_idx is not None else f"{split}-{row}",
             "text_a": fields[text_idx[0]],
@@ -200,5 +208,6 @@ def read_glue(task, split: str, data_dir=None, *, path=None, data: bytes | None 
                 example["label"] = label_index(path, line, task.label_column, value, task.labels)
         examples.append(example)
     if not examples:
-        raise DataError(path, "at least one data row", value="no rows")
-    return TaskData(examples, task.labels, str(path), {"task": task.name, "split": split})
+        raise DataError(path, "at least one data row", value="no rows" if not left_out else
+                        f"only rows labelled {task.no_consensus!r} (no consensus)")
+    return TaskData(examples, task.labels, str(path), {"task": task.name, "split": split, "left_out": left_out})

@@ -127,15 +127,18 @@ def read_jcommonsenseqa(path, *, labelled: bool = True, data: bytes | None = Non
 
 
 def read_jsquad(path, *, data: bytes | None = None) -> TaskData:
-    """JSQuAD (SQuAD JSON, kbert.data.squad.read_squad: an answer whose ``answer_start`` does not
-    point at its text is a DataError naming the file and the question id). JSQuAD is SQuAD 1.1-like:
-    every question has an answer; an ``is_impossible: true`` question is a DataError too."""
-    from kbert.data.squad import read_squad
+    """JSQuAD (SQuAD JSON, kbert.data.squad.read_squad: every answer's text is kept, an answer that
+    is no span of its context gets ``answer_start`` -1). JSQuAD is SQuAD 1.1-like and scored so
+    (JGLUE's scripts never read ``is_impossible``, which its files set false everywhere): the flag is
+    ignored, and a question without answers is a DataError naming the file and the question id."""
+    from kbert.data.squad import left_out_of_training, read_squad
 
     result = read_squad(path, data=data)
     for example in result.examples:
-        if example["is_impossible"]:
-            raise DataError(path, "an answerable question (JSQuAD has no unanswerable ones)",
-                            record=f"question id {example['id']!r}", field="is_impossible", value=True)
-    result.meta["task"] = "jsquad"
+        if example["is_impossible"] and not example["answers"]:
+            raise DataError(path, "at least one answer (JSQuAD is scored as SQuAD 1.1: every question has one)",
+                            record=f"question id {example['id']!r}", field="answers", value=[])
+        example["is_impossible"] = False
+    result.meta.update(task="jsquad", version_2_with_negative=False,
+                       unplaced_questions=left_out_of_training(result.examples)[1])
     return result

@@ -149,6 +149,9 @@ class TaskType:
                          f"expected one of {', '.join(self.output_formats(task_meta))}")
 
 
+# How many ids of left-out rows a run's log line and summary name (Recipe.leave_out).
+LEFT_OUT_SHOWN = 5
+
 # Example texts for warm-up requests: short and long, with non-ASCII characters.
 WARMUP_TEXTS = ["kbert warms up this model.", "A second, longer sentence — with ünïcode and 字 — to warm up."]
 
@@ -184,6 +187,9 @@ class Recipe:
     metric_names: tuple = ()
     main_metric = ""
     selects_rows = False  # whether read() applies --train-rows / --eval-rows
+    # Lines kbert.finetune logs before training: what read() did with the files that the user should
+    # know (e.g. training questions left out, with their ids); summary() gives the same in numbers.
+    data_notes: tuple = ()
 
     def __init__(self, task, options: FinetuneOptions):
         self.task = task
@@ -228,8 +234,22 @@ class Recipe:
 
         return bucket_boundaries(seq_length) if self.options.bucketing else None
 
+    def leave_out(self, split: str, ids, what: str, why: str) -> None:
+        """Records the rows of ``split`` ("train" or "eval") that read() left out and why (e.g. a
+        question with no answer in its context): a line of data_notes, which kbert.finetune logs,
+        and ``<split>_left_out`` (how many) and ``<split>_left_out_ids`` (the first few) in summary()."""
+        ids = list(ids)
+        if not ids:
+            return
+        shown = ", ".join(map(str, ids[:LEFT_OUT_SHOWN])) + (", ..." if len(ids) > LEFT_OUT_SHOWN else "")
+        self.data_notes = (*self.data_notes, f"{len(ids)} {split} {what} left out ({why}): {shown}")
+        self.left_out = {**getattr(self, "left_out", {}), split: ids}
+
     def summary(self) -> dict:
-        return {"train_examples": self.num_train, "eval_examples": self.num_eval}
+        summary = {"train_examples": self.num_train, "eval_examples": self.num_eval}
+        for split, ids in getattr(self, "left_out", {}).items():
+            summary.update({f"{split}_left_out": len(ids), f"{split}_left_out_ids": ids[:LEFT_OUT_SHOWN]})
+        return summary
 
     def task_info(self) -> dict:
         return {"task_name": self.task.name, "metrics": list(self.metric_names), "main_metric": self.main_metric}

@@ -139,7 +139,7 @@ def _finetune(options, task, out_dir, backend, devices, progress_bar, log) -> di
     where = "" if devices is None else f" on {devices.count} {backend} device(s)"
     log(f"{options.task}: {recipe.num_train} training examples, {recipe.num_eval} eval examples, "
         f"{steps_per_epoch} steps/epoch x {options.epochs} epochs{where}", flush=True)
-    for line in getattr(recipe, "long_document_notes", ()):  # texts cut, or read in windows
+    for line in (*recipe.data_notes, *getattr(recipe, "long_document_notes", ())):  # rows left out; texts cut
         log(line, flush=True)
     evaluator = EvaluateEachEpoch(recipe, model, out_dir, log=log)
     # One progress line for the whole run; it ends at each epoch end so that the evaluator's

@@ -5,7 +5,10 @@
   cmrc2018      exact_match, f1 by mixed segmentation and longest common   predictions.json {question id: answer}
                 substring (cmrc2018_evaluate.py; NLTK: kbert[zh])
 
-Both files are SQuAD v1.1 JSON (kbert.data.squad checks every ``answer_start`` against its text).
+Both files are SQuAD v1.1 JSON, read by kbert.data.squad as for every span-QA task: evaluation and
+``kbert predict`` keep every answer's text, as the official scripts score them (CMRC 2018's dev set
+has answers with ``answer_start`` -1, an annotator's own words); training takes each question's first
+answer that is a span of its context and leaves out (naming them) the questions with none.
 ``--data-dir`` holds the official names (KorQuAD_v1.0_train.json / KorQuAD_v1.0_dev.json;
 cmrc2018_train.json / cmrc2018_dev.json, and cmrc2018_trial.json with --eval-split trial);
 ``--train-articles`` / ``--eval-articles`` split one file by articles, read as it is (KorQuAD's
@@ -18,13 +21,11 @@ official scripts read.
 
 from __future__ import annotations
 
-from kbert.data import squad
 from kbert.tasks.metrics_cjk import cmrc2018_metrics, korquad_metrics
 from kbert.tasks.plugins.span_qa import SquadRecipe
 from kbert.tasks.registry import get_task_type, register_task
 
 KORQUAD_FILES = {"train": "KorQuAD_v1.0_train.json", "dev": "KorQuAD_v1.0_dev.json"}
-CMRC_OFFSET_TOLERANCE = 2
 CMRC_FILES = {"train": "cmrc2018_train.json", "dev": "cmrc2018_dev.json", "trial": "cmrc2018_trial.json"}
 
 
@@ -55,11 +56,6 @@ class CmrcRecipe(_OfficialQARecipe):
     files = CMRC_FILES
     metric = staticmethod(cmrc2018_metrics)
 
-    def read_file(self, path):
-        # CMRC 2018's own files have answer_start values one character off their text in places
-        # (the five answers of TRIAL_210 in the trial set): moved onto the text when it is at most
-        # CMRC_OFFSET_TOLERANCE characters away; farther is an error naming the question.
-        return squad.read_squad(path, offset_tolerance=CMRC_OFFSET_TOLERANCE)
 
 
 class SubmissionPredictor:

@@ -84,6 +84,9 @@ class ClassificationRecipe(Recipe):
                 return glue.read_glue(self.glue_task, split_name, o.data_dir)
 
             train, dev = read("train", o.train_file), read(split, o.eval_file)
+            for name, data in (("train", train), ("eval", dev)):  # MNLI's no-consensus "-" rows
+                self.leave_out(name, data.meta.get("left_out", ()), "rows",
+                               f"gold label {self.glue_task.no_consensus!r}: no consensus, not scored by GLUE")
             self.regression = self.glue_task.is_regression
             self.metric_names = self.glue_task.metrics
             self.main_metric = GLUE_MAIN_METRIC.get(self.glue_task.name, self.metric_names[0])

@@ -25,8 +25,9 @@ follows google-research/bert's, which also reads ``[SEP]`` as ``[``, ``sep``, ``
 mapped back to the context through the tokenizer's character offsets, so the predicted text is
 written exactly as in the context (full-width characters included, whatever NFKC did for the model).
 F1 is JGLUE's character F1 (``kbert.tasks.metrics.squad_char_f1``) whatever the tokenizer.
-An answer whose ``answer_start`` does not point at its text is an error naming the file and the
-question id (kbert.data.squad).
+Answers are read as for every span-QA task (kbert.data.squad): evaluation scores every answer's
+text; training takes a question's first answer whose ``answer_start`` points at its text (or is at
+most 2 characters off) and leaves out, naming them, the questions with none.
 """
 
 from __future__ import annotations

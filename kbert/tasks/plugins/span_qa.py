@@ -4,7 +4,10 @@ served by one graph from raw strings (kbert.tasks.span_qa_graph); for mecab-* mo
 answering in word indices (kbert.tasks.words_answers).
 
 Tasks: squad/v1.1 (alias squad) and squad/v2.0 (kbert.data.squad), evaluated with the official
-exact match / F1 (2.0 also the best threshold); predictions as run_squad.py writes them.
+exact match / F1 (2.0 also the best threshold); predictions as run_squad.py writes them. Every span-QA
+task (these, jglue/jsquad, korquad/v1.0, cmrc2018) evaluates on every answer's text and trains on each
+question's first answer that is a span of its context (kbert.data.squad.training_span); a question
+with none is left out of training and named in the run's log and summary (Recipe.leave_out).
 """
 
 from __future__ import annotations
@@ -85,6 +88,15 @@ class SquadRecipe(Recipe):
         overlap = {e["id"] for e in train_examples} & {e["id"] for e in dev_examples}
         if overlap:
             raise ValueError(f"{len(overlap)} questions are in both the training and the evaluation articles")
+        # Evaluation keeps every question and every answer's text (the official scorers' view);
+        # training needs a span: a question none of whose answers is one is left out, and named.
+        train_examples, left_out = squad.left_out_of_training(train_examples)
+        if not train_examples:
+            raise ValueError(f"{train_path}: none of its {len(left_out)} training questions has an answer that is "
+                             f"a span of its context (answer_start -1 or off its text), e.g. question id "
+                             f"{left_out[0]!r}")
+        self.leave_out("train", left_out, "questions",
+                       "none of their answers is a span of the context: answer_start -1 or off its text")
         self.subsets(train_examples, dev_examples)
 
     def build_model(self, init_dir, encoder_overrides=None):
@@ -97,9 +109,7 @@ class SquadRecipe(Recipe):
             null_score_diff_threshold=t.null_score_diff_threshold, **self.build_kwargs(encoder_overrides))
 
     def train_dataset(self, model):
-        spans = [None if e["is_impossible"] else
-                 (e["answers"][0]["answer_start"], e["answers"][0]["answer_start"] + len(e["answers"][0]["text"]))
-                 for e in self.train]
+        spans = [squad.training_span(e) for e in self.train]
         return model.dataset([e["question"] for e in self.train], [e["context"] for e in self.train], spans,
                              [e["is_impossible"] for e in self.train], batch_size=self.options.batch_size,
                              shuffle=True, seed=self.options.seed, boundaries=self.boundaries(model.seq_length))
