@@ -73,8 +73,8 @@ FORMS = (
     Form("drop-fwd", "lengths, dropout 0.1, forward", dropout=0.1, grad=False),
     Form("drop-grad", "lengths, dropout 0.1, gradient (kbert's training call)", dropout=0.1, training=True),
     Form("drop-grad-512", "as drop-grad at T=512", dropout=0.1, q_len=512, kv_len=512, training=True),
-    Form("bias-drop-grad", "padding as a [batch, 1, T, S] bias, no lengths, dropout 0.1, gradient",
-         dropout=0.1, lengths="bias", training=True),
+    Form("bias-drop-grad", "padding as a [batch, 1, T, S] bias, no lengths, dropout 0.1, gradient (not kbert's call)",
+         dropout=0.1, lengths="bias", each_setting=True),
     Form("q21-grad", "21 queries over 128 keys (a last block at the masked positions), gradient",
          q_len=21),
     Form("drop-checks", "lengths, dropout 0.1, T=64, two layers, two steps: gradients under the kernel's own "
