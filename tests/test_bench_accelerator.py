@@ -432,3 +432,16 @@ def test_gpu_script_levers_and_dry_run(tmp_path):
     probe, benches = _run_script(tmp_path, "", "--dry-run")
     assert "--only" in probe[0] and all("--tiny" in b for b in benches)
     assert [(_arg(b, "--case"), _arg(b, "--variant")) for b in benches] == [(["pretrain-large-128"], ["full-rows"])]
+
+
+def test_kbert_lines_train_models_that_compile_their_step_with_the_route():
+    # Through a route's XLA setting only a step compiled by CompiledStepSettings takes cuDNN with
+    # dropout and padding: the bench's models must be such models, as the commands' are.
+    from kbert.layers import accel
+
+    for name in ("pretrain-base-128", "squad-base-384"):
+        case = bench.tiny_case(bench.CASES[name])
+        spec = dict(task=case.task, seq_length=case.seq_length, predictions=case.predictions, batch_size=4,
+                    precision="float32", steps_per_execution=1, attention="auto")
+        model = bench._kbert_model(spec, bench.case_config(case, True, 0.1))
+        assert isinstance(model, accel.CompiledStepSettings), name

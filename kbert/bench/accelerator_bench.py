@@ -182,11 +182,13 @@ def _kbert_model(spec, config):
                                   attention=spec["attention"])
         return build_pretrainer(options, config)[1]
 
+    from kbert.layers import accel
     from kbert.models.encoder import BertEncoder
     from kbert.tasks.heads import SequenceHead
 
-    class SpanLogits(keras.Model):
-        """Encoder + 2-unit dense over every position: start and end logits (float32)."""
+    class SpanLogits(accel.CompiledStepSettings, keras.Model):
+        """Encoder + 2-unit dense over every position: start and end logits (float32). Its training
+        step compiles as the task models' does (``CompiledStepSettings``, the route's XLA setting)."""
 
         def __init__(self, encoder, **kwargs):
             super().__init__(**kwargs)
