@@ -13,6 +13,7 @@ backend.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 
 # -- TensorFlow ---------------------------------------------------------------------------------
@@ -232,20 +233,88 @@ def _version_tuple(text: str) -> tuple:
 # mask (lengths) and dropout: seen with jax 0.11.2 and cuDNN 9.19 on an H200, in
 # ``python -m kbert.bench.cudnn_probe`` (docs/bench/accelerator/). The forward with dropout, the
 # gradient without dropout, and dropout with no padding mask all ran there. An abort cannot be
-# caught, so kbert does not make that call: set this to the first JAX version whose probe passes
-# its "drop-grad" form.
-CUDNN_DROPOUT_WITH_PADDING_GRADIENT_FROM = None
+# caught, so kbert makes that call only under a setting known to run it.
+#
+# The likely cause (XLA's source, ``CudnnGraph::PackOperands``): a cuDNN graph with dropout that
+# XLA records into a CUDA graph (a "command buffer") is packed without the device ordinal its
+# dropout state needs, and ``CUDNN`` is in XLA's default command-buffer set. Under command
+# buffers XLA also skips zeroing the rows of the output and of dQ/dK/dV that the kernel leaves
+# untouched (openxla/xla PR #46500). So the candidate settings keep cuDNN out of command buffers
+# for the compiled training step, as ``jax.jit(..., compiler_options=...)`` (XLA DebugOptions
+# fields; a repeated enum takes its values comma-separated, "" for none: checked against the
+# installed jaxlib by tests/test_compat.py):
+XLA_STEP_SETTINGS = {
+    # XLA's default command-buffer set (jaxlib 0.10-0.11) less CUDNN
+    "no-cudnn-command-buffer": {
+        "xla_gpu_enable_command_buffer": "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CONDITIONAL,DYNAMIC_SLICE_FUSION"},
+    "no-command-buffer": {"xla_gpu_enable_command_buffer": ""},
+}
+# Where the gradient of cuDNN attention with dropout and a padding mask is known to run: a setting
+# of XLA_STEP_SETTINGS (or None: the step as XLA compiles it by default) -> the first JAX version
+# whose probe (``python -m kbert.bench.cudnn_probe``: every "drop" form and "drop-checks" ok under
+# ``jit:SETTING``) ran it. Nothing has run yet: empty, so training with attention dropout and
+# padding runs the plain attention. The probe prints the line to put here, e.g.
+# ``CUDNN_DROPOUT_WITH_PADDING_RUNS = {"no-cudnn-command-buffer": (0, 11, 2)}``.
+CUDNN_DROPOUT_WITH_PADDING_RUNS: dict = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class CudnnTrainingRoute:
+    """Whether training may run JAX's cuDNN attention with dropout and a padding mask here, and how.
+
+    ``runs``: it may. ``setting``: the name of the XLA setting (``XLA_STEP_SETTINGS``) the compiled
+    training step needs, None for none; ``compiler_options``: that setting's ``jax.jit`` compiler
+    options, as sorted (name, value) pairs. ``reason``: why not, where it may not.
+    """
+
+    runs: bool
+    jax_version: str
+    setting: str | None = None
+    compiler_options: tuple = ()
+    reason: str | None = None
+
+    def as_dict(self) -> dict:
+        return {"runs": self.runs, "jax": self.jax_version, "setting": self.setting,
+                "compiler_options": dict(self.compiler_options), "reason": self.reason}
+
+
+def cudnn_training_route(jax_version: str | None = None) -> CudnnTrainingRoute:
+    """The route for the installed JAX (or ``jax_version``) from ``CUDNN_DROPOUT_WITH_PADDING_RUNS``:
+    no setting first where that runs, else the first listed setting known to run from this version."""
+    if jax_version is None:
+        import jax
+
+        jax_version = jax.__version__
+    version = _version_tuple(jax_version)
+    known = sorted(CUDNN_DROPOUT_WITH_PADDING_RUNS.items(), key=lambda item: item[0] is not None)
+    for setting, since in known:
+        if since is not None and version >= tuple(since):
+            options = tuple(sorted(XLA_STEP_SETTINGS[setting].items())) if setting is not None else ()
+            return CudnnTrainingRoute(True, jax_version, setting, options)
+    return CudnnTrainingRoute(False, jax_version, reason=(
+        f"jax {jax_version}'s cuDNN attention aborts the process in the gradient of attention dropout "
+        "with a padding mask (seen with jax 0.11.2, cuDNN 9.19), and no XLA setting is known to run it"))
 
 
 def cudnn_dropout_with_padding_refusal() -> str | None:
     """Why training may not run JAX's cuDNN attention with dropout and a padding mask here, or None."""
-    import jax
+    return cudnn_training_route().reason
 
-    fixed = CUDNN_DROPOUT_WITH_PADDING_GRADIENT_FROM
-    if fixed is not None and _version_tuple(jax.__version__) >= tuple(fixed):
-        return None
-    return (f"jax {jax.__version__}'s cuDNN attention aborts the process in the gradient of attention "
-            "dropout with a padding mask (seen with jax 0.11.2, cuDNN 9.19)")
+
+@contextlib.contextmanager
+def keras_jax_step_jit(wrap):
+    """Inside, Keras' JAX trainer compiles the steps it makes (``make_train_function`` and the
+    others) with ``wrap(jit)`` instead of its ``jit`` (``jax.jit``, or flax's ``nnx.jit``): the
+    module-level name ``keras.src.backend.jax.trainer.jit`` those methods call. No public Keras API
+    passes compiler options to a compiled step; kbert's models use this for their training step."""
+    from keras.src.backend.jax import trainer
+
+    original = trainer.jit
+    trainer.jit = wrap(original)
+    try:
+        yield original
+    finally:
+        trainer.jit = original
 
 
 def cudnn_attention():

@@ -67,11 +67,29 @@ def test_cases_run_the_goal_case_then_base_512_and_squad_first():
 
 def test_variants_join_and_unknown_ones_are_refused(capsys):
     assert bench.variant_settings("prng-rbg+triton-gemm+spe-1") == {
-        "dropout_prng": "rbg", "xla_flags": "--xla_gpu_triton_gemm_any=true", "steps_per_execution": 1}
+        "dropout_prng": "rbg", "dropout_bits": 32, "xla_flags": "--xla_gpu_triton_gemm_any=true",
+        "steps_per_execution": 1}
+    assert bench.variant_settings("prng-threefry-flat-8+route-no-cudnn-command-buffer+remat-dots") == {
+        "dropout_prng": "threefry-flat", "dropout_bits": 8, "cudnn_setting": "no-cudnn-command-buffer", "remat": "dots"}
+    assert bench.variant_settings("route-xla-default") == {"cudnn_setting": None}
     assert bench.variant_settings("default") == {}
     with pytest.raises(SystemExit):
         bench.main(["--variant", "default,prng-mt19937"])
     assert "unknown variant 'prng-mt19937'" in capsys.readouterr().err
+
+
+def test_variant_names_cover_kbert_dropout_bits_and_xla_settings():
+    from kbert import compat
+    from kbert.layers import accel
+
+    # The bench names them without importing Keras (its parent process must not load TensorFlow).
+    assert (bench.DROPOUT_PRNGS, bench.DROPOUT_BITS) == (accel.DROPOUT_PRNGS, accel.DROPOUT_BITS)
+    assert bench.XLA_STEP_SETTINGS == tuple(compat.XLA_STEP_SETTINGS)
+    prng = {bench.variant_settings(n)["dropout_prng"] + f"/{bench.variant_settings(n)['dropout_bits']}"
+            for n in bench.VARIANTS if n.startswith("prng-")}
+    assert prng == {f"{i}/{b}" for i in accel.DROPOUT_PRNGS for b in accel.DROPOUT_BITS} - {"threefry/32"}
+    assert {bench.variant_settings(n)["remat"] for n in bench.VARIANTS if n.startswith("remat-")} == \
+        set(accel.REMAT_POLICIES) - {"none"}
 
 
 def test_step_hlo_counts_read_cudnn_attention_calls_from_the_dump(tmp_path):
@@ -83,6 +101,11 @@ def test_step_hlo_counts_read_cudnn_attention_calls_from_the_dump(tmp_path):
     (tmp_path / "module_0001.jit_train_step.before_optimizations.txt").write_text("nothing")
     counts = bench.step_hlo_counts(tmp_path)
     assert (counts["fmha"], counts["fmha_forward"], counts["fmha_dropout"]) == (3, 2, 2)
+    assert counts["command_buffer"] is None  # no .debug_options beside it: XLA's defaults
+    # The step's XLA setting, from the options XLA dumps beside its HLO (those not at their default).
+    (tmp_path / "module_0001.jit_train_step.debug_options").write_text(
+        'xla_gpu_enable_command_buffer: FUSION\nxla_gpu_enable_command_buffer: CUBLAS\nxla_dump_to: "/tmp/x"\n')
+    assert bench.step_hlo_counts(tmp_path)["command_buffer"] == ["CUBLAS", "FUSION"]
     spec = {"config": {"attention_probs_dropout_prob": 0.1}}
     assert bench._dropout_applied(spec, counts, {})
     (tmp_path / "module_0001.jit_train_step.after_optimizations.txt").write_text(
@@ -102,13 +125,17 @@ def test_a_line_that_asked_for_cudnn_and_compiled_without_it_is_an_error():
     assert bench.missing_cudnn("auto", True, "cudnn", "NVIDIA H100", {}) is None
     assert bench.missing_cudnn("plain", True, "plain", "NVIDIA H100", {}) is None
     assert bench.missing_cudnn("auto", False, "plain", "cpu", {}) is None
-    # auto keeping off the cuDNN gradient that aborts is what users' commands run: a number
+    # auto keeping off the cuDNN gradient that aborts (no setting known to run it) is what users'
+    # commands run: a number; a route that runs but was not taken (a step traced outside kbert's
+    # models) is an error, as is fused's refusal.
     from kbert import compat
 
-    said = {"k": "attention auto: plain attention, not cuDNN flash attention: "
-                 + compat.cudnn_dropout_with_padding_refusal()}
-    assert bench.missing_cudnn("auto", True, "plain", "NVIDIA H200", said) is None
-    assert bench.missing_cudnn("fused", True, "plain", "NVIDIA H200", said) is not None
+    refused = {**compat.cudnn_training_route("0.11.2").as_dict(), "kernel": "plain"}
+    assert bench.missing_cudnn("auto", True, "plain", "NVIDIA H200", {}, refused) is None
+    assert bench.missing_cudnn("fused", True, "plain", "NVIDIA H200", {}, refused) is not None
+    not_taken = {**refused, "runs": True, "setting": "no-cudnn-command-buffer", "reason": "traced outside one"}
+    assert bench.missing_cudnn("auto", True, "plain", "NVIDIA H200", {}, not_taken) is not None
+    assert bench.missing_cudnn("auto", True, "plain", "NVIDIA H200", said, None) is not None
 
 
 def test_profile_table_sums_device_ops_per_step(tmp_path):
@@ -185,7 +212,7 @@ def test_tiny_pretraining_runs_without_tensorflow(tmp_path):
     systems = _systems()
     # The departure alone: the default variant's checks (_check) run on the SQuAD case below, and the
     # docs command runs this case's default.
-    variants = ["fused-attention+no-attention-dropout+prng-rbg"]
+    variants = ["fused-attention+no-attention-dropout+prng-threefry-8+remat-dots+full-rows"]
     lines = _tiny_run(tmp_path, ["pretrain-base-128"], systems,
                       ["--variant", ",".join(variants), "--profile-dir", str(tmp_path / "profile")])
     _check(lines, ["pretrain-base-128"], systems, variants)
@@ -193,7 +220,13 @@ def test_tiny_pretraining_runs_without_tensorflow(tmp_path):
     fused = next(ln for ln in lines if ln["variant"] == variants[0])
     assert fused["attention"] == "fused" and fused["attention_kernel"] == "xla"
     assert fused["attention_dropout"] == 0.0 and not fused["attention_dropout_applied"]
-    assert fused["dropout_prng"] == "rbg"
+    # 8 bits per element against a threshold: 0.1 applied as 26/256; blocks rematerialized; no mask
+    assert (fused["dropout_prng"], fused["dropout_bits"], fused["remat"]) == ("threefry", 8, "dots")
+    assert fused["hidden_dropout_applied"] == pytest.approx(26 / 256) and fused["full_rows"]
+    assert fused["attention_calls_traced"] == {"xla": 2}  # full rows: XLA's kernel without lengths
+    for ln in lines:  # the peak each system reports, and how (the same quantity on both sides)
+        assert ln["memory_measure"] == bench.MEMORY_MEASURE[ln["system"]]
+    assert all(ln["xla_python_client_preallocate"] == "false" for ln in lines if ln["system"] == "kbert")
     table = pathlib.Path(fused["profile_table"]).read_text()
     assert table.startswith("### pretrain-base-128 kbert " + variants[0]) and "no device events" in table
 
@@ -221,37 +254,194 @@ def test_cudnn_probe_runs_each_form_in_a_child_and_says_what_this_machine_lacks(
     require_installed("jax")
     from kbert.bench import cudnn_probe
 
-    out = tmp_path / "probe.jsonl"
-    assert cudnn_probe.main(["--only", "fwd,drop-grad", "--out", str(out), "--jobs", "2"]) == 0
+    out, route = tmp_path / "probe.jsonl", tmp_path / "route.txt"
+    assert cudnn_probe.main(["--only", "fwd,drop-grad", "--settings", "default,jit:no-cudnn-command-buffer",
+                             "--out", str(out), "--route-file", str(route), "--jobs", "2"]) == 0
     lines = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [line["form"] for line in lines] == ["fwd", "drop-grad"]
-    for line in lines:  # this machine computes on its CPU: every form says so, none crashes
+    # the training form (drop-grad) under every setting first, then the others under default
+    assert [(line.get("form"), line.get("setting")) for line in lines[:-1]] == [
+        ("drop-grad", "default"), ("drop-grad", "jit:no-cudnn-command-buffer"), ("fwd", "default")]
+    for line in lines[:-1]:  # this machine computes on its CPU: every form says so, none crashes
         assert line["ok"] is False and "not an NVIDIA GPU" in line["error"], line
+    assert lines[-1]["summary"] and lines[-1]["route"] is None and route.read_text() == ""
     with pytest.raises(SystemExit):
         cudnn_probe.main(["--only", "fwd,no-such-form"])
+    with pytest.raises(SystemExit):
+        cudnn_probe.main(["--settings", "env:no-such-setting"])
+
+
+def test_cudnn_probe_summary_names_kbert_route_and_the_line_of_compat_that_takes_it():
+    from kbert.bench import cudnn_probe
+
+    training = [f.name for f in cudnn_probe.FORMS if f.training]
+
+    def lines(setting, failing=()):
+        return [{"form": name, "setting": setting, "jax": "0.11.2", "ok": name not in failing} for name in training]
+
+    probe = (lines("default", failing=["drop-grad"]) + lines("env:no-cudnn-command-buffer")
+             + lines("jit:no-cudnn-command-buffer") + lines("jit:no-command-buffer"))
+    result = cudnn_probe.summary(probe)
+    assert result["passing_settings"] == ["env:no-cudnn-command-buffer", "jit:no-cudnn-command-buffer",
+                                          "jit:no-command-buffer"]
+    assert result["route"] == "jit:no-cudnn-command-buffer" and result["variant"] == "route-no-cudnn-command-buffer"
+    assert result["compat_line"] == "CUDNN_DROPOUT_WITH_PADDING_RUNS = {'no-cudnn-command-buffer': (0, 11, 2)}"
+    assert "route-no-cudnn-command-buffer" in bench.VARIANTS
+    # A setting for the whole process only (env:) cannot be kbert's; a form missing is no pass.
+    only_env = lines("env:no-cudnn-command-buffer") + lines("jit:no-command-buffer", failing=["drop-checks"])
+    assert cudnn_probe.summary(only_env)["route"] is None
+    assert cudnn_probe.summary(lines("jit:no-command-buffer")[1:])["route"] is None
+    assert cudnn_probe.summary(lines("default"))["compat_line"] == \
+        "CUDNN_DROPOUT_WITH_PADDING_RUNS = {None: (0, 11, 2)}"
 
 
 PROBE_CHILD = """
-import json, jax
+import json, jax, jax.numpy as jnp
 from kbert.bench import cudnn_probe
 def xla(q, k, v, q_seqlen, kv_seqlen, *, scale, dropout_rate, seed, bias=None):
     return jax.nn.dot_product_attention(q, k, v, bias=bias, scale=scale, key_value_seq_lengths=kv_seqlen,
                                         implementation="xla")
+def dropping(sixteenths=False, one_seed=False, leak=False, grad_without_dropout=False):
+    # XLA's attention with dropout on the probabilities (a mask per seed, the same at every
+    # execution), refusing 21 queries as cuDNN does; the arguments break it one way or another.
+    def attend(q, k, v, q_seqlen, kv_seqlen, *, scale, dropout_rate, seed, bias=None):
+        if q.shape[1] != k.shape[1]:
+            raise NotImplementedError(f"stand-in: Q {q.shape[1]}, KV {k.shape[1]}")
+        rate = round(dropout_rate * 16) / 16 if sixteenths else dropout_rate
+        def f(rate):
+            s = jnp.einsum("bqhd,bkhd->bhqk", q.astype(jnp.float32), k.astype(jnp.float32)) * scale
+            if kv_seqlen is not None:
+                s = jnp.where((jnp.arange(k.shape[1])[None, :] < kv_seqlen[:, None])[:, None, None, :], s, -1e30)
+            p = jax.nn.softmax(s, -1)
+            if rate:
+                keep = jax.random.bernoulli(jax.random.key(0 if one_seed else seed), 1 - rate, p.shape)
+                p = jnp.where(keep, p / (1 - rate), 0.0)
+            return jnp.einsum("bhqk,bkhd->bqhd", p, v.astype(jnp.float32))
+        out = f(rate)
+        if grad_without_dropout:  # the forward's mask, the gradient of attention without dropout
+            plain = f(0.0)
+            out = jax.lax.stop_gradient(out) + plain - jax.lax.stop_gradient(plain)
+        if leak:  # a gradient reaching the padded keys (as garbage left in dK would)
+            extra = jnp.mean(k.astype(jnp.float32)) * 1e-3
+            out = out + extra - jax.lax.stop_gradient(extra)
+        return out.astype(q.dtype)
+    return attend
 forms = {f.name: f for f in cudnn_probe.FORMS}
-print(json.dumps({n: cudnn_probe.run_form(forms[n], stand_in=xla) for n in ("fwd", "grad", "bias-drop-grad")}))
+lines = {n: cudnn_probe.run_form(forms[n], stand_in=xla) for n in ("fwd", "grad", "bias-drop-grad")}
+checks = forms["drop-checks"]
+lines["checks"] = cudnn_probe.run_form(checks, stand_in=dropping())
+lines["checks-broken"] = cudnn_probe.run_form(checks, stand_in=dropping(sixteenths=True, one_seed=True, leak=True))
+lines["checks-grad"] = cudnn_probe.run_form(checks, stand_in=dropping(grad_without_dropout=True))
+lines["remat-checks"] = cudnn_probe.run_form(forms["remat-drop-checks"], stand_in=dropping())
+lines["q21-fallback"] = cudnn_probe.run_form(forms["q21-fallback"], stand_in=dropping(),
+                                             setting="jit:no-cudnn-command-buffer")
+print(json.dumps(lines))
 """
 
 
-def test_cudnn_probe_reference_agrees_with_xla_attention_on_each_padding_form():
+@pytest.mark.slow
+def test_cudnn_probe_references_and_checks_hold_against_a_stand_in_kernel():
     # With XLA's attention standing in for cuDNN's, the probe's float32 reference (padded keys
-    # masked) must agree within bf16 rounding, for the lengths and for the bias form.
+    # masked) must agree within bf16 rounding, for the lengths and for the bias form; with a
+    # stand-in that drops out, drop-checks must pass what it does right and name what it breaks.
     require_installed("jax")
     env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
     done = subprocess.run([sys.executable, "-c", PROBE_CHILD], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = json.loads(done.stdout.strip().splitlines()[-1])
     assert lines["fwd"]["max_abs_diff"] < 0.02 and lines["grad"]["max_abs_diff"] < 0.02, lines
     assert lines["grad"]["grad_finite"] and lines["bias-drop-grad"]["grad_finite"], lines
+    assert lines["grad"]["grad_rel_err"] < 0.02 and lines["grad"]["ok"], lines["grad"]  # dQ, dK, dV at rate 0
     # the stand-in has no dropout: the bias form's output is the reference's
     assert abs(lines["bias-drop-grad"]["mean_ratio"] - 1.0) < 0.01, lines
+    good = lines["checks"]
+    # Right: gradients under the mask read from the output, the rate, a mask per seed, padded keys
+    # untouched. Its mask is the same at every execution (XLA's kernel advances an offset): named.
+    assert good["failed_checks"] == ["masks per step"] and not good["ok"], good
+    assert good["grad_rel_err"] < 0.02 and abs(good["dropped_fraction"] - 0.1) < 0.005, good
+    assert good["padded_grad_max"] == 0.0 and good["step_mask_agreement"] == 1.0, good
+    broken = lines["checks-broken"]
+    assert broken["failed_checks"] == ["dropped fraction", "masks per layer", "masks per step", "padded dK/dV"], broken
+    assert broken["nearest_sixteenth"] == 0.125 and broken["layer_mask_agreement"] == 1.0, broken
+    assert lines["checks-grad"]["failed_checks"] == ["gradients", "masks per step"], lines["checks-grad"]
+    # recomputed under jax.checkpoint, the stand-in's masks are the forward's: the same checks pass
+    assert lines["remat-checks"]["failed_checks"] == ["masks per step"], lines["remat-checks"]
+    # kbert's layers: the full one took the (stand-in) kernel with dropout, the 21-query one fell back.
+    q21 = lines["q21-fallback"]
+    assert q21["ok"] and q21["traced_calls"] == {"train:cudnn+dropout": 1, "train:plain+dropout": 1}, q21
+    assert q21["route"]["setting"] == "no-cudnn-command-buffer" and q21["route"]["kernel"] == "cudnn", q21
+
+
+FAKE_PYTHON = r"""#!/usr/bin/env bash
+# python3 for run_h100.sh's test: logs each command; the probe writes $FAKE_ROUTE to its --route-file.
+echo "$*" >> "$FAKE_LOG"
+if [ "${1:-}" = "-" ]; then cat > /dev/null; fi
+if [ "${2:-}" = "kbert.bench.cudnn_probe" ]; then
+  while [ $# -gt 0 ]; do if [ "$1" = "--route-file" ]; then printf %s "$FAKE_ROUTE" > "$2"; fi; shift; done
+fi
+exit 0
+"""
+
+
+def _run_script(tmp_path, route, *args):
+    """docs/bench/accelerator/run_h100.sh with a python3 that only logs: the commands it ran."""
+    fake = tmp_path / "bin" / "python3"
+    fake.parent.mkdir(exist_ok=True)
+    fake.write_text(FAKE_PYTHON)
+    fake.chmod(0o755)
+    log = tmp_path / f"log-{len(list(tmp_path.glob('log-*')))}.txt"
+    env = dict(os.environ, PATH=f"{fake.parent}{os.pathsep}{os.environ['PATH']}", FAKE_LOG=str(log),
+               FAKE_ROUTE=route, OUT=str(tmp_path / "out"))
+    done = subprocess.run(["bash", str(REPO / "docs/bench/accelerator/run_h100.sh"), *args], env=env,
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    commands = log.read_text().splitlines()
+    probe = [c for c in commands if c.startswith("-m kbert.bench.cudnn_probe")]
+    benches = [c.split() for c in commands if c.startswith("-m kbert.bench accelerator")]
+    return probe, benches
+
+
+def _arg(command, flag):
+    return [command[i + 1] for i, a in enumerate(command) if a == flag]
+
+
+def test_gpu_script_runs_the_probe_then_the_goal_cases_through_the_route_it_found(tmp_path):
+    probe, benches = _run_script(tmp_path, "route-no-cudnn-command-buffer")
+    # every form, the default settings, within a deadline
+    assert len(probe) == 1 and "--route-file" in probe[0] and "--only" not in probe[0] and "--deadline" in probe[0]
+    route = ["route-no-cudnn-command-buffer"]
+    assert [(_arg(b, "--case"), _arg(b, "--variant")) for b in benches] == [
+        (["pretrain-large-128"], route), (["pretrain-base-512"], route), (["squad-base-384"], route)]
+    for b in benches:  # kbert and transformers, each line within what is left of the deadline
+        assert "--systems" not in b and "--tiny" not in b and 0 < float(_arg(b, "--deadline")[0]) <= 390
+    # No route: pre-training with full rows (cuDNN without a mask), SQuAD as auto runs it.
+    _, benches = _run_script(tmp_path, "")
+    assert [_arg(b, "--variant") for b in benches] == [["full-rows"], ["full-rows"], ["default"]]
+
+
+def test_gpu_script_levers_and_dry_run(tmp_path):
+    probe, benches = _run_script(tmp_path, "route-no-cudnn-command-buffer", "levers")
+    assert "--only" in probe[0] and "jit:no-cudnn-command-buffer" in probe[0]
+    (bench_call,) = benches
+    assert _arg(bench_call, "--systems") == ["kbert"] and _arg(bench_call, "--case") == ["pretrain-large-128"]
+    assert "--profile-dir" not in bench_call  # more lever lines fit the deadline
+    variants = _arg(bench_call, "--variant")[0].split(",")
+    assert variants[0] == "default+route-no-cudnn-command-buffer" and len(variants) > 5
+    for name in variants:  # every lever is a variant the bench knows, on top of the route
+        assert name.endswith("+route-no-cudnn-command-buffer") and bench.variant_settings(name)
+    probe, benches = _run_script(tmp_path, "", "--dry-run")
+    assert "--only" in probe[0] and all("--tiny" in b for b in benches)
+    assert [(_arg(b, "--case"), _arg(b, "--variant")) for b in benches] == [(["pretrain-large-128"], ["full-rows"])]
+
+
+def test_kbert_lines_train_models_that_compile_their_step_with_the_route():
+    # Through a route's XLA setting only a step compiled by CompiledStepSettings takes cuDNN with
+    # dropout and padding: the bench's models must be such models, as the commands' are.
+    from kbert.layers import accel
+
+    for name in ("pretrain-base-128", "squad-base-384"):
+        case = bench.tiny_case(bench.CASES[name])
+        spec = dict(task=case.task, seq_length=case.seq_length, predictions=case.predictions, batch_size=4,
+                    precision="float32", steps_per_execution=1, attention="auto")
+        model = bench._kbert_model(spec, bench.case_config(case, True, 0.1))
+        assert isinstance(model, accel.CompiledStepSettings), name

@@ -226,3 +226,52 @@ def test_cudnn_attention_refuses_an_old_jax(monkeypatch):
     monkeypatch.setattr(jax, "__version__", "0.4.20")
     function, reason = compat.cudnn_attention()
     assert function is None and "0.4.20 is older than" in reason
+
+
+def test_xla_step_settings_are_compiler_options_the_installed_jaxlib_takes():
+    jax = require("jax")
+    import jax.numpy as jnp
+
+    def step(x):
+        return jnp.sin(x) * 2
+
+    for name, options in compat.XLA_STEP_SETTINGS.items():
+        # Accepted as per-function compiler options (a repeated enum: names comma-separated, "" none).
+        jax.jit(step, compiler_options=options).lower(jnp.ones(3)).compile()
+        assert "CUDNN" not in options["xla_gpu_enable_command_buffer"].split(","), name
+    # What a setting that jaxlib does not know would do: refused at compile time, not ignored.
+    with pytest.raises(Exception, match="not a valid enum value"):
+        jax.jit(step, compiler_options={"xla_gpu_enable_command_buffer": "FUSION,NO_SUCH_TYPE"}).lower(
+            jnp.ones(3)).compile()
+
+
+def test_cudnn_training_route_reads_the_table_of_settings_known_to_run(monkeypatch):
+    monkeypatch.setattr(compat, "CUDNN_DROPOUT_WITH_PADDING_RUNS", {})
+    route = compat.cudnn_training_route("0.11.2")
+    assert not route.runs and "aborts the process" in route.reason and route.setting is None
+    assert compat.cudnn_dropout_with_padding_refusal() == compat.cudnn_training_route().reason
+    monkeypatch.setattr(compat, "CUDNN_DROPOUT_WITH_PADDING_RUNS", {"no-cudnn-command-buffer": (0, 11, 2)})
+    assert not compat.cudnn_training_route("0.11.1").runs
+    route = compat.cudnn_training_route("0.11.2")
+    assert route.runs and route.reason is None and route.setting == "no-cudnn-command-buffer"
+    assert dict(route.compiler_options) == compat.XLA_STEP_SETTINGS["no-cudnn-command-buffer"]
+    assert route.as_dict()["compiler_options"] == compat.XLA_STEP_SETTINGS["no-cudnn-command-buffer"]
+    # No setting needed (a fixed JAX) goes first, whatever the table's order.
+    monkeypatch.setattr(compat, "CUDNN_DROPOUT_WITH_PADDING_RUNS", {"no-command-buffer": (0, 11, 0), None: (0, 12, 0)})
+    assert compat.cudnn_training_route("0.11.5").setting == "no-command-buffer"
+    route = compat.cudnn_training_route("0.12.0")
+    assert route.runs and route.setting is None and route.compiler_options == ()
+
+
+def test_keras_jax_step_jit_replaces_the_jit_keras_trainer_compiles_its_steps_with():
+    require("jax")
+    from keras.src.backend.jax import trainer
+
+    # make_train_function calls the module-level name `jit`; the context swaps it and puts it back.
+    assert "jit" in trainer.JAXTrainer.make_train_function.__code__.co_names
+    original = trainer.jit
+    seen = []
+    with compat.keras_jax_step_jit(lambda jit: lambda f, **kw: seen.append((jit, f, kw))) as keras_jit:
+        assert keras_jit is original
+        trainer.jit("step", donate_argnums=0)
+    assert seen == [(original, "step", {"donate_argnums": 0})] and trainer.jit is original

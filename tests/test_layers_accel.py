@@ -14,6 +14,7 @@ numbers come back in an .npz.
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import textwrap
@@ -31,7 +32,7 @@ from conftest import require
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
 CHILD = textwrap.dedent("""
-    import json, sys, types
+    import json, os, sys, types
     import jax, keras, numpy as np
     from attention_probe import dropout_probe
     from kbert import BertConfig
@@ -113,7 +114,7 @@ CHILD = textwrap.dedent("""
     # with XLA's attention on the same lengths.
     calls = []
     def stand_in(q, k, v, q_seqlen, kv_seqlen, *, scale, dropout_rate, seed):
-        listed = lambda t: None if t is None else np.asarray(t).tolist()
+        listed = lambda t: None if t is None else "traced" if isinstance(t, jax.core.Tracer) else np.asarray(t).tolist()
         calls.append(dict(q_seqlen=listed(q_seqlen), kv_seqlen=listed(kv_seqlen),
                           dropout_rate=dropout_rate, seed=seed, dtype=str(q.dtype), shape=list(q.shape)))
         return jax.nn.dot_product_attention(q, k, v, scale=scale, key_value_seq_lengths=kv_seqlen,
@@ -140,9 +141,33 @@ CHILD = textwrap.dedent("""
     pick = lambda rate: str(accel.choose_kernel("auto", training=True, dropout_rate=rate, dtype="bfloat16",
                                                 head_size=16, padding=True))
     out["kernel_padded_dropout"], out["kernel_padded_no_dropout"] = np.array(pick(0.1)), np.array(pick(0.0))
-    compat.CUDNN_DROPOUT_WITH_PADDING_GRADIENT_FROM = (0, 0, 0)  # a JAX that has it fixed
+    compat.CUDNN_DROPOUT_WITH_PADDING_RUNS = {None: (0, 0, 0)}  # a JAX that has it fixed
+    accel._route.clear()
     out["kernel_padded_dropout_fixed"] = np.array(pick(0.1))
-    compat.CUDNN_DROPOUT_WITH_PADDING_GRADIENT_FROM = None
+    # A JAX that runs it under an XLA setting of the step: cuDNN only inside a training step that
+    # kbert's models compile with that setting (CompiledStepSettings); elsewhere the plain path.
+    compat.CUDNN_DROPOUT_WITH_PADDING_RUNS = {"no-cudnn-command-buffer": (0, 0, 0)}
+    accel._route.clear()
+    out["kernel_padded_dropout_outside_step"] = np.array(pick(0.1))
+    class Tiny(accel.CompiledStepSettings, keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.attention = MultiHeadSelfAttention(64, 4, dropout=0.1, attention_impl="auto")
+        def call(self, inputs, training=None):
+            y = self.attention(inputs["x"], inputs["mask"], training=training)
+            return keras.ops.cast(keras.ops.mean(y, axis=-1), "float32")
+    tiny = Tiny()
+    tiny.compile(optimizer="sgd", loss="mse")
+    before, traced_before = len(calls), accel.traced_calls().get("train:cudnn+dropout", 0)
+    tiny.fit({"x": x, "mask": mask}, np.zeros((4, 16), "float32"), batch_size=4, epochs=1, verbose=0)
+    out["step_calls"] = np.array(json.dumps(calls[before:]))
+    out["step_traced_cudnn"] = np.array(accel.traced_calls().get("train:cudnn+dropout", 0) - traced_before)
+    out["step_route"] = np.array(json.dumps(accel.route_taken()))
+    import glob
+    dumped = glob.glob(os.path.join(os.environ["KBERT_TEST_DUMP"], "*jit_train_step.debug_options"))
+    out["step_debug_options"] = np.array(open(dumped[-1]).read() if dumped else "")
+    compat.CUDNN_DROPOUT_WITH_PADDING_RUNS = {}
+    accel._route.clear()
     out["cudnn_seeds"] = np.array([c_auto.kernel_seed, c_auto2.kernel_seed])
     out["kernel_auto_f32"] = np.array(accel.choose_kernel("auto", training=False, dropout_rate=0.1,
                                                           dtype="float32", head_size=16))
@@ -156,6 +181,44 @@ CHILD = textwrap.dedent("""
     for impl in ("rbg", "unsafe_rbg"):
         accel.set_dropout_prng(impl)
         out[f"probe_prng_{impl}"] = np.array(dropout_probe("plain"))
+    # Every generator and width through kbert's Dropout layer: two layers (seeds), one of them
+    # called twice (steps), on 1M ones at rate 0.1; statistics only come back.
+    from kbert.layers.dropout import Dropout
+    ones = np.ones((64, 128, 128), "float32")
+    agree = lambda a, b: float(np.mean((a == 0) == (b == 0)))
+    stats = {}
+    for impl in accel.DROPOUT_PRNGS:
+        for bits in accel.DROPOUT_BITS:
+            accel.set_dropout_prng(impl, bits)
+            first, second = Dropout(0.1, seed=1), Dropout(0.1, seed=2)
+            a1, a2, b1 = (numpy(layer(ones, training=True)) for layer in (first, first, second))
+            stats[f"{impl}/{bits}"] = dict(
+                kbert=accel.kbert_draws_dropout(), applied=accel.dropout_rate_applied(0.1),
+                dropped=float(np.mean(a1 == 0)), mean=float(a1.mean()), layers=agree(a1, b1), steps=agree(a1, a2),
+                along_last=agree(a1[..., :-1], a1[..., 1:]), along_rows=agree(a1[:, :-1], a1[:, 1:]),
+                along_batch=agree(a1[:-1], a1[1:]))
+    out["dropout_bits"] = np.array(json.dumps(stats))
+    # Rematerialized blocks: the same gradients as without (the same dropout masks recomputed).
+    import jax.numpy as jnp
+    from kbert.layers.transformer import TransformerBlock
+    accel.set_dropout_prng("threefry", 16)  # kbert's own masks on both paths
+    block = TransformerBlock(32, 2, 64, dropout=0.2, attention_dropout=0.2, attention_impl="plain")
+    block.build((None, None, 32))
+    xb, mb = rng.normal(size=(2, 8, 32)).astype("float32"), mask[:2, :8]
+    tv = [v.value for v in block.trainable_variables]
+    ntv = [v.value for v in block.non_trainable_variables]
+    def block_grads(policy, training=True):
+        accel.set_remat(policy)
+        def loss(tv, x):
+            y, _ = block.stateless_call(tv, ntv, x, mb, training=training)
+            return jnp.sum(y * y)
+        flat = jax.jit(jax.grad(loss, argnums=(0, 1)))(tv, xb)
+        return np.concatenate([np.ravel(np.asarray(g)) for g in jax.tree_util.tree_leaves(flat)])
+    remat = {policy: block_grads(policy) for policy in accel.REMAT_POLICIES}
+    out["remat_grads"] = np.stack([remat[p] for p in accel.REMAT_POLICIES])
+    out["remat_grads_inference"] = block_grads("none", training=False)
+    accel.set_remat()
+    accel.set_dropout_prng()
     np.savez(out_file, **out)
     assert "tensorflow" not in sys.modules, "the accelerator path imported TensorFlow"
 """)
@@ -164,8 +227,12 @@ CHILD = textwrap.dedent("""
 @pytest.fixture(scope="module")
 def jax_run(tmp_path_factory):
     require("jax")
-    out = tmp_path_factory.mktemp("accel") / "out.npz"
-    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu",
+    folder = tmp_path_factory.mktemp("accel")
+    out = folder / "out.npz"
+    # The compiled training steps' options and HLO, as XLA dumps them (for the step's XLA setting).
+    dump = folder / "dump"
+    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", KBERT_TEST_DUMP=str(dump),
+               XLA_FLAGS=f"--xla_dump_to={dump} --xla_dump_hlo_module_re=.*train_step.*",
                PYTHONPATH=os.pathsep.join([str(REPO), str(REPO / "tests"), os.environ.get("PYTHONPATH", "")]))
     done = subprocess.run([sys.executable, "-c", CHILD, str(out)], env=env, capture_output=True, text=True,
                           timeout=300)
@@ -269,6 +336,8 @@ def test_training_with_dropout_and_padding_keeps_off_the_cudnn_gradient_that_abo
     assert str(jax_run["kernel_padded_dropout"]) == "plain"
     assert str(jax_run["kernel_padded_no_dropout"]) == "cudnn"
     assert str(jax_run["kernel_padded_dropout_fixed"]) == "cudnn"  # once a JAX version is known to run it
+    # Known to run under an XLA setting of the step: not in a call traced outside such a step ...
+    assert str(jax_run["kernel_padded_dropout_outside_step"]) == "plain"
     said = json.loads(str(jax_run["said_gpu"]))
     assert any("aborts the process in the gradient of attention dropout with a padding mask" in m
                for m in said.values()), said
@@ -319,3 +388,50 @@ def test_attention_impl_choice():
     assert clone.attention_impl == "fused"
     assert clone.blocks[0].attention.attention_impl == "fused"
     assert BertEncoder.from_config({"config": config.to_dict()}).attention_impl == "auto"
+
+
+def test_a_model_compiles_its_training_step_with_the_xla_setting_cudnn_needs(jax_run):
+    # ... but in the training step of a model with CompiledStepSettings (kbert's pretrainer and task
+    # models): the padded training call reached cuDNN with the config's rate and the lengths, and the
+    # compiled step's options keep cuDNN out of XLA's command buffers.
+    calls = json.loads(str(jax_run["step_calls"]))  # the symbolic build's inference call, then the step's
+    assert [(c["dropout_rate"], c["kv_seqlen"]) for c in calls if c["dropout_rate"]] == [(0.1, "traced")]
+    assert int(jax_run["step_traced_cudnn"]) == 1
+    route = json.loads(str(jax_run["step_route"]))
+    assert route["kernel"] == "cudnn" and route["setting"] == "no-cudnn-command-buffer" and route["runs"]
+    buffers = re.findall(r"^xla_gpu_enable_command_buffer: (\w+)", str(jax_run["step_debug_options"]), re.M)
+    assert buffers and "CUDNN" not in buffers and "FUSION" in buffers, str(jax_run["step_debug_options"])
+
+
+def _dropout_stats():
+    from kbert.layers import accel
+
+    return accel.DROPOUT_PRNGS, accel.DROPOUT_BITS
+
+
+@pytest.mark.parametrize("bits", [32, 16, 8])
+@pytest.mark.parametrize("impl", ["threefry", "threefry-flat", "rbg", "unsafe_rbg"])
+def test_dropout_bits_drop_the_configured_fraction_independently(jax_run, impl, bits):
+    assert (impl in _dropout_stats()[0]) and (bits in _dropout_stats()[1])
+    stats = json.loads(str(jax_run["dropout_bits"]))[f"{impl}/{bits}"]
+    n, rate = 64 * 128 * 128, 0.1
+    assert stats["kbert"] == ((impl, bits) != ("threefry", 32))  # (threefry, 32): Keras' own dropout
+    # The rate applied is the configured one within half a step of the integer threshold
+    # (0.1 -> 26/256 at 8 bits), and the layer drops that fraction (standard error 0.0003).
+    assert abs(stats["applied"] - rate) <= 2.0 ** -(bits + 1)
+    applied = stats["applied"]
+    assert abs(stats["dropped"] - applied) < 4 * (applied * (1 - applied) / n) ** 0.5, stats
+    # Kept values scaled by 1 / (1 - applied): the mean stays 1 (standard error 0.0003).
+    assert abs(stats["mean"] - 1.0) < 4 * (applied / (1 - applied) / n) ** 0.5, stats
+    # Independent masks: two layers, two calls of one layer, and neighbours along each axis agree
+    # as independent draws would (1 - 2·r·(1 - r)); a repeated seed or a repeated field agrees more.
+    expected = 1 - 2 * applied * (1 - applied)
+    for key in ("layers", "steps", "along_last", "along_rows", "along_batch"):
+        assert abs(stats[key] - expected) < 4 * (expected * (1 - expected) / (n * 0.98)) ** 0.5, (key, stats)
+
+
+def test_rematerialized_blocks_give_the_same_gradients_with_dropout(jax_run):
+    none, full, dots = jax_run["remat_grads"]
+    np.testing.assert_allclose(full, none, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(dots, none, rtol=1e-4, atol=1e-5)
+    assert _max_diff(none, jax_run["remat_grads_inference"]) > 1e-2  # the masks are in the gradients

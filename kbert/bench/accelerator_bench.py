@@ -182,11 +182,13 @@ def _kbert_model(spec, config):
                                   attention=spec["attention"])
         return build_pretrainer(options, config)[1]
 
+    from kbert.layers import accel
     from kbert.models.encoder import BertEncoder
     from kbert.tasks.heads import SequenceHead
 
-    class SpanLogits(keras.Model):
-        """Encoder + 2-unit dense over every position: start and end logits (float32)."""
+    class SpanLogits(accel.CompiledStepSettings, keras.Model):
+        """Encoder + 2-unit dense over every position: start and end logits (float32). Its training
+        step compiles as the task models' does (``CompiledStepSettings``, the route's XLA setting)."""
 
         def __init__(self, encoder, **kwargs):
             super().__init__(**kwargs)
@@ -227,7 +229,22 @@ def step_hlo_counts(dump_dir) -> dict | None:
     forward = [t for t in targets if "Backward" not in t]
     return {"fmha": len(targets), "fmha_forward": len(forward),
             "fmha_dropout": sum("Dropout" in t for t in forward), "targets": sorted(set(targets)),
-            "file": files[-1].name}
+            "file": files[-1].name, "command_buffer": step_command_buffer(files[-1])}
+
+
+def step_command_buffer(hlo_file) -> list | None:
+    """The command-buffer types (``xla_gpu_enable_command_buffer``) the step was compiled with, from
+    the ``.debug_options`` file XLA dumps beside its HLO (the options that differ from XLA's
+    defaults): a list, or None where it lists none (XLA's default set, or none at all)."""
+    import pathlib
+    import re
+
+    module = pathlib.Path(hlo_file).name.split(".")[:2]  # module_NNNN.jit_train_step
+    options = pathlib.Path(hlo_file).with_name(".".join(module) + ".debug_options")
+    if not options.exists():
+        return None
+    found = re.findall(r"^xla_gpu_enable_command_buffer: (\w+)", options.read_text(errors="replace"), re.M)
+    return sorted(found) or None
 
 
 def run_kbert(spec: dict) -> dict:
@@ -238,11 +255,17 @@ def run_kbert(spec: dict) -> dict:
 
     from kbert.layers import accel
 
-    if spec.get("dropout_prng", "threefry") != "threefry":
-        accel.set_dropout_prng(spec["dropout_prng"])
+    accel.set_dropout_prng(spec.get("dropout_prng", "threefry"), int(spec.get("dropout_bits", 32)))
+    accel.set_remat(spec.get("remat", "none"))
+    if "cudnn_setting" in spec:  # measure a route before compat lists it (a setting that aborts costs this line)
+        accel.assume_cudnn_training_setting(spec["cudnn_setting"])
     keras.mixed_precision.set_global_policy(spec["precision"])
     config = BertConfig.from_dict(spec["config"])
     model = _kbert_model(spec, config)
+    if spec.get("full_rows"):
+        if spec["task"] != "pretrain":
+            return {"error": "full-rows is a pre-training variant (BertPretrainer(full_rows=True))"}
+        model.full_rows = True  # every synthetic row is full: the attention runs without a padding mask
     spe = int(spec["steps_per_execution"])
     x, y = synthetic_batch(spec["task"], config.vocab_size, spec["batch_size"], spec["seq_length"],
                            spec["predictions"])
@@ -283,12 +306,20 @@ def run_kbert(spec: dict) -> dict:
                   attention_kernel=kernel, cudnn_fmha_calls=hlo["fmha"] if hlo else None,
                   cudnn_fmha_targets=hlo["targets"] if hlo else None, attention_calls_traced=traced,
                   attention_dropout_applied=_dropout_applied(spec, hlo, traced),
-                  attention_log=accel.decisions(), dropout_prng=accel.dropout_prng())
+                  attention_log=accel.decisions(), dropout_prng=accel.dropout_prng(), dropout_bits=accel.dropout_bits(),
+                  hidden_dropout_applied=accel.dropout_rate_applied(config.hidden_dropout_prob)
+                  if accel.kbert_draws_dropout() or accel.remat_policy() != "none" else config.hidden_dropout_prob,
+                  remat=accel.remat_policy(), full_rows=bool(spec.get("full_rows")),
+                  cudnn_training_route=accel.route_taken() or None,
+                  step_command_buffer=hlo.get("command_buffer") if hlo else None,
+                  memory_measure=MEMORY_MEASURE["kbert"],
+                  xla_python_client_preallocate=os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"))
     said = accel.decisions()
     if spec.get("dump_dir") and hlo is None:
         said = {**said, "no-hlo": "no optimized HLO of the training step was dumped (--xla_dump_to), so the "
                                   f"kernel could not be read from it; traced calls: {traced}"}
-    error = missing_cudnn(spec["attention"], accel.cuda_device() is not None, kernel, result["device"], said)
+    error = missing_cudnn(spec["attention"], accel.cuda_device() is not None, kernel, result["device"], said,
+                          accel.route_taken())
     if error:
         result["error"] = error
     if spec.get("profile_dir"):
@@ -296,19 +327,17 @@ def run_kbert(spec: dict) -> dict:
     return result
 
 
-def missing_cudnn(attention: str, on_nvidia_gpu: bool, kernel: str, device: str, said: dict) -> str | None:
+def missing_cudnn(attention: str, on_nvidia_gpu: bool, kernel: str, device: str, said: dict,
+                  route: dict | None = None) -> str | None:
     """The error of a line that asked for cuDNN flash attention (auto or fused on an NVIDIA GPU)
-    and compiled without it, or None. Auto's deliberate refusal of the kernel that aborts (training
-    with attention dropout and a padding mask: ``kbert.compat.cudnn_dropout_with_padding_refusal``)
-    is what a user's command runs: a number, with the reason in the line's ``attention_log``."""
+    and compiled without it, or None. ``route``: ``accel.route_taken()``. Auto's deliberate refusal
+    of the kernel that aborts (training with attention dropout and a padding mask where
+    ``kbert.compat.cudnn_training_route`` knows no setting that runs it) is what a user's command
+    runs: a number, with the reason in the line's ``cudnn_training_route``."""
     if attention == "plain" or not on_nvidia_gpu or kernel == "cudnn":
         return None
-    if attention == "auto":
-        from kbert import compat
-
-        refusal = compat.cudnn_dropout_with_padding_refusal()
-        if refusal and any(refusal in m for m in said.values()):
-            return None
+    if attention == "auto" and route and route.get("kernel") == "plain" and route.get("runs") is False:
+        return None
     return (f"asked for cuDNN flash attention ({attention}) on {device} but the compiled step has no "
             f"{CUDNN_FMHA} custom call; kbert said: {' | '.join(said.values()) or 'nothing'}")
 
@@ -430,6 +459,7 @@ def run_transformers(spec: dict) -> dict:
                 first_call_steps=1, device=torch.cuda.get_device_name(0) if cuda else "cpu",
                 platform=device.type, peak_memory_gb=torch.cuda.max_memory_allocated() / 1e9 if cuda else None,
                 versions=_versions("torch", "transformers", "numpy"), fused_adamw=cuda,
+                memory_measure=MEMORY_MEASURE["transformers"],
                 torch_compile=bool(spec.get("torch_compile", True)), model_class=type(model).__name__,
                 attention_class=_attention_class(model),
                 attn_implementation=getattr(model.config, "_attn_implementation", None))
@@ -453,16 +483,35 @@ def child(spec: dict) -> dict:
 
 # -- parent --------------------------------------------------------------------------------------
 # Variants of kbert's line, each a lever measured on its own (names join with "+"):
+DROPOUT_PRNGS = ("threefry", "threefry-flat", "rbg", "unsafe_rbg")  # kbert.layers.accel's (a test keeps them equal)
+DROPOUT_BITS = (32, 16, 8)
+XLA_STEP_SETTINGS = ("no-cudnn-command-buffer", "no-command-buffer")  # kbert.compat's, likewise
 VARIANTS = {
-    "default": {},                                            # attention auto, threefry dropout bits
+    "default": {},                                            # attention auto, Keras' threefry dropout
     "plain-attention": {"attention": "plain"},                # the reference attention
     "fused-attention": {"attention": "fused"},
     "no-attention-dropout": {"attention_dropout": 0.0},       # an explicit, recorded departure from BERT
-    "prng-rbg": {"dropout_prng": "rbg"},                      # dropout bits from XLA's RngBitGenerator
-    "prng-unsafe-rbg": {"dropout_prng": "unsafe_rbg"},
+    # dropout bits (kbert.layers.accel.set_dropout_prng): prng-IMPL[-BITS], e.g. prng-rbg-8, prng-threefry-16
+    **{f"prng-{impl.replace('_', '-')}{'' if bits == 32 else f'-{bits}'}": {"dropout_prng": impl, "dropout_bits": bits}
+       for impl in DROPOUT_PRNGS for bits in DROPOUT_BITS if (impl, bits) != ("threefry", 32)},
+    # cuDNN in training with dropout and padding through an XLA setting of the compiled step, taken
+    # as known to run (kbert.layers.accel.assume_cudnn_training_setting): what auto does once
+    # kbert.compat.CUDNN_DROPOUT_WITH_PADDING_RUNS lists it
+    **{f"route-{name}": {"cudnn_setting": name} for name in XLA_STEP_SETTINGS},
+    "route-xla-default": {"cudnn_setting": None},             # the step as XLA compiles it (aborted on jax 0.11.2)
+    "full-rows": {"full_rows": True},                         # pre-training rows all full: no padding mask
+    "remat-full": {"remat": "full"},                          # kbert.layers.accel.set_remat
+    "remat-dots": {"remat": "dots"},
     "triton-gemm": {"xla_flags": "--xla_gpu_triton_gemm_any=true"},
     "spe-1": {"steps_per_execution": 1},                      # Keras' step loop: one step per call
     "spe-50": {"steps_per_execution": 50},
+}
+# How each system's peak_memory_gb is measured (the same quantity: the most bytes the framework's
+# allocator had handed out at once, weights, optimizer state and batch included; not what it reserved).
+MEMORY_MEASURE = {
+    "kbert": "jax Device.memory_stats()['peak_bytes_in_use'], process started with XLA_PYTHON_CLIENT_PREALLOCATE=false",
+    "transformers": "torch.cuda.max_memory_allocated() since torch.cuda.reset_peak_memory_stats() after the model "
+                    "and optimizer were made",
 }
 
 
@@ -487,7 +536,10 @@ def _spec(case: Case, system: str, args, variant: str) -> dict:
                 seq_length=case.seq_length, predictions=case.predictions, batch_size=case.batch_size,
                 precision=args.precision, attention=settings.get("attention", args.attention),
                 steps_per_execution=settings.get("steps_per_execution", args.steps_per_execution),
-                dropout_prng=settings.get("dropout_prng", "threefry"), xla_flags=settings.get("xla_flags", ""),
+                dropout_prng=settings.get("dropout_prng", "threefry"), dropout_bits=settings.get("dropout_bits", 32),
+                remat=settings.get("remat", "none"), full_rows=settings.get("full_rows", False),
+                **({"cudnn_setting": settings["cudnn_setting"]} if "cudnn_setting" in settings else {}),
+                xla_flags=settings.get("xla_flags", ""),
                 steps=args.steps, runs=args.runs, warmup_steps=args.warmup_steps,
                 torch_compile=not args.no_torch_compile, profile_dir=args.profile_dir if system == "kbert" else None)
 
@@ -546,6 +598,9 @@ def _run_child(spec: dict, timeout: float) -> dict:
     dump = None
     if spec["system"] == "kbert":
         env["KERAS_BACKEND"] = "jax"
+        # No preallocation: JAX's allocator takes memory as the step needs it, and its peak in use is
+        # the quantity torch.cuda.max_memory_allocated gives for transformers (MEMORY_MEASURE).
+        env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
         env.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.90")
         # The compiled step's optimized HLO, to count cuDNN attention calls (step_hlo_counts).
         dump = tempfile.mkdtemp(prefix="kbert-hlo-")

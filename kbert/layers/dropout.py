@@ -1,5 +1,5 @@
 """Dropout that runs as one XLA-compiled kernel in TensorFlow training (see kbert.layers.tf_fast),
-and under JAX may draw its bits with another PRNG (``kbert.layers.accel.set_dropout_prng``)."""
+and under JAX may draw fewer bits, from another PRNG (``kbert.layers.accel.set_dropout_prng``)."""
 
 import keras
 
@@ -13,8 +13,10 @@ class Dropout(keras.layers.Dropout):
     def call(self, inputs, training=False):
         if self._fusable(inputs, training):
             return tf_fast.dropout(inputs, self.rate, self.seed_generator.next())
-        if training and 0.0 < self.rate < 1.0 and self.noise_shape is None and accel.dropout_prng() != "threefry":
-            return accel.jax_dropout(inputs, self.rate, self.seed_generator.next())
+        if training and 0.0 < self.rate < 1.0 and self.noise_shape is None:
+            seed = accel.predrawn_seed(self)  # inside a rematerialized block (accel.set_remat)
+            if seed is not None or accel.kbert_draws_dropout():
+                return accel.jax_dropout(inputs, self.rate, self.seed_generator.next() if seed is None else seed)
         return super().call(inputs, training=training)
 
     def add_to(self, inputs, residual, training=False):

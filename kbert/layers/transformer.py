@@ -8,7 +8,7 @@ fused op; see ``kbert.layers.projections`` and ``kbert.layers.normalization``.
 import keras
 from keras import ops
 
-from kbert.layers import tf_fast
+from kbert.layers import accel, tf_fast
 from kbert.layers.activations import get_activation
 from kbert.layers.attention import MultiHeadSelfAttention
 from kbert.layers.dropout import Dropout
@@ -71,6 +71,14 @@ class TransformerBlock(keras.layers.Layer):
         on P rows instead of seq. A last block needed only at a few positions (MLM + [CLS] in
         pre-training) costs about a third of a full one. ``return_attention``: also return the
         attention probabilities [batch, heads, rows, seq] (float32): ``(output, probabilities)``."""
+        if accel.remat_policy() != "none" and training and not return_attention:
+            # Seeds drawn outside the checkpoint; the recomputed forward draws the same masks.
+            with accel.predrawn_seeds((self.attention.dropout, self.attention.output_dropout, self.output_dropout)):
+                return accel.rematerialized(
+                    lambda x, mask, rows: self._forward(x, mask, training, rows, False))(x, padding_mask, positions)
+        return self._forward(x, padding_mask, training, positions, return_attention)
+
+    def _forward(self, x, padding_mask, training, positions, return_attention):
         batch, width = ops.shape(x)[0], self.hidden_size
         rows = ops.shape(x)[1] if positions is None else ops.shape(positions)[1]
         attended = self.attention(x, padding_mask, training=training, positions=positions, residual=True,

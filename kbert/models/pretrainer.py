@@ -18,7 +18,7 @@ import keras
 from keras import ops
 
 from kbert import compat
-from kbert.layers import tf_fast
+from kbert.layers import accel, tf_fast
 from kbert.layers.heads import build_head
 from kbert.models.encoder import INPUT_NAMES
 from kbert.api_export import kbert_export
@@ -52,7 +52,7 @@ class LossParts:
 
 
 @kbert_export("kbert.BertPretrainer")
-class BertPretrainer(compat.LocalReplicaBuild, keras.Model):
+class BertPretrainer(accel.CompiledStepSettings, compat.LocalReplicaBuild, keras.Model):
     """The pre-training model: an encoder with the masked-LM and next-sentence heads and their loss.
 
     ``fit`` it on the batches of ``kbert.data.pretraining`` (what ``kbert.pretrain`` does): inputs
@@ -67,6 +67,9 @@ class BertPretrainer(compat.LocalReplicaBuild, keras.Model):
         use_nsp: False trains the masked LM alone (RoBERTa's choice).
         replicas: under ``tf.distribute``, ``kbert.training.distribute.StrategyReplicas()`` (the
             loss is normalised over the global batch); default: one replica.
+        full_rows: every row of every batch is full (``input_mask`` all 1s): the attention runs
+            without a padding mask (under JAX on a GPU, cuDNN's kernel without one, which takes
+            dropout's gradient). The caller guarantees it; a padded row would attend to its padding.
         **kwargs: passed to ``keras.Model``.
 
     Examples:
@@ -81,9 +84,10 @@ class BertPretrainer(compat.LocalReplicaBuild, keras.Model):
         >>> logits["mlm_logits"].shape, logits["nsp_logits"].shape
         (TensorShape([1, 1, 100]), TensorShape([1, 2]))
     """
-    def __init__(self, encoder, mlm_head=None, nsp_head=None, use_nsp=True, replicas=None, **kwargs):
+    def __init__(self, encoder, mlm_head=None, nsp_head=None, use_nsp=True, replicas=None, full_rows=False, **kwargs):
         super().__init__(**kwargs)
         self.encoder = encoder
+        self.full_rows = bool(full_rows)
         self.use_nsp = use_nsp
         self.replicas = replicas or SingleReplica()
         self.loss_parts = LossParts()
@@ -98,9 +102,10 @@ class BertPretrainer(compat.LocalReplicaBuild, keras.Model):
 
     def call(self, inputs, training=None):
         # The last block only at the masked positions and [CLS]: the heads read nothing else.
-        outputs = self.encoder.outputs_at(
-            {k: inputs[k] for k in INPUT_NAMES}, inputs["masked_lm_positions"], training=training
-        )
+        encoder_inputs = {k: inputs[k] for k in INPUT_NAMES}
+        if self.full_rows:
+            encoder_inputs["input_mask"] = None
+        outputs = self.encoder.outputs_at(encoder_inputs, inputs["masked_lm_positions"], training=training)
         result = {"mlm_logits": self.mlm_head(outputs["sequence_output"], None, self.encoder.word_embeddings)}
         if self.use_nsp:
             result["nsp_logits"] = self.nsp_head(outputs["pooled_output"])

@@ -25,6 +25,7 @@ import tensorflow as tf
 from kbert import compat
 from kbert import model_dir as model_dir_lib
 from kbert.hub_models import resolve_model_dir
+from kbert.layers import accel
 from kbert.tasks.batching import trim_to_longest
 from kbert.text import BertPreprocessor
 from kbert.text.pre_tokenize import pre_tokenize_data, pre_tokenize_dataset
@@ -96,7 +97,7 @@ def _label_arrays(data):
 
 
 @kbert_export("kbert.TaskModel", "kbert.tasks.TaskModel")
-class TaskModel(keras.Model):
+class TaskModel(accel.CompiledStepSettings, keras.Model):
     """Base class of the task models: holds ``encoder``, ``head`` and ``preprocessor``; saves and reloads them.
 
     A task model takes raw strings (``{"text_a": [...], "text_b": [...]}``): its preprocessor

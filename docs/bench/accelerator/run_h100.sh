@@ -6,29 +6,34 @@
 # namex and optree); TensorFlow is neither needed nor imported. If keras is missing and .whl/
 # holds its wheels (fetch_wheels.sh), they are installed into /tmp/site first.
 #
-#   bash docs/bench/accelerator/run_h100.sh [CASE ...]
+#   bash docs/bench/accelerator/run_h100.sh              # the probe, then the goal cases (~8 min)
+#   bash docs/bench/accelerator/run_h100.sh levers       # the probe's training forms, then the levers
+#   bash docs/bench/accelerator/run_h100.sh CASE ...     # the probe, then these cases (e.g. pretrain-base-128)
 #
-# First the cuDNN attention probe (python -m kbert.bench.cudnn_probe, about 10 s: which forms of
-# cuDNN's flash attention run on this GPU, each in its own process; $OUT/probe.jsonl). Then, with
-# no CASE: the goal case (pretrain-large-128), pretrain-base-512 and squad-base-384, each kbert
-# (attention auto, what the commands run: in training with attention dropout and padding that is
-# the plain attention, see docs/accelerators.md) and transformers, with a top-15 device ops table
-# per kbert line; then, while time is left, the levers on the goal case (rbg dropout bits, Triton
-# GEMMs, both, and cuDNN without attention dropout, a departure from BERT recorded as such). Lines
-# that the deadline (DEADLINE, default 400 s for the benchmark itself) leaves no time for are
-# written as skipped; run the script again with the cases named (e.g. pretrain-base-128
-# pretrain-large-512) for the rest.
+# First the cuDNN attention probe (python -m kbert.bench.cudnn_probe, about a minute: which forms of
+# cuDNN's flash attention run on this GPU, the training forms under XLA's default settings and with
+# cuDNN kept out of command buffers, each in its own process; $OUT/probe.jsonl). Its summary names
+# the route for kbert's training call with attention dropout and padding ($OUT/route.txt: the
+# benchmark variant route-SETTING, or empty). Then the goal cases (pretrain-large-128,
+# pretrain-base-512, squad-base-384), kbert through that route (what `auto` runs once
+# kbert/compat.py lists it) and transformers, with a top-15 device ops table per kbert line. With
+# no route, kbert's pre-training lines run full rows (no padding mask: cuDNN's kernel without one,
+# with dropout) and SQuAD runs auto (the plain attention in training). `levers` measures, on the goal
+# case and through the route, the dropout bits, rematerialization, Triton GEMMs, full rows and the
+# step loop, each its own line. Lines that the deadline (DEADLINE, default 390 s for the benchmark
+# itself) leaves no time for are written as skipped.
 # Every line is appended to $OUT/accelerator.jsonl as soon as it is measured.
 #
-# Dry run on any CPU (tiny model, one case; writes under runs/):
+# Dry run on any CPU (tiny model; writes under runs/):
 #   OUT=runs/bench/accelerator-dry bash docs/bench/accelerator/run_h100.sh --dry-run
 set -u -o pipefail
 cd "$(dirname "$0")/../../.."
 
+ARGS="$*"
 DRY=0
 if [ "${1:-}" = "--dry-run" ]; then DRY=1; shift; fi
 OUT=${OUT:-runs/bench/accelerator-gpu}
-DEADLINE=${DEADLINE:-400}
+DEADLINE=${DEADLINE:-390}
 mkdir -p "$OUT"
 start=$SECONDS
 
@@ -61,27 +66,53 @@ for name in ("keras", "jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda13-plugin",
 import importlib.util
 print("tensorflow", "installed (not used)" if importlib.util.find_spec("tensorflow") else "not installed")
 PY
-  echo "command: bash docs/bench/accelerator/run_h100.sh $*"
+  echo "command: bash docs/bench/accelerator/run_h100.sh $ARGS"
 } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 
-left() { echo $((DEADLINE - (SECONDS - start))); }
+left() { echo $((DEADLINE - (SECONDS - probed))); }
+PROFILE=(--profile-dir "$OUT/profile")
 bench() { python3 -m kbert.bench accelerator "${TINY[@]}" --out "$OUT/accelerator.jsonl" --append \
-            --profile-dir "$OUT/profile" --timeout 150 --deadline "$(left)" "$@" 2>&1 | tee -a "$OUT/log.txt"; }
+            "${PROFILE[@]}" --timeout 150 --deadline "$(left)" "$@" 2>&1 | tee -a "$OUT/log.txt"; }
 : > "$OUT/accelerator.jsonl"
 : > "$OUT/probe.jsonl"
-python3 -m kbert.bench.cudnn_probe --out "$OUT/probe.jsonl" --timeout 100 2>&1 | tee -a "$OUT/log.txt"
+: > "$OUT/route.txt"
 
-if [ $# -gt 0 ]; then
-  CASES=(); for c in "$@"; do CASES+=(--case "$c"); done
-  bench "${CASES[@]}"
-elif [ "$DRY" = 1 ]; then
-  bench --case pretrain-large-128 --variant default,prng-rbg
+# The probe: every form under XLA's defaults, the training forms also with cuDNN out of command
+# buffers (for the whole process, and for the compiled gradient alone) and with no command buffers.
+PROBE=()
+if [ "$DRY" = 1 ]; then
+  PROBE=(--only fwd,drop-grad,drop-checks,q21-fallback --settings default,jit:no-cudnn-command-buffer --jobs 2)
+elif [ "${1:-}" = "levers" ]; then
+  PROBE=(--only full-drop-grad,drop-grad,drop-grad-512,bias-drop-grad,drop-checks,q21-fallback,remat-drop-checks
+         --settings jit:no-cudnn-command-buffer,jit:no-command-buffer)
+fi
+python3 -m kbert.bench.cudnn_probe --jobs 8 "${PROBE[@]}" --out "$OUT/probe.jsonl" --timeout 45 --deadline 100 \
+  --route-file "$OUT/route.txt" 2>&1 | tee -a "$OUT/log.txt"
+probed=$SECONDS
+ROUTE=$(cat "$OUT/route.txt")
+echo "run_h100.sh: probe done in $((SECONDS - start)) s; route for kbert's training call: ${ROUTE:-none}" | tee -a "$OUT/log.txt"
+
+# kbert's line for a case: through the route where the probe found one; else full rows for
+# pre-training (no padding mask) and auto for SQuAD. A lever joins the goal case's line ("+").
+variant() { if [ -n "$ROUTE" ]; then echo "$ROUTE"; elif [ "${1%%-*}" = pretrain ]; then echo full-rows; else echo default; fi; }
+BASE=$(variant pretrain-large-128)
+joined() { local out=() v; for v in "$@"; do out+=("$v+$BASE"); done; (IFS=,; echo "${out[*]}"); }
+
+if [ "${1:-}" = "levers" ]; then
+  # In the order of what they may gain (the deadline skips the tail); no profile: more lines fit.
+  LEVERS=(default prng-threefry-16 prng-rbg-8 prng-threefry-flat-8 remat-dots triton-gemm prng-threefry-8
+          prng-rbg-16 remat-full spe-1)
+  if [ "$BASE" != full-rows ]; then LEVERS+=(full-rows); fi
+  if [ "$DRY" = 1 ]; then LEVERS=(default prng-threefry-16); fi
+  PROFILE=()
+  bench --case pretrain-large-128 --systems kbert --variant "$(joined "${LEVERS[@]}")"
 else
-  bench --case pretrain-large-128 --case pretrain-base-512 --case squad-base-384
-  if [ "$(left)" -gt 60 ]; then
-    bench --case pretrain-large-128 --systems kbert --variant prng-rbg,triton-gemm,prng-rbg+triton-gemm,no-attention-dropout
-  fi
+  if [ $# -gt 0 ]; then CASES=("$@"); elif [ "$DRY" = 1 ]; then CASES=(pretrain-large-128);
+  else CASES=(pretrain-large-128 pretrain-base-512 squad-base-384); fi
+  for c in "${CASES[@]}"; do
+    bench --case "$c" --variant "$(variant "$c")"
+  done
 fi
 cat "$OUT"/profile/top-ops-*.md > "$OUT/top-ops.md" 2>/dev/null || true
 rm -rf "$OUT/profile/plugins"  # the raw traces; the tables above are what is kept
