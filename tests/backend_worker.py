@@ -33,11 +33,25 @@ LABELS = [0, 1, 0, 1, 0, 1, 0, 1]
 NO_DROPOUT = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
 
 
-def classifier(model_dir, dropout=0.0):
+def classifier(model_dir, dropout=0.0, **settings):
     from kbert.tasks.classifier import TextClassifier
 
     return TextClassifier.from_model_dir(model_dir, num_classes=2, seq_length=32, load_head=False,
-                                         dropout=dropout, encoder_overrides=NO_DROPOUT)
+                                         dropout=dropout, encoder_overrides=NO_DROPOUT, **settings)
+
+
+def document_step_batches(model):
+    """One batch of 4 documents of 1 to 6 windows (document-level training, as the classification
+    recipe builds it under each backend)."""
+    import numpy as np
+
+    from kbert.tasks.base import host_packing
+    from kbert.tasks.window_inputs import document_batches
+
+    texts = [" ".join(TEXTS[:k]) for k in (8, 1, 5, 3)]
+    packed, document = model.window_ids(np.array(texts, dtype=object))
+    host = (model._row_multiple(), model.WIDTH_MULTIPLE) if host_packing() else None
+    return document_batches(packed, document, np.array(LABELS[:4]), batch_size=4, shuffle=False, host=host)
 
 
 def weights(model) -> dict:
@@ -220,6 +234,15 @@ def main(job, model_dir, out, *args):
         after = weights(model)
         moved = max(float(np.max(np.abs(after[k] - before[k]))) for k in after)
         np.savez(out, moved=moved, **after)
+        # The same for document-level training of windows: a batch of long texts, their windows pooled.
+        model = classifier(model_dir, long_documents="windows", doc_stride=8)
+        set_head(model)
+        model.compile(create_optimizer(1e-3, 10, 0, weight_decay=0.01))
+        before = weights(model)
+        model.fit(document_step_batches(model), epochs=1, verbose=0)
+        after = weights(model)
+        moved = max(float(np.max(np.abs(after[k] - before[k]))) for k in after)
+        np.savez(pathlib.Path(out).with_name(pathlib.Path(out).stem + "-documents.npz"), moved=moved, **after)
     elif job == "fit":
         from kbert.training.devices import setup_devices
 

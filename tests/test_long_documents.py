@@ -14,8 +14,10 @@ from kbert.tasks.windows import window_starts
 
 SHORT = ["a short text", "another one that fits easily", ""]
 LONG = " ".join(["the quick brown fox jumps over the lazy dog while everyone watches"] * 9)
-MODELS = [(TextClassifier, {"num_classes": 3}, "mean"), (TextRegressor, {}, "mean"),
+MODELS = [(TextClassifier, {"num_classes": 3}, "logmeanexp"), (TextRegressor, {}, "mean"),
           (MultiLabelClassifier, {"num_labels": 3}, "max")]
+POOL = {"mean": lambda w: w.mean(axis=0), "max": lambda w: w.max(axis=0),
+        "logmeanexp": lambda w: np.log(np.exp(w.astype(np.float64)).mean(axis=0))}
 
 
 def _pair(tiny_model_dir, cls, kwargs, **settings):
@@ -70,7 +72,7 @@ def test_long_texts_combine_their_windows(tiny_model_dir, cls, kwargs, how):
     expected = []
     for text in texts:
         count, outputs = _by_hand(model, text)
-        expected.append(outputs.max(axis=0) if how == "max" else outputs.mean(axis=0))
+        expected.append(POOL[how](outputs))
     assert _by_hand(model, LONG)[0] > 3
     host = model.predict_logits(np.array(texts, dtype=object), batch_size=4)
     np.testing.assert_allclose(host, np.array(expected), atol=1e-5)
@@ -82,7 +84,7 @@ def test_pairs_window_text_b_and_keep_text_a(tiny_model_dir):
     _, model = _pair(tiny_model_dir, TextClassifier, {"num_classes": 2}, num_segments=2)
     pairs = {"text_a": np.array(["what does the fox do", "q"], dtype=object),
              "text_b": np.array([LONG, LONG[:90]], dtype=object)}
-    expected = np.array([_by_hand(model, b, a)[1].mean(axis=0) for a, b in zip(pairs["text_a"], pairs["text_b"])])
+    expected = np.array([POOL["logmeanexp"](_by_hand(model, b, a)[1]) for a, b in zip(pairs["text_a"], pairs["text_b"])])
     np.testing.assert_allclose(model.predict_logits(pairs), expected, atol=1e-5)
     np.testing.assert_allclose(model(pairs, training=False), expected, atol=1e-5)
     too_long = {"text_a": np.array(["fits", LONG], dtype=object), "text_b": np.array(["b", "b"], dtype=object)}
@@ -99,6 +101,19 @@ def test_settings_reload_from_the_model_directory(tiny_model_dir, tmp_path):
     np.testing.assert_allclose(reloaded.predict_logits(np.array([LONG], dtype=object)),
                                model.predict_logits(np.array([LONG], dtype=object)), atol=1e-6)
     assert load_task_model(tmp_path / "m", long_documents="truncate").long_documents == "truncate"
+    # A model directory written before the pooling was recorded keeps the mean it was made with.
+    from kbert.model_dir import read_metadata, write_metadata
+
+    assert reloaded.window_pooling == "logmeanexp"
+    metadata = read_metadata(tmp_path / "m")
+    del metadata["task"]["window_pooling"]
+    write_metadata(tmp_path / "m", metadata)
+    older = load_task_model(tmp_path / "m")
+    assert older.window_pooling == "mean"
+    packed, document = older.window_ids(np.array([LONG], dtype=object))
+    windows = older({k: tf.constant(v) for k, v in packed.items()}, training=False).numpy()
+    np.testing.assert_allclose(older.predict_logits(np.array([LONG], dtype=object)), windows.mean(0, keepdims=True),
+                               atol=1e-5)
 
 
 @pytest.mark.parametrize("settings, message", [
@@ -147,3 +162,76 @@ def test_jax_predicts_the_same_windows_from_host_ids(tiny_model_dir, tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     jax_logits = np.array(json.loads(run.stdout.strip().splitlines()[-1]))
     np.testing.assert_allclose(jax_logits, model.predict_logits(np.array(texts, dtype=object)), atol=1e-5)
+
+
+# -- document-level training: a batch of documents, their windows pooled, one loss each ---------------
+DOCUMENTS = [LONG, "short", LONG[:150], LONG[:300], "another short one"]
+
+
+def _document_batch(model, texts, host=None, **kwargs):
+    from kbert.tasks.window_inputs import document_batches
+
+    packed, document = model.window_ids(np.array(texts, dtype=object))
+    labels = np.arange(len(texts)) % 2
+    ds = document_batches(packed, document, labels, batch_size=len(texts), shuffle=False, host=host, **kwargs)
+    return packed, document, next(iter(ds))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pooling", ["mean", "max", "logmeanexp"])
+def test_a_batch_of_documents_gives_each_document_its_prediction(tiny_model_dir, pooling):
+    _, model = _pair(tiny_model_dir, TextClassifier, {"num_classes": 3}, window_pooling=pooling)
+    assert model.window_pooling == pooling
+    packed, document, (x, labels) = _document_batch(model, DOCUMENTS)
+    assert len(x["window_document"]) == len(document) > len(DOCUMENTS) and labels.shape == (len(DOCUMENTS),)
+    expected = model.predict_logits(np.array(DOCUMENTS, dtype=object))
+    # The host path's numpy pooling, from each window's logits (model on the windows alone).
+    windows = model({k: tf.constant(v) for k, v in packed.items()}, training=False).numpy()
+    by_hand = np.array([POOL[pooling](windows[document == d]) for d in range(len(DOCUMENTS))])
+    np.testing.assert_allclose(expected, by_hand, atol=1e-5)
+    np.testing.assert_allclose(model(x, training=False), expected, atol=1e-5)
+    np.testing.assert_allclose(model(tf.constant(DOCUMENTS), training=False), expected, atol=1e-5)  # the export's path
+    # Padded for a fixed-shape backend: padding windows belong to no document, padding documents are 0.
+    _, _, (x, labels, weights) = _document_batch(model, DOCUMENTS, host=(8, 16))
+    assert x["input_word_ids"].shape[0] % 8 == 0 and x["input_word_ids"].shape[1] % 16 == 0
+    np.testing.assert_array_equal(weights, [1] * len(DOCUMENTS) + [0] * (8 - len(DOCUMENTS)))
+    padded = model(x, training=False).numpy()
+    np.testing.assert_allclose(padded[:len(DOCUMENTS)], expected, atol=1e-5)
+    np.testing.assert_array_equal(padded[len(DOCUMENTS):], 0)
+
+
+@pytest.mark.slow
+def test_the_loss_is_taken_once_per_document(tiny_model_dir):
+    _, model = _pair(tiny_model_dir, TextClassifier, {"num_classes": 2})
+    model.compile(optimizer="sgd")
+    _, _, (x, labels) = _document_batch(model, DOCUMENTS)
+    logits = model.predict_logits(np.array(DOCUMENTS, dtype=object)).astype(np.float64)
+    log_p = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    expected = -log_p[np.arange(len(DOCUMENTS)), labels.numpy()].mean()
+    batch = tf.data.Dataset.from_tensors((x, labels))  # the windows and the documents: two batch sizes
+    assert model.evaluate(batch, verbose=0, return_dict=True)["loss"] == pytest.approx(expected, rel=1e-5)
+
+
+def test_max_windows_draws_each_documents_windows_afresh_each_epoch():
+    from kbert.tasks.window_inputs import DOCUMENT_MASK, WINDOW_DOCUMENT, document_batches
+
+    document = np.repeat(np.arange(4), [1, 6, 2, 5])
+    ids = np.arange(len(document))[:, None].repeat(3, axis=1)  # a window's ids say which window it is
+    packed = {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": np.zeros_like(ids)}
+    ds = document_batches(packed, document, np.arange(4), batch_size=3, max_windows=3, seed=0)
+    assert int(ds.cardinality()) == 2
+    drawn = {1: set(), 3: set()}
+    for _ in range(12):
+        seen = []
+        for x, labels in ds:
+            windows, owner = x["input_word_ids"][:, 0].numpy(), x[WINDOW_DOCUMENT].numpy()
+            assert len(x[DOCUMENT_MASK]) == len(labels)
+            for row, label in enumerate(labels.numpy()):
+                mine = windows[owner == row]
+                assert set(mine) <= set(np.flatnonzero(document == label)) and list(mine) == sorted(mine)
+                assert len(mine) == min(3, int((document == label).sum()))
+                seen.append(label)
+                if label in drawn:
+                    drawn[label].add(tuple(mine))
+        assert sorted(seen) == [0, 1, 2, 3]  # every document once an epoch
+    assert len(drawn[1]) > 3 and len(drawn[3]) > 3  # other windows in other epochs

@@ -83,10 +83,11 @@ def _assert_same_weights(a, b):
 def test_one_step_under_tensorflow_and_jax_gives_the_same_weights(small_model_dir, tmp_path):
     _worker("tensorflow", "step", small_model_dir, tmp_path / "tf.npz")
     _worker("jax", "step", small_model_dir, tmp_path / "jax.npz")
-    tf_weights, jax_weights = np.load(tmp_path / "tf.npz"), np.load(tmp_path / "jax.npz")
-    _assert_same_weights(jax_weights, tf_weights)
-    # The step moved the weights (two unchanged models would agree and prove nothing).
-    assert float(tf_weights["moved"]) > 1e-4 and float(jax_weights["moved"]) > 1e-4
+    for kind in ("", "-documents"):  # a batch of texts; a batch of documents' windows, pooled
+        tf_weights, jax_weights = np.load(tmp_path / f"tf{kind}.npz"), np.load(tmp_path / f"jax{kind}.npz")
+        _assert_same_weights(jax_weights, tf_weights)
+        # The step moved the weights (two unchanged models would agree and prove nothing).
+        assert float(tf_weights["moved"]) > 1e-4 and float(jax_weights["moved"]) > 1e-4
 
 
 @pytest.mark.slow

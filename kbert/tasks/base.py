@@ -27,6 +27,7 @@ from kbert import model_dir as model_dir_lib
 from kbert.hub_models import resolve_model_dir
 from kbert.layers import accel
 from kbert.tasks.batching import trim_to_longest
+from kbert.tasks.window_inputs import WINDOW_DOCUMENT
 from kbert.text import BertPreprocessor
 from kbert.text.pre_tokenize import pre_tokenize_data, pre_tokenize_dataset
 from kbert.text.registry import as_tokenizer, is_tokenizer, load_tokenizer
@@ -128,6 +129,9 @@ class TaskModel(accel.CompiledStepSettings, keras.Model):
     task_type = ""
     head_name = "head"
     head_shape_keys: tuple = ()
+    # Settings that a model directory written before they existed implies (its kbert.json ``task``
+    # lacks them): the behaviour it was trained and exported with, whatever today's default is.
+    implied_settings: dict = {}
 
     def __init__(self, encoder, tokenizer, lower_case=None, seq_length=128, truncator="round_robin",
                  dynamic_length=True, **kwargs):
@@ -276,6 +280,8 @@ class TaskModel(accel.CompiledStepSettings, keras.Model):
 
         def convert(*element):
             x, rest = element[0], element[1:]
+            if self.takes_ids(x) and WINDOW_DOCUMENT in x:
+                return element  # documents' windows, padded for the host already (document_batches)
             ids = {k: tf.cast(v, tf.int32) for k, v in (x if self.takes_ids(x) else self.pack(x)).items()}
             if dynamic:  # the last axis is the sequence ([rows, seq], or [rows, choices, seq])
                 longest = tf.reduce_max(tf.reduce_sum(ids["input_mask"], axis=-1))
@@ -406,7 +412,8 @@ class TaskModel(accel.CompiledStepSettings, keras.Model):
             saved = None
         kwargs = dict(settings)
         if saved is not None:
-            restored = {k: v for k, v in saved.items() if k not in ("type", "head", "info")}
+            restored = {**cls.implied_settings,
+                        **{k: v for k, v in saved.items() if k not in ("type", "head", "info")}}
             for key in cls.head_shape_keys:
                 if key in settings and settings[key] is not None and _differs(settings[key], restored.get(key)):
                     raise TaskModelError(

@@ -29,7 +29,7 @@ class _PooledTextModel(TaskModel):
     head_name = "classifier"
 
     def __init__(self, encoder, tokenizer, lower_case=None, *, num_outputs, num_segments=1, dropout=0.1,
-                 long_documents="truncate", doc_stride=None, **kwargs):
+                 long_documents="truncate", doc_stride=None, window_pooling=None, **kwargs):
         super().__init__(encoder, tokenizer, lower_case, **kwargs)
         if num_segments not in (1, 2):
             raise TaskModelError(f"num_segments must be 1 (one text) or 2 (a pair), got {num_segments!r}")
@@ -40,6 +40,12 @@ class _PooledTextModel(TaskModel):
             self.long_documents, self.doc_stride = window_settings(long_documents, doc_stride, self.seq_length)
         except ValueError as e:
             raise TaskModelError(str(e)) from None
+        from kbert.tasks.window_inputs import COMBINE, POOLINGS
+
+        # How a text's windows' logits become its one answer, in training, prediction and exports.
+        self.window_pooling = window_pooling or COMBINE[self.task_type]
+        if self.window_pooling not in POOLINGS:
+            raise TaskModelError(f"window_pooling must be one of {', '.join(POOLINGS)}, got {window_pooling!r}")
         config = encoder.config
         self.head = PooledHead(config.hidden_size, num_outputs, dropout=dropout,
                                initializer_range=config.initializer_range, name=self.head_name)
@@ -48,7 +54,7 @@ class _PooledTextModel(TaskModel):
     def task_settings(self):
         return {**super().task_settings(), "num_segments": self.num_segments,
                 "dropout": self.head.dropout_rate, "long_documents": self.long_documents,
-                "doc_stride": self.doc_stride}
+                "doc_stride": self.doc_stride, "window_pooling": self.window_pooling}
 
     @property
     def windows(self) -> bool:
@@ -59,9 +65,16 @@ class _PooledTextModel(TaskModel):
 
     def call(self, inputs, training=None):
         """Logits for texts (TensorFlow; one row per text, its windows combined under
-        ``long_documents="windows"``) or for packed ids (``pack``, or each window's; any backend)."""
-        document = None
-        if self.takes_ids(inputs):
+        ``long_documents="windows"``) or for packed ids (``pack``, or each window's; any backend).
+        Packed ids of a batch of documents' windows (``window_inputs.document_batches``: with each
+        window's document and a mask of the documents) give one row per document."""
+        from kbert.tasks.window_inputs import DOCUMENT_MASK, WINDOW_DOCUMENT, combine
+
+        document = num_documents = None
+        if self.takes_ids(inputs) and WINDOW_DOCUMENT in inputs:
+            packed = {k: v for k, v in inputs.items() if k not in (WINDOW_DOCUMENT, DOCUMENT_MASK)}
+            document, num_documents = inputs[WINDOW_DOCUMENT], keras.ops.shape(inputs[DOCUMENT_MASK])[0]
+        elif self.takes_ids(inputs):
             packed = inputs
         elif host_packing():
             raise TaskModelError(f"{type(self).__name__} under the {keras.backend.backend()} backend takes packed ids "
@@ -70,16 +83,14 @@ class _PooledTextModel(TaskModel):
             from kbert.tasks.window_inputs import window_inputs
 
             packed, document = window_inputs(self, inputs, check=False)
+            num_documents = tf.cast(tf.reduce_max(tf.concat([document, [-1]], 0)) + 1, tf.int32)
         else:
             packed = self.pack(inputs)
         outputs = self.encode(packed, training=training)
         logits = self.head(outputs["pooled_output"], training=training)
         if document is None:
             return logits
-        from kbert.tasks.window_inputs import COMBINE, combine_graph
-
-        num_documents = tf.cast(tf.reduce_max(tf.concat([document, [-1]], 0)) + 1, tf.int32)
-        return combine_graph(logits, document, num_documents, COMBINE[self.task_type])
+        return combine(logits, document, num_documents, self.window_pooling)
 
     def window_ids(self, inputs):
         """(packed numpy ids of every window, document of each) for raw texts, on the host."""
@@ -93,7 +104,7 @@ class _PooledTextModel(TaskModel):
         ``long_documents="windows"`` the windows of all texts are batched together and combined
         into one row per text."""
         if self.windows:
-            from kbert.tasks.window_inputs import COMBINE, combine_numpy
+            from kbert.tasks.window_inputs import combine_numpy
 
             packed, document = self.window_ids(inputs)
             order = length_order(packed["input_mask"].sum(axis=1))
@@ -102,7 +113,7 @@ class _PooledTextModel(TaskModel):
             outputs = in_input_order(self.predict({k: v[order] for k, v in packed.items()}, batch_size=batch_size,
                                                   verbose=0, callbacks=callbacks), order)
             return combine_numpy(outputs, document, len(text_lengths(inputs, self.num_segments)),
-                                 COMBINE[self.task_type])
+                                 self.window_pooling)
         order = length_order(text_lengths(inputs, self.num_segments))
         callbacks = progress_callbacks(progress, len(order), batch_size)
         return in_input_order(self.predict(take_rows(inputs, order), batch_size=batch_size, verbose=0,
@@ -163,6 +174,7 @@ class TextClassifier(_PooledTextModel):
 
     task_type = "text_classifier"
     head_shape_keys = ("num_classes", "label_names")
+    implied_settings = {"window_pooling": "mean"}
 
     def __init__(self, encoder, tokenizer, lower_case=None, *, num_classes=None, label_names=None, **kwargs):
         num_classes, label_names = _label_names(num_classes, label_names, type(self).__name__)
@@ -217,6 +229,7 @@ class TextRegressor(_PooledTextModel):
     """
 
     task_type = "text_regressor"
+    implied_settings = {"window_pooling": "mean"}
 
     def __init__(self, encoder, tokenizer, lower_case=None, **kwargs):
         super().__init__(encoder, tokenizer, lower_case, num_outputs=1, **kwargs)
@@ -260,6 +273,7 @@ class MultiLabelClassifier(_PooledTextModel):
 
     task_type = "multi_label_classifier"
     head_shape_keys = ("num_labels", "label_names")
+    implied_settings = {"window_pooling": "max"}
 
     def __init__(self, encoder, tokenizer, lower_case=None, *, num_labels=None, label_names=None, threshold=0.5,
                  at_least_one=False, **kwargs):

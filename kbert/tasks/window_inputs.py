@@ -6,24 +6,37 @@ text A repeated whole in each window (room ``seq_length - 3 - len(A)``); a text 
 room is an error. Each window is packed with the model's own packer (``[CLS] A [SEP] B [SEP]``): a
 text that fits gets the very input that truncation gives it.
 
-Combining (one answer per document): the mean of the windows' logits for single-label classes
-and for regression scores, the maximum per label for multi-label. Each window is trained with its
-document's label, so a window without the deciding text learns to say little (logits near the
-label prior, which the mean barely moves), while one window that holds it speaks clearly: the
-mean keeps that window's vote and cancels the windows' noise. A multi-label document has a label
-when any part of it says so: a label held by one window of ten would be averaged away, its
-maximum is not (sigmoid is monotone, so the maximum logit is the maximum probability).
+Combining (one answer per document, ``POOLINGS``): by default log(mean(exp)) of the windows' logits
+for single-label classes (between their mean and their maximum: trained on documents, it learns
+where the mean does not, the window that holds the deciding text taking most of the gradient), the
+mean for regression scores, the maximum per label for multi-label (a label held by one window of
+ten would be averaged away, its maximum is not). Every rule gives a text of one window that
+window's own output.
+
+Training (``document_batches``): a batch is a set of documents; all their windows run through the
+encoder together, each document's window outputs are combined by the rule prediction uses, and the
+loss is taken once per document. Trained window by window instead (every window labelled with its
+document's label), the windows without the deciding text, often most of a long document, are
+examples labelled at random: where one sentence decides, the model learns the prior and nothing
+else (docs/finetuning.md, "Long documents").
 """
 
 from __future__ import annotations
 
+import keras
 import numpy as np
 import tensorflow as tf
 
 from kbert.tasks.text_inputs import text_segments
 from kbert.tasks.windows import window_rows
 
-COMBINE = {"text_classifier": "mean", "text_regressor": "mean", "multi_label_classifier": "max"}
+POOLINGS = ("mean", "max", "logmeanexp")
+# The pooling of a new model (measured: docs/finetuning.md, "Long documents"). Model directories
+# written before the pooling was recorded used mean for classes (TaskModel.implied_settings).
+COMBINE = {"text_classifier": "logmeanexp", "text_regressor": "mean", "multi_label_classifier": "max"}
+# The keys a batch of documents' windows adds to the packed ids (document_batches): each window's
+# document in the batch, and a [documents] mask (0 for the rows that pad a batch on the host).
+WINDOW_DOCUMENT, DOCUMENT_MASK = "window_document", "document_mask"
 
 
 def _strings(batch):
@@ -60,24 +73,47 @@ def window_inputs(model, inputs, check: bool = True):
         windows["document"]
 
 
-def combine_graph(outputs, document, num_documents, how: str):
-    """One row per document from the windows' ``outputs`` (tf, [windows, ...])."""
+def combine(outputs, document, num_documents, how: str):
+    """One row per document from the windows' ``outputs`` ([windows, ...]), in keras.ops (any
+    backend; under JAX ``num_documents`` is a static int). Windows whose ``document`` is negative
+    (padding) are dropped; a document without windows gets zeros."""
+    ops = keras.ops
+    outputs = ops.convert_to_tensor(outputs)
+    document = ops.cast(document, "int32")
+    ones = ops.ones(ops.shape(document), dtype=outputs.dtype)
+    counts = ops.segment_sum(ones, document, num_segments=num_documents)
+    for _ in range(len(outputs.shape) - 1):
+        counts = ops.expand_dims(counts, -1)
+    present = counts > 0
+    if how == "mean":
+        return ops.segment_sum(outputs, document, num_segments=num_documents) / ops.maximum(counts, 1)
+    top = ops.where(present, ops.segment_max(outputs, document, num_segments=num_documents), 0)
     if how == "max":
-        return tf.math.unsorted_segment_max(outputs, document, num_documents)
-    return tf.math.unsorted_segment_mean(outputs, document, num_documents)
+        return top
+    if how == "logmeanexp":  # log(mean(exp(x))): the max, plus a log of the mean of exp(x - max)
+        shifted = ops.exp(outputs - ops.take(top, ops.maximum(document, 0), axis=0))
+        total = ops.segment_sum(shifted, document, num_segments=num_documents)
+        return ops.where(present, top + ops.log(ops.maximum(total, 1e-30) / ops.maximum(counts, 1)), 0)
+    raise ValueError(f"window pooling must be one of {', '.join(POOLINGS)}, got {how!r}")
 
 
 def combine_numpy(outputs, document, num_documents: int, how: str) -> np.ndarray:
-    """``combine_graph`` in numpy (kbert predict and evaluation combine on the host)."""
+    """``combine`` in numpy (kbert predict and evaluation combine on the host)."""
     outputs, document = np.asarray(outputs), np.asarray(document)
-    if how == "max":
-        result = np.full((num_documents, *outputs.shape[1:]), -np.inf, dtype=outputs.dtype)
-        np.maximum.at(result, document, outputs)
-        return result
-    total = np.zeros((num_documents, *outputs.shape[1:]), dtype=np.float64)
-    np.add.at(total, document, outputs)
+    if how not in POOLINGS:
+        raise ValueError(f"window pooling must be one of {', '.join(POOLINGS)}, got {how!r}")
+    if how in ("max", "logmeanexp"):
+        top = np.full((num_documents, *outputs.shape[1:]), -np.inf, dtype=outputs.dtype)
+        np.maximum.at(top, document, outputs)
+        if how == "max":
+            return top
     counts = np.bincount(document, minlength=num_documents).reshape(-1, *([1] * (outputs.ndim - 1)))
-    return (total / counts).astype(outputs.dtype)
+    total = np.zeros((num_documents, *outputs.shape[1:]), dtype=np.float64)
+    if how == "mean":
+        np.add.at(total, document, outputs)
+        return (total / counts).astype(outputs.dtype)
+    np.add.at(total, document, np.exp(outputs.astype(np.float64) - top[document]))
+    return (top + np.log(total / counts)).astype(outputs.dtype)
 
 
 def host_windows(model, inputs, batch_rows: int = 256):
@@ -104,3 +140,71 @@ def host_windows(model, inputs, batch_rows: int = 256):
         documents.append(document.numpy() + first)
     keys = packed[0].keys()
     return {k: np.concatenate([p[k] for p in packed]) for k in keys}, np.concatenate(documents)
+
+
+def document_batches(packed: dict, document, labels, *, batch_size: int, max_windows=None, shuffle=True, seed=None,
+                     host=None) -> tf.data.Dataset:
+    """Training batches of whole documents (document-level training of windows).
+
+    Args:
+        packed: every window's packed ids (``host_windows``), [windows, seq_length] arrays.
+        document: each window's document, ascending ([windows]).
+        labels: one per document ([documents, ...]).
+        batch_size: documents per batch.
+        max_windows: at most this many windows of a document per epoch, drawn afresh each epoch
+            (in their order in the document); None: all.
+        shuffle, seed: documents in a new order each epoch.
+        host: (rows multiple, width multiple) for a backend that takes fixed shapes (JAX): the
+            windows and the documents of a batch padded to a multiple of the first (padding windows
+            belong to no document, padding documents weigh 0), the width cut to the longest window
+            rounded up to the second; None (TensorFlow): the model trims the batch itself.
+
+    Returns:
+        A dataset of ``(x, labels)`` (``(x, labels, weights)`` with ``host``): ``x`` the windows'
+        packed ids with ``WINDOW_DOCUMENT`` [windows] and ``DOCUMENT_MASK`` [documents].
+    """
+    labels = np.asarray(labels)
+    document = np.asarray(document, np.int64)
+    num_documents = len(labels)
+    seq_length = next(iter(packed.values())).shape[1]
+    ragged = {k: tf.RaggedTensor.from_value_rowids(np.asarray(v, np.int32), document, nrows=num_documents)
+              for k, v in packed.items()}
+    ds = tf.data.Dataset.from_tensor_slices((ragged, labels))
+    if shuffle:
+        ds = ds.shuffle(num_documents, seed=seed, reshuffle_each_iteration=True)
+    if max_windows:
+        draws = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
+
+        def sample(element, draw):
+            windows, label = element
+            count = tf.shape(windows["input_mask"])[0]
+            keep = tf.sort(tf.random.experimental.stateless_shuffle(
+                tf.range(count), seed=tf.stack([draw, tf.cast(count, tf.int64)]))[:max_windows])
+            return {k: tf.gather(v, keep) for k, v in windows.items()}, label
+
+        ds = tf.data.Dataset.zip((ds, draws)).map(sample)
+    ds = ds.ragged_batch(batch_size)
+
+    def flatten(windows, label):
+        x = {k: v.values for k, v in windows.items()}
+        x[WINDOW_DOCUMENT] = tf.cast(windows["input_mask"].value_rowids(), tf.int32)
+        x[DOCUMENT_MASK] = tf.ones([tf.shape(label)[0]], tf.float32)
+        if host is None:
+            return x, label
+        rows, width_multiple = host
+        longest = tf.maximum(tf.reduce_max(tf.reduce_sum(x["input_mask"], axis=-1)), 1)
+        width = tf.minimum((longest + width_multiple - 1) // width_multiple * width_multiple, seq_length)
+
+        def pad(t, fill=0):
+            size = tf.shape(t)[0]
+            extra = (size + rows - 1) // rows * rows - size
+            return tf.pad(t, [[0, extra]] + [[0, 0]] * (t.shape.rank - 1), constant_values=fill)
+
+        padded = {k: pad(x[k][:, :width]) for k in packed}
+        padded[WINDOW_DOCUMENT] = pad(x[WINDOW_DOCUMENT], -1)
+        padded[DOCUMENT_MASK] = pad(x[DOCUMENT_MASK])
+        return padded, pad(label), padded[DOCUMENT_MASK]
+
+    ds = ds.map(flatten, num_parallel_calls=tf.data.AUTOTUNE)
+    ds = ds.apply(tf.data.experimental.assert_cardinality(-(-num_documents // batch_size)))
+    return ds.prefetch(tf.data.AUTOTUNE)

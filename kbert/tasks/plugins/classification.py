@@ -23,6 +23,8 @@ from kbert.tasks.plugins.classification_predict import ClassificationPrediction
 from kbert.tasks.registry import register_task, register_task_type
 from kbert.tasks.task_type import WARMUP_TEXTS, DataSource, Recipe, TaskType
 
+WINDOW_TRAINING = ("documents", "windows")
+
 # The metric that picks the best epoch (the one GLUE's leaderboard reports first for the task).
 GLUE_MAIN_METRIC = {"cola": "matthews_corrcoef", "mrpc": "f1", "qqp": "f1", "stsb": "spearman"}
 
@@ -40,6 +42,13 @@ class TableOptions:
         multi_label: each row's label is a list (``kbert.MultiLabelClassifier``).
         threshold: multi-label: the probability above which a label is predicted.
         at_least_one_label: multi-label: a row with no label above the threshold gets its best one.
+        window_training: ``--long-documents windows``: ``documents`` (a batch of documents, each
+            document's windows pooled into its one answer, one loss per document) or ``windows``
+            (each window an example with its document's label).
+        window_pooling: how a document's windows' logits become its answer, in training, prediction
+            and exports: ``mean``, ``max`` or ``logmeanexp`` (None: mean; max for multi-label).
+        max_windows: document-level training: at most this many windows of a document per epoch,
+            drawn afresh each epoch (None: all).
 
     Examples:
         >>> import kbert
@@ -57,6 +66,13 @@ class TableOptions:
     threshold: float = option(0.5, help="multi-label: a label is predicted when its probability exceeds this")
     at_least_one_label: bool = option(False, help="multi-label: a row with no label above the threshold gets "
                                                   "its most probable label")
+    window_training: str = option("documents", help="--long-documents windows: train on documents (their windows "
+                                                    "pooled, one loss each) or on windows (each with its "
+                                                    "document's label)")
+    window_pooling: str | None = option(None, help="--long-documents windows: mean, max or logmeanexp of a "
+                                                   "document's windows' logits (default mean; max for multi-label)")
+    max_windows: int | None = option(None, type=int, help="document-level training: at most this many windows "
+                                                          "of a document per epoch, drawn afresh each epoch")
 
     def __post_init__(self):
         self.text_columns = comma_list(self.text_columns) if self.text_columns else None
@@ -65,6 +81,16 @@ class TableOptions:
             raise ValueError(f"--threshold must be between 0 and 1, got {self.threshold}")
         if self.multi_label and self.regression:
             raise ValueError("--multi-label and --regression exclude each other")
+        from kbert.tasks.window_inputs import POOLINGS
+
+        if self.window_training not in WINDOW_TRAINING:
+            raise ValueError(f"--window-training must be one of {', '.join(WINDOW_TRAINING)}, "
+                             f"got {self.window_training!r}")
+        if self.window_pooling is not None and self.window_pooling not in POOLINGS:
+            raise ValueError(f"--window-pooling must be one of {', '.join(POOLINGS)}, got {self.window_pooling!r}")
+        if self.max_windows is not None and (isinstance(self.max_windows, bool) or not isinstance(self.max_windows, int)
+                                             or self.max_windows < 1):
+            raise ValueError(f"--max-windows must be a positive whole number, got {self.max_windows!r}")
 
 
 class ClassificationRecipe(Recipe):
@@ -137,7 +163,7 @@ class ClassificationRecipe(Recipe):
 
         o = self.options
         common = dict(num_segments=self.num_segments, long_documents=o.long_documents, doc_stride=o.doc_stride,
-                      **self.build_kwargs(encoder_overrides))
+                      window_pooling=self.task_options.window_pooling, **self.build_kwargs(encoder_overrides))
         if self.regression:
             return TextRegressor.from_model_dir(init_dir, **common)
         if self.multi_label:
@@ -165,20 +191,51 @@ class ClassificationRecipe(Recipe):
                                                          token_lengths(model.tokenizer, dev_segments, 2 ** 62),
                                                          model.windows, "evaluation")[1]
         labels = self.labels(self.train)
-        if model.windows:  # every window a training example with its document's label
+        if model.windows:
             try:
                 x, document = model.window_ids(x)
             except ValueError as e:  # a text A that leaves no room: name the file
                 raise ValueError(f"{self.options.train_file or self.options.data_dir}: {e}") from None
-            labels, lengths = labels[document], x["input_mask"].sum(axis=1)
             self.num_windows = len(document)
             self.long_document_notes.append(f"windows: {len(document)} training windows of {len(full)} texts "
                                             f"(--doc-stride {model.doc_stride})")
+            if self.task_options.window_training == "documents":
+                return self._document_batches(model, x, document, labels)
+            labels, lengths = labels[document], x["input_mask"].sum(axis=1)  # every window an example
+            self.long_document_notes.append("windows: trained window by window (--window-training windows), "
+                                            "each with its document's label")
         else:
             lengths = np.minimum(full, model.seq_length)
         self.train_lengths = lengths
         return make_dataset(x, labels, batch_size=self.options.batch_size, lengths=lengths,
                             boundaries=self.boundaries(model.seq_length), shuffle=True, seed=self.options.seed)
+
+    def _document_batches(self, model, x, document, labels):
+        """Document-level training: batches of --batch-size documents, each document's windows
+        pooled by the model's rule, one loss per document (kbert.tasks.window_inputs)."""
+        from kbert.tasks.base import host_packing
+        from kbert.tasks.window_inputs import document_batches
+
+        cap = self.task_options.max_windows
+        counts = np.bincount(document, minlength=len(labels))
+        over = int((counts > cap).sum()) if cap else 0
+        self.window_training = {"window_training": "documents", "window_pooling": model.window_pooling,
+                                "max_windows": cap, "documents_over_max_windows": over}
+        note = (f"windows: trained on documents, {self.options.batch_size} a batch, each document's windows "
+                f"pooled by {model.window_pooling} (up to {int(counts.max(initial=0))} windows a document)")
+        if over:
+            note += f"; {over} documents have more than --max-windows {cap}: {cap} of theirs drawn each epoch"
+        self.long_document_notes.append(note)
+        host = None
+        if host_packing():
+            from kbert.tasks.base import _processes
+
+            if _processes()[0] > 1:
+                raise ValueError("--long-documents windows trains on documents in one process; over several "
+                                 "processes use --window-training windows")
+            host = (model._row_multiple(), model.WIDTH_MULTIPLE)
+        return document_batches(x, document, labels, batch_size=self.options.batch_size, max_windows=cap,
+                                shuffle=True, seed=self.options.seed, host=host)
 
     def summary(self) -> dict:
         summary = super().summary()
@@ -186,6 +243,7 @@ class ClassificationRecipe(Recipe):
             summary.update(long_documents=self.options.long_documents, **self.truncated)
         if getattr(self, "num_windows", None) is not None:
             summary["train_windows"] = self.num_windows
+            summary.update(getattr(self, "window_training", None) or {"window_training": "windows"})
         return summary
 
     def evaluate(self, model):
