@@ -46,7 +46,8 @@ class TableOptions:
             document's windows pooled into its one answer, one loss per document) or ``windows``
             (each window an example with its document's label).
         window_pooling: how a document's windows' logits become its answer, in training, prediction
-            and exports: ``mean``, ``max`` or ``logmeanexp`` (None: mean; max for multi-label).
+            and exports: ``logmeanexp``, ``mean`` or ``max`` (None: logmeanexp for classes, mean for
+            regression, max for multi-label).
         max_windows: document-level training: at most this many windows of a document per epoch,
             drawn afresh each epoch (None: all).
 
@@ -69,8 +70,9 @@ class TableOptions:
     window_training: str = option("documents", help="--long-documents windows: train on documents (their windows "
                                                     "pooled, one loss each) or on windows (each with its "
                                                     "document's label)")
-    window_pooling: str | None = option(None, help="--long-documents windows: mean, max or logmeanexp of a "
-                                                   "document's windows' logits (default mean; max for multi-label)")
+    window_pooling: str | None = option(None, help="--long-documents windows: logmeanexp, mean or max of a "
+                                                   "document's windows' logits (default logmeanexp; regression: "
+                                                   "mean; multi-label: max)")
     max_windows: int | None = option(None, type=int, help="document-level training: at most this many windows "
                                                           "of a document per epoch, drawn afresh each epoch")
 
