@@ -27,6 +27,10 @@ from kbert.api_export import kbert_export
 
 class _PooledTextModel(TaskModel):
     head_name = "classifier"
+    # The window pooling of a new model of this class and its subclasses (measured:
+    # docs/finetuning.md, "Long documents"); directories written before the pooling was recorded
+    # imply their own (implied_settings).
+    default_window_pooling = "mean"
 
     def __init__(self, encoder, tokenizer, lower_case=None, *, num_outputs, num_segments=1, dropout=0.1,
                  long_documents="truncate", doc_stride=None, window_pooling=None, **kwargs):
@@ -40,10 +44,10 @@ class _PooledTextModel(TaskModel):
             self.long_documents, self.doc_stride = window_settings(long_documents, doc_stride, self.seq_length)
         except ValueError as e:
             raise TaskModelError(str(e)) from None
-        from kbert.tasks.window_inputs import COMBINE, POOLINGS
+        from kbert.tasks.window_inputs import POOLINGS
 
         # How a text's windows' logits become its one answer, in training, prediction and exports.
-        self.window_pooling = window_pooling or COMBINE[self.task_type]
+        self.window_pooling = window_pooling or self.default_window_pooling
         if self.window_pooling not in POOLINGS:
             raise TaskModelError(f"window_pooling must be one of {', '.join(POOLINGS)}, got {window_pooling!r}")
         config = encoder.config
@@ -173,6 +177,7 @@ class TextClassifier(_PooledTextModel):
     """
 
     task_type = "text_classifier"
+    default_window_pooling = "logmeanexp"
     head_shape_keys = ("num_classes", "label_names")
     implied_settings = {"window_pooling": "mean"}
 
@@ -272,6 +277,7 @@ class MultiLabelClassifier(_PooledTextModel):
     """
 
     task_type = "multi_label_classifier"
+    default_window_pooling = "max"
     head_shape_keys = ("num_labels", "label_names")
     implied_settings = {"window_pooling": "max"}
 

@@ -31,9 +31,6 @@ from kbert.tasks.text_inputs import text_segments
 from kbert.tasks.windows import window_rows
 
 POOLINGS = ("mean", "max", "logmeanexp")
-# The pooling of a new model (measured: docs/finetuning.md, "Long documents"). Model directories
-# written before the pooling was recorded used mean for classes (TaskModel.implied_settings).
-COMBINE = {"text_classifier": "logmeanexp", "text_regressor": "mean", "multi_label_classifier": "max"}
 # The keys a batch of documents' windows adds to the packed ids (document_batches): each window's
 # document in the batch, and a [documents] mask (0 for the rows that pad a batch on the host).
 WINDOW_DOCUMENT, DOCUMENT_MASK = "window_document", "document_mask"
