@@ -92,7 +92,10 @@ def main(argv=None):
     from kbert.model_dir import check_output
 
     source = args.model_dir_or_vocab if args.what == "preprocessor" else args.model_dir
-    check_output(args.out_dir, [source], overwrite=args.overwrite, replaceable=is_kbert_export)
+    replaceable = is_kbert_export
+    if args.what == "onnx":  # an earlier ONNX export folder is replaced whole, as a SavedModel version is
+        from kbert.export.onnx.export import is_onnx_export as replaceable
+    check_output(args.out_dir, [source], overwrite=args.overwrite, replaceable=replaceable)
     with _interrupt_on_sigterm():
         return _export(args)
 

@@ -102,7 +102,7 @@ def export_onnx(model_dir, out_dir, form: str = "ort", quantize: str | None = No
     if quantize not in (None, *QUANTIZE):
         raise ValueError(f"quantize must be one of {QUANTIZE} or None, got {quantize!r}")
     model_dir, out_dir = pathlib.Path(model_dir), pathlib.Path(out_dir)
-    check_output(out_dir, [model_dir], overwrite=overwrite, replaceable=_is_onnx_export)
+    check_output(out_dir, [model_dir], overwrite=overwrite, replaceable=is_onnx_export)
     model, tok = _load(model_dir)
     model_type = getattr(model, "task_type", None) or "encoder"
     proto = build_graph(model, form, producer_version=_kbert_version())
@@ -141,7 +141,8 @@ def _kbert_version() -> str:
         return ""
 
 
-def _is_onnx_export(path) -> bool:
+def is_onnx_export(path) -> bool:
+    """Whether ``path`` is a folder an ONNX export may replace whole: an earlier one, or empty."""
     path = pathlib.Path(path)
     return path.is_dir() and not path.is_symlink() and ((path / runtime.METADATA_FILE).is_file()
                                                         or not any(path.iterdir()))

@@ -24,7 +24,9 @@ pair model, pairs of every mix of lengths at the limit. The first request whose 
 the file, naming it and the rule. Known refusals: MeCab and SentencePiece tokenizers (their rules
 are kbert's Python and tensorflow-text steps), pair models (kbert cuts a pair as google-research/bert
 does, giving text A the odd token where both are long; ``tokenizers``' longest_first gives it to the
-longer text), span QA and ``long_documents="windows"`` models (run_squad.py's windows).
+longer text), cased models under transformers' rules (a word that becomes a special token after
+cleaning stays whole there: ``never_split``), span QA and ``long_documents="windows"`` models
+(run_squad.py's windows).
 """
 
 from __future__ import annotations
@@ -182,7 +184,8 @@ def tokenizer_file(tokenizer, pack, kind: str, seq_length: int, extra=()) -> Tok
             first = next((i for i, (a, b) in enumerate(zip(w, h)) if a != b), min(len(w), len(h)))
             return TokenizerFile(None, f"its ids differ from kbert's on {json.dumps(request, ensure_ascii=False)[:200]} "
                                        f"(position {first}: kbert {_tokens(vocab, w, first)}, tokenizer.json "
-                                       f"{_tokens(vocab, h, first)}){_rule(kind, w, h, seq_length)}", len(requests))
+                                       f"{_tokens(vocab, h, first)}){_rule(tokenizer, kind, w, h, seq_length)}",
+                                  len(requests))
     return TokenizerFile(tok.to_str(pretty=True), None, len(requests))
 
 
@@ -190,8 +193,12 @@ def _tokens(vocab, ids, at):
     return " ".join(vocab[i] for i in ids[at:at + 3]) or "(end)"
 
 
-def _rule(kind, want, got, seq_length) -> str:
+def _rule(tokenizer, kind, want, got, seq_length) -> str:
+    """The rule behind a difference, where it is one of the known ones."""
     if kind == "pair" and len(want) == len(got) == seq_length:  # the same pieces, cut elsewhere
         return ("; the rule: kbert cuts a long pair as google-research/bert (text A gets the odd token), "
                 "tokenizers' longest_first gives it to the longer text")
+    if tokenizer.rules == "transformers" and not tokenizer.lower_case:
+        return ("; the rule: transformers' cased BertTokenizer keeps whole a word that becomes a special token "
+                "after cleaning (never_split), which tokenizers' added tokens do not")
     return ""
