@@ -220,12 +220,14 @@ def _quantize(folder, session, model, model_type) -> dict:
     on 32 rows of random ids (measure it on real rows with ``kbert predict --onnx``)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
+    # Per-channel weight scales: answers closer to the float model's than one scale per tensor
+    # (docs/bench/onnx-2026-12-05).
     # The contrib ops' outputs have no inferred type: the quantizer is told they are float. (Its advice
     # to pre-process the model first, logged on the root logger, is about static quantization.)
     logging.disable(logging.WARNING)
     try:
         quantize_dynamic(str(folder / runtime.MODEL_FILE), str(folder / runtime.INT8_FILE),
-                         weight_type=QuantType.QInt8,
+                         weight_type=QuantType.QInt8, per_channel=True,
                          extra_options={"DefaultTensorType": onnx_module().TensorProto.FLOAT})
     finally:
         logging.disable(logging.NOTSET)
