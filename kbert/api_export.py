@@ -92,6 +92,7 @@ PUBLIC = {
     "kbert.export_preprocessor": "kbert.export.preprocessor",
     "kbert.export_hub_pair": "kbert.export.hub_pair",
     "kbert.export_task": "kbert.export.task",
+    "kbert.export_onnx": "kbert.export.onnx.export",
     # converters
     "kbert.convert_hf": "kbert.convert.api",
     "kbert.convert_google": "kbert.convert.api",

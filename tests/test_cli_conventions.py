@@ -18,6 +18,7 @@ COMMANDS = [
     (["export", "encoder"], "kbert export encoder"),
     (["export", "preprocessor"], "kbert export preprocessor"),
     (["export", "task"], "kbert export task"),
+    (["export", "onnx"], "kbert export onnx"),
     (["convert"], "kbert convert"),
     (["convert", "hf"], "kbert convert hf"),
     (["convert", "google"], "kbert convert google"),

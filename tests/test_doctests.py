@@ -79,7 +79,7 @@ def _run(name, obj):
 
 # Examples that take more than ~4 s on 2 cores (a SavedModel export, a fine-tuning run): the slow tier.
 SLOW = {"kbert.export_encoder", "kbert.export_hub_pair", "kbert.export_preprocessor", "kbert.export_task",
-        "kbert.finetune", "kbert.TextClassifier"}
+        "kbert.export_onnx", "kbert.finetune", "kbert.TextClassifier"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n

@@ -124,7 +124,18 @@ def _read_texts(path, limit):
     return texts[:limit]
 
 
-def _case_fns(case, sess, tokenizer, vocab_size):
+HF_NAMES = {"ids": "input_ids", "mask": "attention_mask", "types": "token_type_ids"}
+KBERT_NAMES = {"ids": "input_word_ids", "mask": "input_mask", "types": "input_type_ids"}
+
+
+def _feeds(names, dtype, ids, mask, types):
+    import numpy as np
+
+    return {names["ids"]: np.asarray(ids, dtype), names["mask"]: np.asarray(mask, dtype),
+            names["types"]: np.asarray(types, dtype)}
+
+
+def _case_fns(case, sess, tokenizer, vocab_size, names=HF_NAMES, dtype="int64"):
     """(fn, batcher) for one case on one session: fn() runs one request; for concurrency > 0 it is
     a ``ClosedLoop`` whose ``run_many(n)`` sends n requests from that many client threads through
     ``batcher``."""
@@ -139,9 +150,8 @@ def _case_fns(case, sess, tokenizer, vocab_size):
 
         def encode(strings):
             encodings = tokenizer.encode_batch(strings)
-            ids = np.asarray([e.ids for e in encodings], np.int64)
-            return {"input_ids": ids, "attention_mask": np.asarray([e.attention_mask for e in encodings], np.int64),
-                    "token_type_ids": np.asarray([e.type_ids for e in encodings], np.int64)}
+            return _feeds(names, dtype, [e.ids for e in encodings], [e.attention_mask for e in encodings],
+                          [e.type_ids for e in encodings])
 
         def run_batch(strings):
             return sess.run(None, encode(list(strings)))
@@ -151,9 +161,8 @@ def _case_fns(case, sess, tokenizer, vocab_size):
         rng = np.random.default_rng(0)
         requests = []
         for _ in range(8):
-            ids = rng.integers(1, vocab_size, (batch, seq)).astype(np.int64)
-            requests.append({"input_ids": ids, "attention_mask": np.ones_like(ids),
-                             "token_type_ids": np.zeros_like(ids)})
+            ids = rng.integers(1, vocab_size, (batch, seq))
+            requests.append(_feeds(names, dtype, ids, np.ones_like(ids), np.zeros_like(ids)))
 
         def run_batch(feeds):
             return sess.run(None, feeds)
@@ -174,6 +183,17 @@ def _case_fns(case, sess, tokenizer, vocab_size):
     return fn, None
 
 
+def _tokenizer(path, seq):
+    """A Rust tokenizer from ``path``, cutting and padding every request to ``seq`` (the bench's
+    fixed length, as kbert's preprocessor export pads)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer.enable_truncation(max_length=seq)
+    tokenizer.enable_padding(length=seq, pad_id=0)
+    return tokenizer
+
+
 def build(spec):
     import onnxruntime as ort
 
@@ -190,19 +210,23 @@ def build(spec):
     if not optimized.exists():
         optimize_onnx(plain, optimized, config.num_attention_heads, config.hidden_size)
     del model
-    tokenizer = None
-    if any(c["kind"] == "strings" for c in spec["cases"]):
-        from tokenizers import Tokenizer
-
-        tokenizer = Tokenizer.from_file(str(pathlib.Path(spec["hf_dir"]) / "tokenizer.json"))
-        tokenizer.enable_truncation(max_length=seq)
-        tokenizer.enable_padding(length=seq, pad_id=0)
-    sessions = {f"ORT {ort.__version__}": session(plain, threads),
-                f"ORT {ort.__version__} optimized": session(optimized, threads)}
+    strings = any(c["kind"] == "strings" for c in spec["cases"])
+    tokenizer = _tokenizer(pathlib.Path(spec["hf_dir"]) / "tokenizer.json", seq) if strings else None
+    # label -> (session, tokenizer, input names, id dtype, group)
+    systems = {f"ORT {ort.__version__}": (session(plain, threads), tokenizer, HF_NAMES, "int64", "peer"),
+               f"ORT {ort.__version__} optimized": (session(optimized, threads), tokenizer, HF_NAMES, "int64", "peer")}
+    if spec.get("kbert_onnx"):
+        folder = pathlib.Path(spec["kbert_onnx"])
+        own = folder / "tokenizer.json"
+        systems["kbert ONNX"] = (session(folder / "model.onnx", threads),
+                                 _tokenizer(own, seq) if strings and own.exists() else None, KBERT_NAMES, "int32",
+                                 "kbert")
     fns, infos = {}, []
     for case in spec["cases"]:
-        for label, sess in sessions.items():
-            fn, batcher = _case_fns(case, sess, tokenizer, config.vocab_size)
+        for label, (sess, case_tokenizer, names, dtype, group) in systems.items():
+            if case["kind"] == "strings" and case_tokenizer is None:
+                continue  # kbert's export wrote no tokenizer.json (it says why)
+            fn, batcher = _case_fns(case, sess, case_tokenizer, config.vocab_size, names, dtype)
             name = f"{case['name']}: {label}"
             if batcher is not None:
                 _BATCHERS.append(batcher)  # its worker thread lives as long as the child
@@ -211,14 +235,15 @@ def build(spec):
                 fn.run_many(max(1, int(case.get("concurrency") or 0))) if batcher else fn()
             items = int(case["batch_size"])
             infos.append(dict(name=name, items=items, flops=float(spec.get("flops", 0.0)) * items,
-                              framework="ort", group="peer", unit=case.get("unit", "seq"),
+                              framework="ort", group=group, unit=case.get("unit", "seq"),
                               concurrency=int(case.get("concurrency") or 0)))
     import tokenizers
     import torch
     import transformers
 
+    own = "; kbert ONNX: kbert export onnx (form ort)" if spec.get("kbert_onnx") else ""
     return infos, fns, (f"onnxruntime {ort.__version__} (export: torch {torch.__version__} torch.onnx, "
-                        f"transformers {transformers.__version__}; tokenizers {tokenizers.__version__})")
+                        f"transformers {transformers.__version__}; tokenizers {tokenizers.__version__}{own})")
 
 
 def save_random_hf(config_name: str, vocab_file, out_dir) -> pathlib.Path:

@@ -6,6 +6,9 @@ bench makes, in one child process, what a user would deploy:
     XLA-compiled ``serving_xla``) and ``kbert.export preprocessor`` (strings in, seq 128), then
     loads the two SavedModels with ``tf.saved_model.load`` in this process and calls their
     signatures (strings in: the preprocessor, then the encoder);
+  * kbert's ONNX export (``kbert export onnx`` of the converted directory: ONNX Runtime's fused
+    kernels), run in ONNX Runtime in the peer's process with the peer's session options; strings
+    in: the export's tokenizer.json (Rust ``tokenizers``) inside the timed request;
   * ONNX Runtime (``kbert.bench.ort_peer``, its own process): ``torch.onnx`` export of the same
     weights, plain and transformer-optimized; strings in: Rust ``tokenizers`` encoding (padded to
     the same length) inside the timed request.
@@ -13,7 +16,8 @@ Cases: ids in at each ``--batch-sizes``, strings in at batch 1, and ``--concurre
 threads sending one-sentence requests through one batcher each side (kbert.bench.concurrency).
 Rounds interleave every candidate of every case (rotated); each table gives p50 / p90 / p99 over
 all requests, the min–max of the per-round p50s (the run-to-run spread) and the rate, then
-kbert's best / ORT's best.
+kbert's best / ORT's best, and kbert's ONNX against the ORT-optimized torch export and against
+kbert's best SavedModel signature (with their goals on the batch-1 ids case).
 """
 
 from __future__ import annotations
@@ -30,6 +34,10 @@ import time
 from kbert.bench import common, concurrency
 
 SEQ = 128
+ONNX_DIR = "kbert_onnx"
+# kbert's ONNX file at batch 1, ids in: at least as fast as the ORT-optimized torch export, and 1.25x
+# kbert's best SavedModel signature (docs/serving.md).
+ONNX_GOALS = {"ORT optimized": 1.0, "SavedModel": 1.25}
 
 
 def child_env() -> dict:
@@ -40,15 +48,18 @@ def child_env() -> dict:
     return env
 
 
-def build_exports(hf_dir, work: pathlib.Path, xla: bool):
-    """The converted model directory, encoder and preprocessor SavedModels under ``work`` (kept from an
-    earlier run with the same ``--work-dir``), made in one child process: converting and exporting build
+def build_exports(hf_dir, work: pathlib.Path, xla: bool, onnx: bool = False):
+    """The converted model directory, encoder and preprocessor SavedModels (and with ``onnx`` kbert's
+    ONNX export) under ``work`` (kept from an earlier run with the same ``--work-dir``), made in one
+    child process: converting and exporting build
     Keras models and trace them, and this process only loads the exports. One child, not one per step
     (``kbert convert``, ``kbert export`` twice): each start imports TensorFlow and Keras again."""
     model_dir, encoder, pre = work / "kbert_model", work / "encoder" / "1", work / "preprocessor" / "1"
-    if not all((d / name).exists() for d, name in ((model_dir, "bert_config.json"), (encoder, "saved_model.pb"),
-                                                    (pre, "saved_model.pb"))):
-        argv = [str(hf_dir), str(work), *(["--xla"] if xla else [])]
+    made = [(model_dir, "bert_config.json"), (encoder, "saved_model.pb"), (pre, "saved_model.pb")]
+    if onnx:
+        made.append((work / ONNX_DIR, "model.onnx"))
+    if not all((d / name).exists() for d, name in made):
+        argv = [str(hf_dir), str(work), *(["--xla"] if xla else []), *(["--onnx"] if onnx else [])]
         proc = subprocess.run([sys.executable, "-m", "kbert.bench.serve_ort", *argv], capture_output=True,
                               text=True, env=child_env())
         if proc.returncode:
@@ -56,9 +67,10 @@ def build_exports(hf_dir, work: pathlib.Path, xla: bool):
     return encoder, pre
 
 
-def _build_here(hf_dir, work: pathlib.Path, xla: bool):
+def _build_here(hf_dir, work: pathlib.Path, xla: bool, onnx: bool = False):
     """What ``build_exports``' child does: ``kbert convert hf``, ``kbert export encoder
-    --no-head-signatures [--xla-signature]`` and ``kbert export preprocessor --seq-length SEQ``."""
+    --no-head-signatures [--xla-signature]``, ``kbert export preprocessor --seq-length SEQ`` and with
+    ``onnx`` ``kbert export onnx``."""
     from kbert.convert.hf import convert
     from kbert.export.encoder import export_encoder
     from kbert.export.preprocessor import export_preprocessor
@@ -70,6 +82,11 @@ def _build_here(hf_dir, work: pathlib.Path, xla: bool):
         export_encoder(model_dir, encoder, head_signatures=False, xla_signature=xla, overwrite=True)
     if not (pre / "saved_model.pb").exists():
         export_preprocessor(model_dir, pre, seq_length=SEQ, overwrite=True)
+    if onnx and not (work / ONNX_DIR / "model.onnx").exists():
+        from kbert.export.onnx.export import export_onnx
+
+        result = export_onnx(model_dir, work / ONNX_DIR, overwrite=True)
+        print(f"  kbert export onnx: {result.tokenizer.reason or 'tokenizer.json written'}", file=sys.stderr)
 
 
 def _cases(args):
@@ -141,6 +158,15 @@ def _interleave(pairs, rounds):
     return times
 
 
+def _onnx_missing():
+    """Why kbert's ONNX export cannot be measured here (None if it can)."""
+    from kbert.bench.common import have
+
+    if not (have("onnx") and have("onnxruntime")):
+        return "kbert ONNX: not measured (needs the onnx extra: pip install 'kbert[onnx]')"
+    return None
+
+
 def _pct(sorted_times, q):
     return sorted_times[min(len(sorted_times) - 1, int(round(q * (len(sorted_times) - 1))))]
 
@@ -173,7 +199,28 @@ def print_case(case, runners, times, file=None):
         return None
     k, p = max(kbert, key=lambda v: v[0]), max(peers, key=lambda v: v[0])
     print(f"ratio kbert / fastest peer: {k[0] / p[0]:.2f}  ({k[1].name} vs {p[1].name})", file=file)
+    _print_onnx_ratios(case, rates, file)
     return k[0] / p[0], k[1], p[1]
+
+
+def _print_onnx_ratios(case, rates, file):
+    """kbert's ONNX against the ORT-optimized torch export and against kbert's best SavedModel
+    signature; the goals (ONNX_GOALS) are judged on the batch-1 ids case."""
+    by_name = {r.name.split(": ", 1)[1]: (rate, r) for rate, r in rates.values()}
+    onnx = by_name.get("kbert ONNX")
+    if onnx is None:
+        return
+    others = {"ORT optimized": [v for n, v in by_name.items() if n.startswith("ORT") and n.endswith("optimized")],
+              "SavedModel": [v for n, v in by_name.items() if n.startswith("kbert export")]}
+    for what, rows in others.items():
+        if not rows:
+            continue
+        best = max(rows, key=lambda v: v[0])
+        verdict = ""
+        if case["kind"] == "ids" and case["batch_size"] == 1 and not case.get("concurrency"):
+            goal = ONNX_GOALS[what]
+            verdict = f"  goal >= {goal:.2f}: {'met' if onnx[0] / best[0] >= goal else 'MISSED'}"
+        print(f"ratio kbert ONNX / {best[1].name.split(': ', 1)[1]}: {onnx[0] / best[0]:.2f}{verdict}", file=file)
 
 
 def run(args):
@@ -185,22 +232,27 @@ def run(args):
     work = pathlib.Path(args.work_dir) if args.work_dir else pathlib.Path(tempfile.mkdtemp(prefix="kbert-serve-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        print("  exporting (kbert.convert hf, kbert.export encoder / preprocessor) ...", file=sys.stderr, flush=True)
-        enc_dir, pre_dir = build_exports(hf_dir, work, xla=args.xla)
+        onnx_note = _onnx_missing() if args.ort else "kbert ONNX: measured beside the ORT peer (--vs ort)"
+        print("  exporting (kbert.convert hf, kbert.export encoder / preprocessor / onnx) ...", file=sys.stderr,
+              flush=True)
+        enc_dir, pre_dir = build_exports(hf_dir, work, xla=args.xla, onnx=onnx_note is None)
         cases = _cases(args)
         texts = work / "sentences.txt"
         sentences = [s.replace("\n", " ") for s in args.sentences]
         texts.write_text("\n".join(sentences) + "\n", encoding="utf-8")
-        notes, child = [], None
+        notes, child = [n for n in [onnx_note] if n], None
         if args.ort:
             reason = ort_peer.missing()
             if reason:
                 notes.append(reason)
+                if onnx_note is None:
+                    notes.append("kbert ONNX: not measured (it runs in the ONNX Runtime peer's process)")
             else:
                 print("  building the ONNX Runtime peer (torch.onnx export, optimizer) ...", file=sys.stderr,
                       flush=True)
                 child = common.SubprocessPeer("kbert.bench.ort_peer", dict(
                     hf_dir=str(hf_dir), work_dir=str(work / "onnx"), threads=args.threads, warmup=args.warmup,
+                    kbert_onnx=str(work / ONNX_DIR) if onnx_note is None else None,
                     cases=[dict(c, texts=str(texts)) for c in cases]), args.threads)
         import tensorflow_text  # noqa: F401 - the preprocessor's ops
 
@@ -232,8 +284,9 @@ def run(args):
             shutil.rmtree(work, ignore_errors=True)
 
 
-if __name__ == "__main__":  # build_exports' child: HF_DIR WORK_DIR [--xla]
+if __name__ == "__main__":  # build_exports' child: HF_DIR WORK_DIR [--xla] [--onnx]
     from kbert.cli_startup import decline_optional_imports
 
     decline_optional_imports()  # starts as the kbert commands it stands for do
-    _build_here(pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), xla="--xla" in sys.argv[3:])
+    _build_here(pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), xla="--xla" in sys.argv[3:],
+                onnx="--onnx" in sys.argv[3:])

@@ -1,4 +1,4 @@
-"""python -m kbert.export {encoder,preprocessor,task} ...
+"""python -m kbert.export {encoder,preprocessor,task,onnx} ...
 
   encoder MODEL_DIR OUT_DIR            TF Hub-style BERT encoder SavedModel (``mlm`` when the
                                        model directory holds the MLM head)
@@ -6,6 +6,9 @@
                                        TF Hub-style BERT preprocessor SavedModel
   task MODEL_DIR OUT_DIR [--no-warmup] a fine-tuned task model for TF Serving: raw strings in,
                                        answers out (OUT_DIR like saved_models/NAME/1)
+  onnx MODEL_DIR OUT_DIR [--form ort|standard] [--quantize int8]
+                                       any model directory as ONNX (ids in, answers out) with
+                                       tokenizer.json where it is exact (the onnx extra)
 
 OUT_DIR is written whole: into a temporary folder beside it, then renamed into place, so an
 interrupted export leaves the previous version (or nothing), never a mix. An earlier kbert export
@@ -68,7 +71,20 @@ def main(argv=None):
     task.add_argument("--doc-stride", type=int, default=None,
                       help="windows: word pieces between the starts of a text's windows (default: the model's)")
 
-    for p in (enc, pre, task):
+    onx = sub.add_parser("onnx", help="model directory -> ONNX (ONNX Runtime)",
+                         description="A model directory (any task type, or a pre-trained encoder) -> an ONNX folder: "
+                                     "model.onnx (ids in, the task's answers out, checked against Keras), "
+                                     "tokenizer.json where it gives kbert's ids exactly, kbert_onnx.json. Needs the "
+                                     "onnx extra (pip install 'kbert[onnx]').")
+    onx.add_argument("model_dir", metavar="MODEL_DIR", help="a kbert model directory")
+    onx.add_argument("out_dir", metavar="OUT_DIR", help="the export folder, e.g. saved_models/sst2-onnx")
+    onx.add_argument("--form", choices=("ort", "standard"), default="ort",
+                     help="ort (default): ONNX Runtime's fused transformer kernels; standard: plain ONNX opset 17")
+    onx.add_argument("--quantize", choices=("int8",), default=None,
+                     help="also write model.int8.onnx (dynamic int8 quantization; not exact: its agreement is printed)")
+    onx.add_argument("--no-tokenizer", dest="tokenizer", action="store_false", help="write no tokenizer.json")
+
+    for p in (enc, pre, task, onx):
         p.add_argument("--overwrite", action="store_true",
                        help="replace OUT_DIR whole even if it is not an earlier kbert export")
     args = parser.parse_args(argv)
@@ -76,7 +92,10 @@ def main(argv=None):
     from kbert.model_dir import check_output
 
     source = args.model_dir_or_vocab if args.what == "preprocessor" else args.model_dir
-    check_output(args.out_dir, [source], overwrite=args.overwrite, replaceable=is_kbert_export)
+    replaceable = is_kbert_export
+    if args.what == "onnx":  # an earlier ONNX export folder is replaced whole, as a SavedModel version is
+        from kbert.export.onnx.export import is_onnx_export as replaceable
+    check_output(args.out_dir, [source], overwrite=args.overwrite, replaceable=replaceable)
     with _interrupt_on_sigterm():
         return _export(args)
 
@@ -92,6 +111,8 @@ def _export(args):
         require_dir(args.model_dir, "model directory")
     if args.what == "preprocessor" and args.seq_length < 1:
         raise UserError(f"--seq-length must be positive, got {args.seq_length}")
+    if args.what == "onnx":
+        return _export_onnx(args)
     if args.what == "task":
         from kbert.export.task import export_task
 
@@ -119,6 +140,31 @@ def _export(args):
 
         print(f"models.config: {write_models_config(path.parent.parent)} (and batching_parameters.txt "
               "for --enable_batching)")
+    return 0
+
+
+def _export_onnx(args):
+    from kbert.cli_support import UserError
+
+    try:
+        from kbert.export.onnx.export import export_onnx
+
+        result = export_onnx(args.model_dir, args.out_dir, form=args.form, quantize=args.quantize,
+                             tokenizer=args.tokenizer, overwrite=args.overwrite)
+    except ImportError as e:
+        raise UserError(str(e)) from None
+    worst = ", ".join(f"{name} {value:.1e}" for name, value in result.differences.items())
+    print(f"ONNX ({args.form}) written to {result.path / 'model.onnx'}: {result.model_type}; largest difference "
+          f"from the Keras model on the check's rows: {worst}")
+    if result.tokenizer.text is not None:
+        print(f"tokenizer.json: kbert's ids on all {result.tokenizer.checked} requests of the check")
+    else:
+        print(f"no tokenizer.json: {result.tokenizer.reason}")
+    if result.int8:
+        agreement = result.int8["agreement"]
+        print(f"model.int8.onnx: {result.int8['compared']}: "
+              + (f"{agreement:.1%} equal answers, " if agreement is not None else "")
+              + f"largest difference {result.int8['max_difference']:.3g}")
     return 0
 
 

@@ -23,7 +23,12 @@ squad: {question id: answer} JSON. Models fine-tuned on klue/*, korquad/v1.0 or 
 official files and write the official forms by default: JSON lines {"guid", "label"|"score"|"tags"} (KLUE;
 NER one tag per character) or the {question id: answer} JSON (KorQuAD, CMRC 2018). The whole input is read and checked first (a bad row is an
 error naming file and line; two rows with one id are refused), and the output is written at the end
-in one atomic step: no half file. An existing --output is refused unless --overwrite (then replaced
+in one atomic step: no half file.
+
+--onnx EXPORT (a ``kbert export onnx`` folder of MODEL_DIR, or one .onnx file in it, e.g. its
+model.int8.onnx): the network runs in ONNX Runtime; reading, tokenizing, windows and answers are
+MODEL_DIR's, so the predictions file is the one the Keras model writes (within the file's rounding
+of probabilities). An export of another model or of other weights is refused. An existing --output is refused unless --overwrite (then replaced
 whole); an --output that is the input, the model directory or one of its files, never.
 """
 
@@ -59,6 +64,9 @@ def parse_args(argv=None):
                         "per text (default: what the model was fine-tuned with)")
     p.add_argument("--doc-stride", type=int, default=None,
                    help="windows: word pieces between the starts of a text's windows (default: the model's)")
+    p.add_argument("--onnx", metavar="EXPORT", default=None,
+                   help="compute the network in ONNX Runtime from this kbert export onnx folder (or one .onnx file "
+                        "in it) of MODEL_DIR; the tokenizer, windows and answers are MODEL_DIR's as without it")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--attention", choices=("auto", "plain", "fused"), default="auto",
                    help="auto (default: the fastest faithful attention on the device, cuDNN flash attention under "
@@ -96,8 +104,36 @@ def main(argv=None) -> int:
                              text_columns=comma_list(args.text_columns) if args.text_columns else None,
                              id_column=args.id_column, probabilities=args.probabilities, batch_size=args.batch_size,
                              long_documents=args.long_documents, doc_stride=args.doc_stride)
+    network = None
+    if args.onnx:
+        if backend != "tensorflow":
+            raise UserError(f"--onnx runs the network in ONNX Runtime; the tokenizer runs in TensorFlow: "
+                            f"leave out --backend {backend}")
+        network = _onnx_network(args.model_dir, args.onnx)
     result = predict_file(args.model_dir, args.input, args.output, args.format, options,
                           show_progress=not args.quiet, overwrite=args.overwrite, attention=args.attention,
-                          mixed_precision=args.mixed_precision)
-    print(f"{result['rows']} predictions ({result['model_type']}, {result['seconds']} s) -> {result['output']}")
+                          mixed_precision=args.mixed_precision, network=network)
+    print(f"{result['rows']} predictions ({result['model_type']}{', ONNX Runtime' if args.onnx else ''}, "
+          f"{result['seconds']} s) -> {result['output']}")
     return 0
+
+
+def _onnx_network(model_dir, export):
+    """``network(model)`` for predict_file: the export's ONNX Runtime runner, checked before any row is read."""
+    from kbert.cli_support import UserError
+
+    try:
+        from kbert.export.onnx import runtime
+
+        runtime.onnxruntime()
+        runtime.locate(export)
+    except (ImportError, ValueError) as e:
+        raise UserError(f"--onnx {export}: {e}") from None
+
+    def network(model):
+        try:
+            return runtime.runner_for(model, model_dir, export)
+        except ValueError as e:
+            raise UserError(f"--onnx {export}: {e}") from None
+
+    return network

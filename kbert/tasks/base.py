@@ -133,6 +133,12 @@ class TaskModel(accel.CompiledStepSettings, keras.Model):
     # lacks them): the behaviour it was trained and exported with, whatever today's default is.
     implied_settings: dict = {}
 
+    # Where prediction computes the network instead of Keras (None: Keras): a callable from a batch of
+    # packed ids (numpy [rows, width], [rows, choices, width] for multiple choice) to what ``call``
+    # returns for it, e.g. an ONNX Runtime session (kbert.export.onnx.runtime.attach). The model's own
+    # host code (tokenizer, windows, answers) stays; its texts are packed on the host for it.
+    network_runner = None
+
     def __init__(self, encoder, tokenizer, lower_case=None, seq_length=128, truncator="round_robin",
                  dynamic_length=True, **kwargs):
         super().__init__(**kwargs)
@@ -234,7 +240,15 @@ class TaskModel(accel.CompiledStepSettings, keras.Model):
             return super().evaluate(data, None, *args, **kwargs)
         return super().evaluate(self._texts(x), _label_arrays(y), *args, **kwargs)
 
+    @property
+    def packs_on_host(self) -> bool:
+        """Whether prediction packs ids on the host and calls ``predict_ids`` (a backend other than
+        TensorFlow, or a ``network_runner``)."""
+        return host_packing() or self.network_runner is not None
+
     def predict(self, x, *args, **kwargs):
+        if self.network_runner is not None:
+            return self._runner_predict(x, kwargs.get("batch_size") or 32, kwargs.get("callbacks"))
         if host_packing():
             return self._host_predict(x, kwargs.pop("batch_size", None), *args, **kwargs)
         return super().predict(self._texts(x), *args, **kwargs)
@@ -317,11 +331,14 @@ class TaskModel(accel.CompiledStepSettings, keras.Model):
         return labels, weights
 
     def predict_ids(self, batch: dict, per_position: bool = True):
-        """The model's outputs (numpy) for one batch of packed ids ([rows, width] arrays) under a
-        host-packing backend, through ``predict_on_batch`` (a jitted call): rows are padded to the
+        """The model's outputs (numpy) for one batch of packed ids ([rows, width] arrays) from its
+        ``network_runner``, or under a host-packing backend through ``predict_on_batch`` (a jitted
+        call): rows are padded to the
         row multiple and the width to WIDTH_MULTIPLE positions, so that XLA compiles a few
         programs, and both are cut back (the width only of ``per_position`` outputs)."""
         batch = {k: np.asarray(v, dtype=np.int32) for k, v in batch.items()}
+        if self.network_runner is not None:
+            return self.network_runner(batch)
         rows, width = batch["input_word_ids"].shape[:2]
         padded_width = width
         if self.dynamic_length:
@@ -351,6 +368,22 @@ class TaskModel(accel.CompiledStepSettings, keras.Model):
         ds = pre_tokenize_dataset(self.tokenizer, ds)
         return ds.map(self._host_batch(self._row_multiple()), num_parallel_calls=tf.data.AUTOTUNE).prefetch(
             tf.data.AUTOTUNE)
+
+    def _runner_predict(self, x, batch_size, callbacks=None):
+        """``predict`` through ``network_runner``: texts packed here (or packed ids as given), batches
+        of ``batch_size`` rows in order, each cut to its longest row (with dynamic_length)."""
+        packed = x if self.takes_ids(x) else self.pack(self._texts(x))
+        packed = {k: np.asarray(v) for k, v in packed.items()}
+        outputs = []
+        for number, start in enumerate(range(0, len(packed["input_word_ids"]), batch_size)):
+            batch = {k: v[start:start + batch_size] for k, v in packed.items()}
+            if self.dynamic_length:
+                width = max(int(batch["input_mask"].sum(axis=-1).max(initial=0)), 1)
+                batch = {k: v[..., :width] for k, v in batch.items()}
+            outputs.append(self.network_runner(batch))
+            for callback in callbacks or ():
+                callback.on_predict_batch_end(number)
+        return tf.nest.map_structure(lambda *parts: np.concatenate(parts), *outputs)
 
     def _host_predict(self, x, batch_size=None, *args, **kwargs):
         if isinstance(x, tf.data.Dataset):

@@ -21,7 +21,7 @@ from kbert.api_export import kbert_export
 @kbert_export("kbert.predict_file")
 def predict_file(model_dir, input_path, output_path, fmt=None, options=None, show_progress=False,
                  model=None, overwrite: bool = False, attention: str = "auto",
-                 mixed_precision: str = "float32") -> dict:
+                 mixed_precision: str = "float32", network=None) -> dict:
     """Predicts every row of a file with a fine-tuned model and writes the answers.
 
     Args:
@@ -39,6 +39,9 @@ def predict_file(model_dir, input_path, output_path, fmt=None, options=None, sho
         attention: the encoder's attention for a model loaded here: "auto", "plain" or "fused"
             (``kbert.layers.accel``).
         mixed_precision: the Keras dtype policy a model loaded here runs in (e.g. "mixed_bfloat16").
+        network: ``network(model)`` -> the model's ``network_runner``: what computes its network
+            instead of Keras (``kbert predict --onnx``: ONNX Runtime); the model's tokenizer and
+            answer code are the same either way.
 
     Returns:
         ``{"rows", "model_type", "output", "seconds"}``.
@@ -92,6 +95,8 @@ def predict_file(model_dir, input_path, output_path, fmt=None, options=None, sho
             model = load_task_model(model_dir, attention=attention, **settings)
         finally:
             keras.config.set_dtype_policy(policy)
+    if network is not None:
+        model.network_runner = network(model)
     predictions = task_type.predict(model, data, options, RowProgress(show_progress))
     if len(predictions) != len(data.examples):  # a plug-in's predict must answer every row
         raise RuntimeError(f"{type(task_type).__name__}.predict returned {len(predictions)} predictions "

@@ -172,7 +172,7 @@ class SpanQuestionAnswerer(TaskModel):
     def window_logits(self, inputs, batch_size=64, progress=None) -> list:
         """(start, end) logits per window, each of the window's trimmed batch width
         (``progress(windows)`` after each batch)."""
-        step = None if host_packing() else inference_step(self, _window_logits)
+        step = None if self.packs_on_host else inference_step(self, _window_logits)
         result = [None] * len(inputs["input_mask"])
         for index, _, batch in length_sorted_batches(inputs, batch_size, trim=self.dynamic_length):
             out = self.predict_ids(batch) if step is None else {k: v.numpy() for k, v in step(batch).items()}

@@ -287,7 +287,7 @@ class TokenTagger(TaskModel):
         ``word_ids`` name it."""
         document = np.arange(len(word_ids)) if document is None else np.asarray(document)
         results = [np.full(n, self.fill_label, dtype=np.int64) for n in num_words]
-        step = None if host_packing() else inference_step(self, _tag_ids)
+        step = None if self.packs_on_host else inference_step(self, _tag_ids)
         for index, width, batch in length_sorted_batches(inputs, batch_size):
             predicted = self.predict_ids(batch).argmax(axis=-1) if step is None else step(batch).numpy()
             for row, i in enumerate(index):

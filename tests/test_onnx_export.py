@@ -1,0 +1,124 @@
+"""kbert export onnx (kbert.export.onnx.export): the folder, its record, the export-time check against
+Keras, int8, the standard form, replacing an earlier export, and the error a missing extra gives."""
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import require
+
+onnx = require("onnx")
+ort = require("onnxruntime")
+
+import kbert  # noqa: E402
+from kbert.export.onnx import runtime  # noqa: E402
+from kbert.export.onnx.export import export_onnx  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    return kbert.random_model_dir(tmp_path_factory.mktemp("onnx_export") / "tiny")
+
+
+@pytest.fixture(scope="module")
+def classifier(base, tmp_path_factory):
+    model = kbert.TextClassifier.from_model_dir(base, label_names=["negative", "positive"], seq_length=32)
+    for w in model.head.weights:
+        w.assign(np.random.default_rng(1).normal(0, 0.5, w.shape).astype("float32"))
+    return model.save_model_dir(tmp_path_factory.mktemp("onnx_export") / "sst2")
+
+
+@pytest.fixture
+def cli(monkeypatch, capsys):
+    """cli(argv) -> (status, stdout, stderr): ``kbert export ARGV`` through kbert.cli_support.run, here."""
+    import kbert.cli_support as cli_support
+    from kbert.cli import load_main
+
+    monkeypatch.setattr(cli_support, "quiet_setup", lambda: None)
+
+    def call(*argv):
+        capsys.readouterr()
+        status = cli_support.run("export", load_main("export"), [str(a) for a in argv])
+        out = capsys.readouterr()
+        return status, out.out, out.err
+
+    return call
+
+
+def test_the_command_writes_the_folder_and_says_what_it_checked(cli, classifier, tmp_path):
+    status, out, err = cli("onnx", classifier, tmp_path / "onnx", "--quantize", "int8")
+    assert status == 0, err
+    assert sorted(p.name for p in (tmp_path / "onnx").iterdir()) == [
+        "kbert_onnx.json", "model.int8.onnx", "model.onnx", "tokenizer.json"]
+    assert "largest difference from the Keras model on the check's rows: logits" in out
+    assert "tokenizer.json: kbert's ids on all" in out and "equal answers" in out
+    record = json.loads((tmp_path / "onnx" / "kbert_onnx.json").read_text())
+    model = onnx.load(str(tmp_path / "onnx" / "model.onnx"))
+    opsets = {o.domain: o.version for o in model.opset_import}
+    assert opsets == {"": record["opset"], "com.microsoft": record["contrib_opset"]} == {"": 17, "com.microsoft": 1}
+    assert record["checked_with"] == {"onnx": onnx.__version__, "onnxruntime": ort.__version__}
+    assert record["inputs"]["input_word_ids"] == ["batch", "sequence"]
+    assert record["outputs"]["labels"] == ["batch"] and record["task"]["label_names"] == ["negative", "positive"]
+    assert record["check"]["max_abs_difference"]["logits"] < 1e-5
+    assert set(record["fingerprints"]) == {"kbert.json", "encoder.weights.h5", "classifier.weights.h5"}
+    assert 0.5 <= record["int8"]["agreement"] <= 1.0 and record["int8"]["max_difference"] > 0  # int8 is not exact
+
+
+def test_the_standard_form_needs_no_contrib_kernels(classifier, tmp_path):
+    export_onnx(classifier, tmp_path / "standard", form="standard")
+    model = onnx.load(str(tmp_path / "standard" / "model.onnx"))
+    assert {o.domain for o in model.opset_import} == {""}
+    assert all(node.domain == "" for node in model.graph.node)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # the graph as written
+    sess = ort.InferenceSession(str(tmp_path / "standard" / "model.onnx"), options, providers=["CPUExecutionProvider"])
+    ids = np.asarray([[2, 9, 12, 3]], np.int32)
+    labels = sess.run(["labels"], {"input_word_ids": ids, "input_mask": np.ones_like(ids),
+                                   "input_type_ids": np.zeros_like(ids)})[0]
+    assert labels.tolist() in (["negative"], ["positive"])
+
+
+def test_an_export_replaces_its_own_folder_but_not_another(cli, classifier, tmp_path):
+    assert cli("onnx", classifier, tmp_path / "onnx")[0] == 0
+    assert cli("onnx", classifier, tmp_path / "onnx", "--no-tokenizer")[0] == 0
+    assert not (tmp_path / "onnx" / "tokenizer.json").exists()
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    status, _, err = cli("onnx", classifier, tmp_path / "mine")
+    assert status == 1 and err.strip().splitlines() == [
+        f"kbert export: error: {tmp_path / 'mine'} already exists; pass --overwrite to replace it whole"]
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+
+
+def test_a_missing_extra_is_an_error_naming_it(cli, classifier, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime raises ImportError
+    status, _, err = cli("onnx", classifier, tmp_path / "onnx")
+    assert status == 1 and err.strip().splitlines() == [
+        "kbert export: error: the ONNX export needs the onnx extra (onnx, onnxruntime): pip install 'kbert[onnx]'"]
+    assert not (tmp_path / "onnx").exists()
+
+
+def test_a_graph_that_differs_from_keras_is_not_written(classifier, tmp_path, monkeypatch):
+    """The export-time check: a wrong weight (the pooler's bias) fails it, and nothing is left."""
+    from kbert.export.onnx import task_graph
+
+    def wrong(encoder):
+        weights = task_graph_weights(encoder)
+        weights["pooler"] = (weights["pooler"][0], weights["pooler"][1] + 0.5)
+        return weights
+
+    task_graph_weights = task_graph.encoder_weights
+    monkeypatch.setattr(task_graph, "encoder_weights", wrong)
+    with pytest.raises(RuntimeError, match="differs from the Keras model"):
+        export_onnx(classifier, tmp_path / "onnx")
+    assert not (tmp_path / "onnx").exists() and not list(tmp_path.glob(".tmp-*"))
+
+
+def test_the_bare_encoder(base, tmp_path):
+    result = export_onnx(base, tmp_path / "encoder")
+    assert result.model_type == "encoder" and max(result.differences.values()) < 1e-5
+    record = runtime.read_metadata(tmp_path / "encoder")
+    assert list(record["outputs"]) == ["sequence_output", "pooled_output"] and record["task"] is None
+    assert (tmp_path / "encoder" / "tokenizer.json").exists()
