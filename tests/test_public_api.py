@@ -88,6 +88,51 @@ def test_import_kbert_and_its_faces_load_no_tensorflow():
     assert int(out.splitlines()[-1]) >= 40
 
 
+def test_importing_every_module_leaves_every_public_name_its_object():
+    """``import kbert.finetune`` (the ``python -m`` shim's module), or any tool that imports every module
+    of the package, must not replace a public function with a module of the same name: in a fresh
+    interpreter that has imported them all, each public name is still its declared object and
+    ``kbert.finetune(...)``/``kbert.pretrain(...)`` run (refusing options that are not theirs)."""
+    code = """
+import importlib, pkgutil, sys
+import kbert
+from kbert.api_export import PUBLIC
+skipped = []
+for info in pkgutil.walk_packages(kbert.__path__, "kbert."):
+    if info.name.endswith("__main__"):
+        continue
+    try:
+        importlib.import_module(info.name)
+    except ModuleNotFoundError as e:  # an optional extra's library (the module says which)
+        if e.name and e.name.split(".")[0] == "kbert":
+            raise
+        skipped.append(info.name)
+import kbert.finetune, kbert.pretrain
+wrong = []
+for name, module in PUBLIC.items():
+    face, _, attr = name.rpartition(".")
+    if getattr(importlib.import_module(face), attr) is not getattr(importlib.import_module(module), attr):
+        wrong.append(name)
+print("wrong", wrong)
+for function in (kbert.finetune, kbert.pretrain):
+    try:
+        function("not options")
+    except Exception as e:
+        print(function.__name__, "raised", type(e).__name__, str(e)[:200].replace(chr(10), " "))
+print("skipped", skipped)
+"""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stdout.splitlines()
+    assert "wrong []" in lines, out.stdout
+    # each refuses the argument from inside the function ("'module' object is not callable" before)
+    for name in ("finetune", "pretrain"):
+        assert any(line.startswith(f"{name} raised") for line in lines), out.stdout
+    assert "not callable" not in out.stdout and "skipped []" in lines, out.stdout
+
+
 # -- every public object documents itself -------------------------------------------------------------
 def _returns_something(obj) -> bool:
     """True when a function (or method) has a ``return VALUE``/``yield`` of its own, read from its source."""
