@@ -90,6 +90,12 @@ def test_pairs_window_text_b_and_keep_text_a(tiny_model_dir):
     too_long = {"text_a": np.array(["fits", LONG], dtype=object), "text_b": np.array(["b", "b"], dtype=object)}
     with pytest.raises(ValueError, match=r"^row 2: text A has \d+ word pieces, which leave no room for text B"):
         model.predict_logits(too_long)
+    # read in slices of rows, the row is still counted in the whole input
+    from kbert.tasks.window_inputs import host_windows
+
+    five = {"text_a": np.array(["fits"] * 3 + [LONG, "fits"], dtype=object), "text_b": np.array(["b"] * 5, dtype=object)}
+    with pytest.raises(ValueError, match=r"^row 4: text A has"):
+        host_windows(model, five, batch_rows=2)
 
 
 @pytest.mark.slow

@@ -42,11 +42,12 @@ def _strings(batch):
     return tf.reshape(tensor, [-1])
 
 
-def window_inputs(model, inputs, check: bool = True):
+def window_inputs(model, inputs, check: bool = True, first_row: int = 0):
     """(packed int32 ids of every window [windows, seq_length], document int64 [windows]) for the
     raw texts ``inputs`` (what the model's ``call`` takes; a tokenizer's Python step already run).
     In the graph; eagerly (``check``) a pair whose text A leaves no room is a ValueError naming the
-    row, in the graph an InvalidArgumentError."""
+    row (counted from ``first_row`` + 1: ``inputs`` may be a slice of a larger input), in the graph
+    an InvalidArgumentError."""
     segments = [_strings(s) for s in text_segments(inputs, model.num_segments, type(model).__name__)]
     pieces = [model.tokenizer.tokenize_flat(s) for s in segments]
     seq_length = model.seq_length
@@ -59,7 +60,7 @@ def window_inputs(model, inputs, check: bool = True):
         short = np.flatnonzero(room.numpy() < 1)
         if len(short):
             row = int(short[0])
-            raise ValueError(f"row {row + 1}: text A has {int(text_a.row_lengths()[row])} word pieces, which leave no "
+            raise ValueError(f"row {first_row + row + 1}: text A has {int(text_a.row_lengths()[row])} word pieces, which leave no "
                              f"room for text B in --seq-length {seq_length} ([CLS] and two [SEP]); with "
                              "--long-documents windows text A is kept whole: shorten it or raise --seq-length")
     else:
@@ -126,13 +127,7 @@ def host_windows(model, inputs, batch_rows: int = 256):
     for first in range(0, max(n, 1), batch_rows):
         part = [pre_tokenize_data(model.tokenizer, s[first:first + batch_rows]) for s in segments]
         part = part[0] if len(part) == 1 else {"text_a": part[0], "text_b": part[1]}
-        try:
-            ids, document = window_inputs(model, part)
-        except ValueError as e:
-            if str(e).startswith("row "):  # the row number in the whole input
-                row, rest = str(e)[4:].split(":", 1)
-                raise ValueError(f"row {int(row) + first}:{rest}") from None
-            raise
+        ids, document = window_inputs(model, part, first_row=first)
         packed.append({k: v.numpy() for k, v in ids.items()})
         documents.append(document.numpy() + first)
     keys = packed[0].keys()
