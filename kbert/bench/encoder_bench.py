@@ -60,7 +60,7 @@ def _xla_modes(args, who, precision):
     if who == "kbert":
         return (False,)
     # Peers get both, whatever the precision: on a CPU without bf16 instructions XLA upcasts
-    # bf16 dots to float32 and is the fast bf16 setting (Model Garden: 894 vs 3,335 ms, Base b8).
+    # bf16 dots to float32 and is the fast bf16 setting (docs/bench/code-notes).
     return (False, True)
 
 

@@ -26,8 +26,8 @@ def held_out_sentences(file_pattern, vocab, lower_case=True, count=4, seed=0) ->
     rng = random.Random(seed)
     found = []
     description = {"text_a": tf.io.FixedLenFeature([], tf.string)}
-    # One parse of the first 2,000 records as a batch: parsing them one by one in eager mode took
-    # ~1.5 s of every pre-training run's start.
+    # One parse of the first 2,000 records as a batch: parsing them one by one in eager mode was a
+    # visible part of every pre-training run's start (docs/bench/code-notes).
     records = next(iter(tf.data.TFRecordDataset(list_files(file_pattern)).take(2000).batch(2000)), None)
     texts = [] if records is None else tf.io.parse_example(records, description)["text_a"].numpy()
     candidates = [t.decode("utf-8", "replace") for t in texts]

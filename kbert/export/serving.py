@@ -162,7 +162,7 @@ def _closing_brace(text: str):
 
 
 # TensorFlow Serving's flags for these exports (docs/serving.md, "Serving latency"): the comment at the top
-# of models.config. The thread values are the ones measured on the 2-core machine (kbert.bench serve).
+# of models.config. The thread values suit a 2-core CPU machine (kbert.bench serve; set yours).
 SERVER_FLAGS_NOTE = (
     "tensorflow_model_server --model_config_file=models.config \\",
     "  --tensorflow_intra_op_parallelism=<cores> --tensorflow_inter_op_parallelism=1 \\",

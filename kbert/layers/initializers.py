@@ -20,8 +20,8 @@ def truncated_normal(stddev=0.02):
 def weights_read_next():
     """Layers built inside start their BERT-initialized weights at zero instead of drawing them:
     for a model whose every weight is read from a file right after (``kbert.model_dir.load_encoder``,
-    which refuses a file that does not fill every variable). Drawing 110M truncated normals was
-    most of the 6 s that building BERT-Base took on a 2-core CPU before its weights were read."""
+    which refuses a file that does not fill every variable). Drawing BERT-Base's 110M truncated
+    normals was most of its build time before its weights were read (docs/bench/code-notes)."""
     token = _WEIGHTS_READ_NEXT.set(True)
     try:
         yield

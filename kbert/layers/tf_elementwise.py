@@ -151,9 +151,9 @@ def sparse_softmax_cross_entropy(labels, logits, return_correct=False):
     """``-log softmax(logits)[label]`` per row (``labels`` [...] int, ``logits`` [..., V] float32),
     as ``tf.nn.sparse_softmax_cross_entropy_with_logits``, in one compiled kernel.
 
-    TensorFlow's own op took 61 ms for the 640 x 30,522 MLM logits of a BERT-Small batch on the
-    2-core CPU, the XLA loop 19 ms (loss and gradient together, kept for the backward pass as
-    TensorFlow's op does). Labels outside [0, V) raise, as with TensorFlow's op.
+    On the MLM logits of pre-training the XLA loop is the faster (docs/bench/code-notes); loss
+    and gradient are computed together, the gradient kept for the backward pass as TensorFlow's
+    op does. Labels outside [0, V) raise, as with TensorFlow's op.
     ``return_correct``: also whether each row's label has the largest logit (1.0/0.0; a tie for
     the largest counts as correct), found in the same loop: the accuracy metric then needs no
     argmax pass (Keras' argmax adds four more passes over the logits for negative zeros).

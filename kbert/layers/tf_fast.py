@@ -186,8 +186,8 @@ def layer_norm(layer, x):
 def tied_logits(flat, table, bias):
     """``flat @ table^T + bias`` (operands already in one dtype) with ``transpose_b``: neither the
     forward product nor the table's gradient ([V, H], from dlogits^T @ flat) materialises a
-    transposed [H, V] copy of the table (48 ms of a BERT-Small step went to transposing that
-    gradient back)."""
+    transposed [H, V] copy of the table (transposing that gradient back was a visible share of a
+    pre-training step: docs/bench/code-notes)."""
     tf = _tf()
     return tf.nn.bias_add(tf.linalg.matmul(flat, table, transpose_b=True), bias)
 

@@ -130,7 +130,7 @@ class BertEncoder(keras.Model):
         call, but the last block runs its queries, FFN and LayerNorms only at ``positions`` and
         [CLS] (its keys and values still cover every position). Pre-training reads the last block
         at the ~15% masked positions only, so this saves about two thirds of one block's work,
-        forward and backward (BERT-Small, 4 blocks: the step went from 2.09 to 1.78 s).
+        forward and backward (a pre-training step's saving: docs/bench/code-notes).
         """
         x = self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"], training=training)
         mask = inputs["input_mask"]
@@ -153,8 +153,7 @@ class BertEncoder(keras.Model):
         Keras' own (``keras/src/backend/tensorflow/layer.py``, the attribute ``tf.saved_model.save``
         takes a root's default signature from) is a property that makes a new tf.function of the
         call each time it is read, and the save reads every attribute of every object it walks: each
-        kbert export traced the whole encoder once more (~0.3 s for BERT-Tiny, seconds for larger
-        ones) and stored a function nothing calls. It could not serve as a signature either (its
+        kbert export traced the whole encoder once more and stored a function nothing calls. It could not serve as a signature either (its
         ``encoder_outputs`` is a list), so ``tf.saved_model.save(encoder)`` failed with it and works
         without it. kbert's exports name their signatures (kbert.export).
         """

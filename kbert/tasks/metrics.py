@@ -15,8 +15,8 @@ import string
 
 import numpy as np
 
-# scipy.stats and sklearn.metrics are imported where used: together they take ~0.9 s, and the task
-# plug-ins import this module, so `kbert finetune --help` would wait for them.
+# scipy.stats and sklearn.metrics are imported where used: their import is slow (docs/bench/code-notes),
+# and the task plug-ins import this module, so `kbert finetune --help` would wait for them.
 
 # ---------------------------------------------------------------- classification / regression
 

@@ -81,7 +81,7 @@ def shard_rows(fn, inputs, shards: int, min_rows: int = MIN_ROWS_PER_SHARD):
 
     Eager calls, and batches whose static size is under ``min_rows * shards``, run unsharded.
     A batch of unknown size is always cut: choosing at run time (``tf.cond``) measured slower
-    for large batches and no faster for one string (the slices of a tiny batch cost ~0.25 ms).
+    for large batches and no faster for one string (docs/bench/code-notes).
 
     ``fn`` is traced once, as a function the graph calls ``shards`` times: tracing a tokenizer and
     packer builds thousands of ops in Python (seconds each time), and copies of it per shard made
@@ -121,8 +121,8 @@ class Untracked:
 def entry_graphs(owner, tokenize_1d, tokenize_1d_with_offsets=None, units=()) -> "Untracked":
     """A tokenizer's graphs, one per entry point: ``ids`` (the batch cut into ``owner.shards`` slices
     run in parallel, read when traced), ``serial_ids`` (one slice) and one per offset unit. Eager
-    calls then run as one graph call instead of some 40 op dispatches (~1 ms instead of ~12 ms for a
-    small batch); inside tf.function and tf.data they are inlined."""
+    calls then run as one graph call instead of some 40 op dispatches (docs/bench/code-notes);
+    inside tf.function and tf.data they are inlined."""
     spec = [tf.TensorSpec([None], tf.string)]
 
     def graph(fn):

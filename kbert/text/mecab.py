@@ -373,8 +373,8 @@ class MecabCharacterTokenizer(_MecabTokenizer):
 
 
 def ragged_to_lists(ragged) -> list:
-    """An eager ``[n, words, pieces]`` RaggedTensor as nested lists (``to_list`` slices row by row:
-    some 15 ms a row)."""
+    """An eager ``[n, words, pieces]`` RaggedTensor as nested lists (``to_list`` slices it row by
+    row, an eager op per row; docs/bench/code-notes)."""
     values = ragged.flat_values.numpy().tolist()
     for splits in reversed(ragged.nested_row_splits):
         splits = splits.numpy().tolist()

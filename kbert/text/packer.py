@@ -145,9 +145,9 @@ def _combine_and_pad(segments, starts, kept, seq_length, cls_id, sep_id, pad_id)
     ``starts``, [CLS] and each [SEP] starting a word of their own).
 
     tensorflow-text's ``combine_segments`` then ``pad_model_inputs`` (after cutting the segments
-    into new RaggedTensors) give the same tensors through ragged concatenations: about 580 graph
-    ops for one segment, 0.35 s to trace on a 2-core CPU, paid by every traced dataset and every
-    export (a preprocessor export traces the packer 12 times). Here each token's column is computed
+    into new RaggedTensors) give the same tensors through ragged concatenations: hundreds of graph
+    ops for one segment, whose tracing every traced dataset and every export pays (a preprocessor
+    export traces the packer 12 times; the measurement: docs/bench/code-notes). Here each token's column is computed
     and one scatter writes the padded rows (a token that is cut goes to a spare column past the
     end, dropped afterwards). tests/test_text_packer.py checks the result against the rules
     (google-research/bert's ``_truncate_seq_pair``, the truncators as loops) for 1-3 segments.

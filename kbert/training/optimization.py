@@ -79,7 +79,7 @@ def clip_by_global_norm(grads, clip_norm):
     scale, even when the norm is under ``clip_norm`` and the scale is 1: three passes over the ~30M
     gradient floats of BERT-Small. Here the squared norm of each gradient is one ``l2_loss``
     reduction, and the gradients are multiplied only when the norm exceeds ``clip_norm`` (or is
-    not finite). Measured on the 2-core CPU: 25-45 ms of a 1.6 s BERT-Small step (two A/B pairs).
+    not finite). The saving per step: docs/bench/code-notes.
     """
     import tensorflow as tf
 
@@ -105,11 +105,11 @@ def clip_by_global_norm(grads, clip_norm):
 class AdamW(compat.StepHooks, _ClipAfterAllReduce, keras.optimizers.AdamW):
     """Keras' AdamW; on TensorFlow each variable's update is one fused kernel.
 
-    Keras writes Adam as some ten element-wise ops per variable, each a pass over memory:
-    about 120 ms of a 2 s BERT-Small pre-training step on the 2-core CPU. TensorFlow's
+    Keras writes Adam as some ten element-wise ops per variable, each a pass over memory
+    (their share of a step: docs/bench/code-notes). TensorFlow's
     ``ResourceApplyAdam`` computes the same formula (``alpha = lr * sqrt(1 - beta_2^t) /
     (1 - beta_1^t)``, ``m += (g - m)(1 - beta_1)``, ``v += (g^2 - v)(1 - beta_2)``,
-    ``var -= alpha * m / (sqrt(v) + epsilon)``) in one pass: 66 ms. Weight decay, clipping,
+    ``var -= alpha * m / (sqrt(v) + epsilon)``) in one pass. Weight decay, clipping,
     the schedule and the variables are Keras' own. Other backends, AMSGrad, and variables
     without a resource handle take Keras' path.
     """

@@ -170,7 +170,7 @@ def build_pretrainer(options: PretrainOptions, config, replicas=None) -> tuple:
                        steps_per_execution=options.steps_per_execution)
     # Build by a symbolic call on the batches' shapes: no data read (nor a second tf.data pipeline
     # traced), and no op run. An eager call on zeros built the same weights, but under JAX each of its
-    # ~180 ops was compiled on its own: 4.4 s of a BERT-Tiny start on 2 CPU cores, 0.3 s symbolically.
+    # ~180 ops was compiled on its own, most of a small model's start (docs/bench/code-notes).
     pretrainer({name: keras.KerasTensor([1, options.max_predictions if name == "masked_lm_positions"
                                          else options.seq_length], "int32")
                 for name in ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")})
