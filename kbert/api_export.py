@@ -7,113 +7,20 @@ An object becomes public by one line above its definition (or one call, for a va
 
     kbert_export("kbert.PRESETS")(PRESETS)
 
-``PUBLIC`` below maps each public name to the module that defines it. It is what ``import kbert``
-reads, so ``kbert.NAME`` is imported on first use (PEP 562) and ``import kbert`` or a command's
-``--help`` loads no TensorFlow. tests/test_public_api.py checks that ``PUBLIC`` and the
-``kbert_export`` declarations are the same set, so the two cannot drift apart. This module imports
-nothing of kbert.
+The declarations are the one place a public name is written. ``PUBLIC`` (``kbert/api_table.py``) maps
+each to the module that defines it, and is generated from the declarations by reading kbert's source
+(``kbert.api_export.write_table()`` rewrites it; tests/test_public_api.py fails while it differs). It is
+what ``import kbert`` reads, so ``kbert.NAME`` is imported on first use (PEP 562) and ``import kbert``
+or a command's ``--help`` loads no TensorFlow. This module imports nothing of kbert but that table.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
+import pathlib
 
-# public name -> the module that defines it (and declares it with kbert_export)
-PUBLIC = {
-    # the model: configuration, encoder, pre-training model, model directories
-    "kbert.BertConfig": "kbert.config",
-    "kbert.ConfigError": "kbert.config",
-    "kbert.PRESETS": "kbert.config",
-    "kbert.BertEncoder": "kbert.models.encoder",
-    "kbert.BertPretrainer": "kbert.models.pretrainer",
-    "kbert.load_encoder": "kbert.hub_models",
-    "kbert.resolve_model_dir": "kbert.hub_models",
-    "kbert.save_model_dir": "kbert.model_dir",
-    "kbert.random_model_dir": "kbert.random_model",
-    # tokenizers
-    "kbert.TokenizerSpec": "kbert.text.spec",
-    "kbert.text.TokenizerSpec": "kbert.text.spec",
-    "kbert.create_tokenizer": "kbert.text.registry",
-    "kbert.text.create_tokenizer": "kbert.text.registry",
-    "kbert.load_tokenizer": "kbert.hub_models",
-    "kbert.text.load_tokenizer": "kbert.text.registry",
-    "kbert.register_tokenizer": "kbert.text.registry",
-    "kbert.text.register_tokenizer": "kbert.text.registry",
-    "kbert.BertPreprocessor": "kbert.text.preprocessor",
-    "kbert.text.BertPreprocessor": "kbert.text.preprocessor",
-    "kbert.text.BertPacker": "kbert.text.packer",
-    "kbert.text.BertTokenizer": "kbert.text.tokenizer",
-    "kbert.text.VocabError": "kbert.text.vocab",
-    "kbert.text.load_vocab": "kbert.text.vocab",
-    "kbert.text.special_token_ids": "kbert.text.vocab",
-    # task models
-    "kbert.TaskModel": "kbert.tasks.base",
-    "kbert.tasks.TaskModel": "kbert.tasks.base",
-    "kbert.tasks.TaskModelError": "kbert.tasks.base",
-    "kbert.load_task_model": "kbert.tasks.base",
-    "kbert.tasks.load_task_model": "kbert.tasks.base",
-    "kbert.TextClassifier": "kbert.tasks.classifier",
-    "kbert.tasks.TextClassifier": "kbert.tasks.classifier",
-    "kbert.TextRegressor": "kbert.tasks.classifier",
-    "kbert.tasks.TextRegressor": "kbert.tasks.classifier",
-    "kbert.MultiLabelClassifier": "kbert.tasks.classifier",
-    "kbert.tasks.MultiLabelClassifier": "kbert.tasks.classifier",
-    "kbert.TokenTagger": "kbert.tasks.tagger",
-    "kbert.tasks.TokenTagger": "kbert.tasks.tagger",
-    "kbert.SpanQuestionAnswerer": "kbert.tasks.span_qa",
-    "kbert.tasks.SpanQuestionAnswerer": "kbert.tasks.span_qa",
-    "kbert.MultipleChoiceModel": "kbert.tasks.multiple_choice",
-    "kbert.tasks.MultipleChoiceModel": "kbert.tasks.multiple_choice",
-    "kbert.tasks.get_task": "kbert.tasks.registry",
-    "kbert.tasks.task_names": "kbert.tasks.registry",
-    "kbert.tasks.register_task": "kbert.tasks.registry",
-    "kbert.tasks.register_task_type": "kbert.tasks.registry",
-    "kbert.tasks.TaskType": "kbert.tasks.task_type",
-    "kbert.tasks.Recipe": "kbert.tasks.task_type",
-    # training, prediction
-    "kbert.PretrainOptions": "kbert.training.pretrain",
-    "kbert.pretrain": "kbert.training.pretrain",
-    "kbert.FinetuneOptions": "kbert.tasks.options",
-    "kbert.TableOptions": "kbert.tasks.plugins.classification",
-    "kbert.finetune": "kbert.training.finetune",
-    "kbert.PredictOptions": "kbert.tasks.prediction",
-    "kbert.predict_file": "kbert.tasks.predict",
-    # feature extraction
-    "kbert.FeatureExtractor": "kbert.features.extract",
-    "kbert.features.FeatureExtractor": "kbert.features.extract",
-    "kbert.extract_arrays": "kbert.features.extract",
-    "kbert.features.extract_arrays": "kbert.features.extract",
-    "kbert.features.COMBINATIONS": "kbert.features.extract",
-    "kbert.features.check_combinations": "kbert.features.extract",
-    "kbert.features.combine_layers": "kbert.features.extract",
-    "kbert.features.read_rows": "kbert.features.extract",
-    # exports
-    "kbert.export_encoder": "kbert.export.encoder",
-    "kbert.export_preprocessor": "kbert.export.preprocessor",
-    "kbert.export_hub_pair": "kbert.export.hub_pair",
-    "kbert.export_task": "kbert.export.task",
-    "kbert.export_onnx": "kbert.export.onnx.export",
-    # converters
-    "kbert.convert_hf": "kbert.convert.api",
-    "kbert.convert_google": "kbert.convert.api",
-    "kbert.to_google": "kbert.convert.google",
-    "kbert.check_conversion": "kbert.convert.check",
-    "kbert.ConversionError": "kbert.convert.names",
-    # hands-on: the pre-training heads' answers and the attention page
-    "kbert.PretrainingHeads": "kbert.explore.heads_model",
-    "kbert.fill_mask": "kbert.explore.predict",
-    "kbert.explore.fill_mask": "kbert.explore.predict",
-    "kbert.explore.fill_mask_ids": "kbert.explore.predict",
-    "kbert.next_sentence": "kbert.explore.predict",
-    "kbert.explore.next_sentence": "kbert.explore.predict",
-    "kbert.explore.next_sentence_ids": "kbert.explore.predict",
-    "kbert.text_attentions": "kbert.explore.attention",
-    "kbert.render_attention_html": "kbert.explore.attention_html",
-    "kbert.render_attention_png": "kbert.explore.attention_png",
-    # errors a caller may catch
-    "kbert.OptionsError": "kbert.errors",
-    "kbert.DataError": "kbert.errors",
-}
+from kbert.api_table import PUBLIC  # noqa: E402  (generated from the declarations: scan_declarations)
 
 # the subpackages whose faces serve names of their own (kbert.tasks.X); `kbert.SUB` imports them on use
 FACES = ("kbert", "kbert.text", "kbert.tasks", "kbert.features", "kbert.explore")
@@ -170,3 +77,41 @@ def face(package: str):
         return sorted(set(names) | subpackages)
 
     return __getattr__, __dir__, names
+
+
+def scan_declarations(root=None) -> dict:
+    """{public name: module} of every ``kbert_export("...")`` (decorator or call) in the source under
+    ``root`` (kbert's package folder by default), read as text: no module is imported."""
+    root = pathlib.Path(root or pathlib.Path(__file__).resolve().parent)
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        if module == "kbert.api_export":  # its docstring's example declares nothing
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "kbert_export":
+                for arg in node.args:
+                    if isinstance(arg, ast.Constant):
+                        found[arg.value] = module
+    return found
+
+
+def render_table(declared: dict) -> str:
+    """The text of ``kbert/api_table.py`` for ``declared`` ({public name: module}), grouped by module."""
+    out = ['"""Generated from the ``kbert_export`` declarations by ``kbert.api_export.write_table()``: do not edit.',
+           "",
+           "Each public name -> the module that defines it (kbert.api_export serves them lazily).",
+           '"""', "", "PUBLIC = {"]
+    for name, module in sorted(declared.items(), key=lambda item: (item[1], item[0])):
+        out.append(f"    {name!r}: {module!r},".replace("'", '"'))
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def write_table() -> pathlib.Path:
+    """Rewrites ``kbert/api_table.py`` from the declarations (run after adding or removing one) and
+    returns its path."""
+    table = pathlib.Path(__file__).resolve().parent / "api_table.py"
+    table.write_text(render_table(scan_declarations()), encoding="utf-8")
+    return table

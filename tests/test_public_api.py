@@ -14,23 +14,13 @@ import sys
 
 import pytest
 
-from kbert.api_export import FACES, PUBLIC
+from kbert.api_export import FACES, PUBLIC, render_table, scan_declarations
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def declarations(root=ROOT / "kbert") -> dict[str, str]:
-    """{public name: module} of every ``kbert_export("...")`` call in kbert's source (decorator or call)."""
-    found = {}
-    for path in sorted(root.rglob("*.py")):
-        parts = list(path.relative_to(root.parent).with_suffix("").parts)
-        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "kbert_export":
-                for arg in node.args:
-                    if isinstance(arg, ast.Constant) and module != "kbert.api_export":
-                        found[arg.value] = module
-    return found
+    return scan_declarations(root)
 
 
 def test_the_table_and_the_declarations_are_the_same():
@@ -39,6 +29,13 @@ def test_the_table_and_the_declarations_are_the_same():
     assert sorted(set(declared) - set(PUBLIC)) == [], "declared with kbert_export, missing in PUBLIC"
     wrong = {name: (PUBLIC[name], module) for name, module in declared.items() if PUBLIC[name] != module}
     assert not wrong, f"PUBLIC names another module than the declaration's: {wrong}"
+
+
+def test_the_table_is_the_one_generated_from_the_declarations():
+    """A public name is written once, where its object is declared: kbert/api_table.py is what
+    write_table() makes of the declarations (rerun it after adding or removing one)."""
+    written = (ROOT / "kbert" / "api_table.py").read_text(encoding="utf-8")
+    assert written == render_table(declarations()), "kbert/api_table.py is stale: run kbert.api_export.write_table()"
 
 
 def test_the_scan_sees_decorators_and_calls(tmp_path):
