@@ -60,8 +60,8 @@ def window_inputs(model, inputs, check: bool = True, first_row: int = 0):
         short = np.flatnonzero(room.numpy() < 1)
         if len(short):
             row = int(short[0])
-            raise ValueError(f"row {first_row + row + 1}: text A has {int(text_a.row_lengths()[row])} word pieces, which leave no "
-                             f"room for text B in --seq-length {seq_length} ([CLS] and two [SEP]); with "
+            raise ValueError(f"row {first_row + row + 1}: text A has {int(text_a.row_lengths()[row])} word pieces, "
+                             f"which leave no room for text B in --seq-length {seq_length} ([CLS] and two [SEP]); with "
                              "--long-documents windows text A is kept whole: shorten it or raise --seq-length")
     else:
         tf.debugging.assert_positive(room, message="text A leaves no room for text B in a window "
