@@ -10,6 +10,7 @@ import tensorflow as tf
 from kbert.tasks import load_task_model
 from kbert.tasks.base import TaskModelError
 from kbert.tasks.classifier import MultiLabelClassifier, TextClassifier, TextRegressor
+from kbert.tasks.heads import TokenAttentionHead
 from kbert.tasks.windows import window_starts
 
 SHORT = ["a short text", "another one that fits easily", ""]
@@ -45,7 +46,13 @@ def test_texts_that_fit_give_the_truncate_answer(tiny_model_dir):
 
 
 def _by_hand(model, text, text_a=None):
-    """The windows' outputs combined, from windows packed here: [CLS] (A [SEP]) pieces[s:s+room] [SEP]."""
+    """(number of windows, each window's outputs), from windows packed here (``_packed_by_hand``)."""
+    packed = _packed_by_hand(model, text, text_a)
+    return len(packed["input_word_ids"]), model(packed, training=False).numpy()
+
+
+def _packed_by_hand(model, text, text_a=None):
+    """A text's windows packed here: [CLS] (A [SEP]) pieces[s:s+room] [SEP]."""
     pieces = model.tokenizer.tokenize_flat(tf.constant([text])).to_list()[0]
     a = [] if text_a is None else model.tokenizer.tokenize_flat(tf.constant([text_a])).to_list()[0]
     ids = model.tokenizer.special_token_ids
@@ -58,10 +65,8 @@ def _by_hand(model, text, text_a=None):
         body, types = body + chunk, types + [1 if text_a is not None else 0] * len(chunk)
         pad = model.seq_length - len(body)
         rows.append((body + [0] * pad, [1] * len(body) + [0] * pad, types + [0] * pad))
-    packed = {k: tf.constant([r[i] for r in rows], tf.int32)
-              for i, k in enumerate(["input_word_ids", "input_mask", "input_type_ids"])}
-    outputs = model(packed, training=False).numpy()
-    return len(rows), outputs
+    return {k: tf.constant([r[i] for r in rows], tf.int32)
+            for i, k in enumerate(["input_word_ids", "input_mask", "input_type_ids"])}
 
 
 @pytest.mark.slow
@@ -241,3 +246,75 @@ def test_max_windows_draws_each_documents_windows_afresh_each_epoch():
                     drawn[label].add(tuple(mine))
         assert sorted(seen) == [0, 1, 2, 3]  # every document once an epoch
     assert len(drawn[1]) > 3 and len(drawn[3]) > 3  # other windows in other epochs
+
+
+# -- attention pooling: a learned score per token, softmax over every token of a document's windows --
+def _attention_by_hand(model, text):
+    """The document's logits in numpy: every real token of every window (packed here) scored by the
+    head's score layer, softmax over all of them together, the weighted sum through the dense layer."""
+    packed = _packed_by_hand(model, text)
+    sequence = model.encoder(packed, training=False)["sequence_output"].numpy().astype(np.float64)
+    tokens = sequence[packed["input_mask"].numpy() == 1]  # [tokens of all windows, H]
+    (score_w, score_b), (dense_w, dense_b) = model.head.score.get_weights(), model.head.dense.get_weights()
+    scores = tokens @ score_w[:, 0] + score_b[0]
+    attention = np.exp(scores - scores.max())
+    attention /= attention.sum()
+    return (attention @ tokens) @ dense_w + dense_b
+
+
+def _attention_model(tiny_model_dir, cls=TextClassifier, kwargs=None):
+    model = cls.from_model_dir(tiny_model_dir, seq_length=32, long_documents="windows", doc_stride=10,
+                               window_pooling="attention", **({"num_classes": 3} if kwargs is None else kwargs))
+    rng = np.random.default_rng(0)  # scores and outputs that differ between tokens and classes
+    model.head.set_weights([rng.normal(0, 0.5, w.shape).astype("float32") for w in model.head.get_weights()])
+    return model
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cls, kwargs", [(TextClassifier, {"num_classes": 3}), (TextRegressor, {}),
+                                         (MultiLabelClassifier, {"num_labels": 2})])
+def test_attention_pools_every_token_of_a_document(tiny_model_dir, cls, kwargs):
+    model = _attention_model(tiny_model_dir, cls, kwargs)
+    assert isinstance(model.head, TokenAttentionHead)
+    texts = [LONG, "short", LONG[:150], LONG[:300]]
+    expected = np.array([_attention_by_hand(model, t) for t in texts]).reshape(len(texts), -1)
+    expected = expected[:, 0] if cls is TextRegressor else expected
+    assert _by_hand(model, LONG)[0] > 3
+    np.testing.assert_allclose(model.predict_logits(np.array(texts, dtype=object), batch_size=5), expected, atol=1e-4)
+    np.testing.assert_allclose(model(tf.constant(texts), training=False), expected, atol=1e-4)  # the export's path
+    _, _, (x, _) = _document_batch(model, texts)
+    np.testing.assert_allclose(model(x, training=False), expected, atol=1e-4)  # training's path
+    _, _, (x, _, weights) = _document_batch(model, texts, host=(8, 16))  # padded for a fixed-shape backend
+    padded = model(x, training=False).numpy()
+    np.testing.assert_allclose(padded[:len(texts)], expected, atol=1e-4)
+    np.testing.assert_array_equal(padded[len(texts):], 0)
+
+
+@pytest.mark.slow
+def test_attention_pooling_reloads_and_runs_under_jax(tiny_model_dir, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from conftest import REPO, cli_env
+
+    model = _attention_model(tiny_model_dir)
+    model.save_model_dir(tmp_path / "m")
+    texts = [LONG, "short", LONG[:150]]
+    reloaded = load_task_model(tmp_path / "m")
+    assert reloaded.window_pooling == "attention"
+    expected = model.predict_logits(np.array(texts, dtype=object))
+    np.testing.assert_allclose(reloaded.predict_logits(np.array(texts, dtype=object)), expected, atol=1e-6)
+    code = ("import json, numpy as np\nfrom kbert.tasks import load_task_model\n"
+            f"m = load_task_model({str(tmp_path / 'm')!r})\n"
+            f"print(json.dumps(m.predict_logits(np.array({texts!r}, dtype=object), batch_size=3).tolist()))\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=600,
+                         env={**cli_env(), "KERAS_BACKEND": "jax"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    np.testing.assert_allclose(np.array(json.loads(run.stdout.strip().splitlines()[-1])), expected, atol=1e-5)
+
+
+def test_attention_pooling_takes_windows(tiny_model_dir):
+    with pytest.raises(TaskModelError, match="window_pooling 'attention' pools the tokens of a text's windows: "
+                                             "it takes long_documents='windows'"):
+        TextClassifier.from_model_dir(tiny_model_dir, seq_length=32, num_classes=2, window_pooling="attention")

@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from kbert.tasks.base import TaskModel, TaskModelError, host_packing
 from kbert.tasks.batching import in_input_order, length_order, progress_callbacks
-from kbert.tasks.heads import PooledHead
+from kbert.tasks.heads import PooledHead, TokenAttentionHead
 from kbert.tasks.text_inputs import take_rows, text_lengths, text_segments
 from kbert.tasks.windows import window_settings
 from kbert.api_export import kbert_export
@@ -50,9 +50,13 @@ class _PooledTextModel(TaskModel):
         self.window_pooling = window_pooling or self.default_window_pooling
         if self.window_pooling not in POOLINGS:
             raise TaskModelError(f"window_pooling must be one of {', '.join(POOLINGS)}, got {window_pooling!r}")
+        if self.window_pooling == "attention" and not self.windows:
+            raise TaskModelError("window_pooling 'attention' pools the tokens of a text's windows: it takes "
+                                 "long_documents='windows'")
         config = encoder.config
-        self.head = PooledHead(config.hidden_size, num_outputs, dropout=dropout,
-                               initializer_range=config.initializer_range, name=self.head_name)
+        head = TokenAttentionHead if self.window_pooling == "attention" else PooledHead
+        self.head = head(config.hidden_size, num_outputs, dropout=dropout,
+                         initializer_range=config.initializer_range, name=self.head_name)
         self._build_head()
 
     def task_settings(self):
@@ -91,10 +95,15 @@ class _PooledTextModel(TaskModel):
         else:
             packed = self.pack(inputs)
         outputs = self.encode(packed, training=training)
-        logits = self.head(outputs["pooled_output"], training=training)
+        weights = None
+        if self.window_pooling == "attention":  # the tokens pooled, not [CLS] (heads.TokenAttentionHead)
+            logits, weights = self.head.window_outputs(outputs["sequence_output"], outputs["input_mask"],
+                                                       training=training)
+        else:
+            logits = self.head(outputs["pooled_output"], training=training)
         if document is None:
             return logits
-        return combine(logits, document, num_documents, self.window_pooling)
+        return combine(logits, document, num_documents, self.window_pooling, weights)
 
     def window_ids(self, inputs):
         """(packed numpy ids of every window, document of each) for raw texts, on the host."""
@@ -107,6 +116,8 @@ class _PooledTextModel(TaskModel):
         in the input order; ``progress(rows)`` is called after each batch. Under
         ``long_documents="windows"`` the windows of all texts are batched together and combined
         into one row per text."""
+        if self.windows and self.window_pooling == "attention":
+            return self._predict_documents(inputs, batch_size, progress)
         if self.windows:
             from kbert.tasks.window_inputs import combine_numpy
 
@@ -122,6 +133,26 @@ class _PooledTextModel(TaskModel):
         callbacks = progress_callbacks(progress, len(order), batch_size)
         return in_input_order(self.predict(take_rows(inputs, order), batch_size=batch_size, verbose=0,
                                            callbacks=callbacks), order)
+
+    def _predict_documents(self, inputs, batch_size, progress):
+        """predict_logits under attention pooling: a window's logits alone do not combine (its
+        weight rides beside them), so batches of whole documents, about ``batch_size`` windows
+        each, run through ``call``, which pools their tokens as training did."""
+        from kbert.tasks.window_inputs import DOCUMENT_MASK, document_batches
+
+        packed, document = self.window_ids(inputs)
+        n = len(text_lengths(inputs, self.num_segments))
+        documents = max(1, int(batch_size * n / max(len(document), 1)))
+        host = (self._row_multiple(), self.WIDTH_MULTIPLE) if host_packing() else None
+        batches = document_batches(packed, document, np.zeros(n, np.float32), batch_size=documents, shuffle=False,
+                                   host=host)
+        # keras.Model.predict, not TaskModel.predict: these batches are packed ids already.
+        logits = keras.Model.predict(self, batches, verbose=0,
+                                     callbacks=progress_callbacks(progress, n, documents))
+        if host is not None:  # host batches are padded with documents of mask 0
+            real = np.concatenate([np.asarray(x[DOCUMENT_MASK]) for x, *_ in batches]) > 0
+            logits = logits[real]
+        return logits
 
 
 def _document_progress(progress, document, order, batch_size):

@@ -2,6 +2,8 @@
 
   PooledHead    dropout + dense on the pooled [CLS] output: classification (softmax), regression
                 (1 unit), multi-label (sigmoid per unit), multiple choice (1 unit per choice)
+  TokenAttentionHead  PooledHead on the tokens pooled by a learned score instead of [CLS]
+                (``window_pooling="attention"`` of long documents)
   SequenceHead  dropout + dense on every position: token tagging (one unit per tag), span QA
                 (2 units: start and end)
 
@@ -53,3 +55,35 @@ class SequenceHead(_DenseHead):
     def build(self, input_shape=None):
         self.dense.build((None, None, self.hidden_size))
         self.built = True
+
+
+class TokenAttentionHead(PooledHead):
+    """A window's tokens pooled by attention (a learned score per token, softmax over the window's
+    real tokens), then dropout + dense: [windows, seq, H] -> [windows, num_outputs] logits, and
+    each window's log total attention weight (the log-sum-exp of its scores).
+
+    Over a document read in windows, attention over every token of every window is the windows'
+    logits averaged with weights softmax(log total weight): the dense layer is linear and each
+    window's attention sums to one, so ``window_inputs.combine(..., "attention", weights=...)``
+    gives exactly the logits of the document's tokens pooled together.
+    """
+
+    def __init__(self, hidden_size, num_outputs, dropout=0.1, initializer_range=0.02, **kwargs):
+        super().__init__(hidden_size, num_outputs, dropout=dropout, initializer_range=initializer_range, **kwargs)
+        self.score = keras.layers.Dense(1, kernel_initializer=truncated_normal(initializer_range), name="score")
+
+    def build(self, input_shape=None):
+        self.score.build((None, None, self.hidden_size))
+        super().build(input_shape)
+
+    def window_outputs(self, sequence, mask, training=None):
+        """(logits [windows, num_outputs], log total weight [windows], float32) of each window's
+        tokens (``mask`` 1 for the real ones). A window without real tokens (host padding) pools
+        all its positions evenly; combine drops it."""
+        ops = keras.ops
+        scores = ops.cast(ops.squeeze(self.score(sequence), axis=-1), "float32")  # float32 under mixed precision
+        scores = ops.where(ops.cast(mask, "bool"), scores, -1e9)
+        weight = ops.logsumexp(scores, axis=1)
+        attention = ops.exp(scores - ops.expand_dims(weight, -1))
+        pooled = ops.sum(ops.expand_dims(attention, -1) * ops.cast(sequence, "float32"), axis=1)
+        return self.dense(self.dropout(pooled, training=training)), weight

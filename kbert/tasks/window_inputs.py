@@ -11,7 +11,11 @@ for single-label classes (between their mean and their maximum: trained on docum
 where the mean does not, the window that holds the deciding text taking most of the gradient), the
 mean for regression scores, the maximum per label for multi-label (a label held by one window of
 ten would be averaged away, its maximum is not). Every rule gives a text of one window that
-window's own output.
+window's own output. ``attention`` (opt-in) pools the tokens, not the windows: a learned score per
+token, softmax over every real token of the document's windows (``heads.TokenAttentionHead``); the
+windows' logits are then averaged with weights softmax(each window's log total attention weight),
+which is the same thing. It changes the answer of a text of one window too (its tokens pooled, not
+its [CLS]), hence opt-in: it is for texts whose label one passage of a long page carries.
 
 Training (``document_batches``): a batch is a set of documents; all their windows run through the
 encoder together, each document's window outputs are combined by the rule prediction uses, and the
@@ -30,7 +34,7 @@ import tensorflow as tf
 from kbert.tasks.text_inputs import text_segments
 from kbert.tasks.windows import window_rows
 
-POOLINGS = ("mean", "max", "logmeanexp")
+POOLINGS = ("mean", "max", "logmeanexp", "attention")
 # The keys a batch of documents' windows adds to the packed ids (document_batches): each window's
 # document in the batch, and a [documents] mask (0 for the rows that pad a batch on the host).
 WINDOW_DOCUMENT, DOCUMENT_MASK = "window_document", "document_mask"
@@ -71,13 +75,25 @@ def window_inputs(model, inputs, check: bool = True, first_row: int = 0):
         windows["document"]
 
 
-def combine(outputs, document, num_documents, how: str):
+def combine(outputs, document, num_documents, how: str, weights=None):
     """One row per document from the windows' ``outputs`` ([windows, ...]), in keras.ops (any
     backend; under JAX ``num_documents`` is a static int). Windows whose ``document`` is negative
-    (padding) are dropped; a document without windows gets zeros."""
+    (padding) are dropped; a document without windows gets zeros. ``attention`` takes each window's
+    log total attention weight (``weights`` [windows])."""
     ops = keras.ops
     outputs = ops.convert_to_tensor(outputs)
     document = ops.cast(document, "int32")
+    if how == "attention":
+        if weights is None:
+            raise ValueError("window pooling 'attention' takes each window's weights")
+        weights = ops.cast(weights, "float32")
+        index = ops.maximum(document, 0)
+        top = ops.segment_max(weights, document, num_segments=num_documents)
+        shifted = ops.exp(weights - ops.take(top, index, axis=0))
+        share = shifted / ops.take(ops.maximum(ops.segment_sum(shifted, document, num_segments=num_documents),
+                                               1e-30), index, axis=0)
+        share = ops.cast(ops.reshape(share, [-1] + [1] * (len(outputs.shape) - 1)), outputs.dtype)
+        return ops.segment_sum(outputs * share, document, num_segments=num_documents)
     ones = ops.ones(ops.shape(document), dtype=outputs.dtype)
     counts = ops.segment_sum(ones, document, num_segments=num_documents)
     for _ in range(len(outputs.shape) - 1):
@@ -95,11 +111,24 @@ def combine(outputs, document, num_documents, how: str):
     raise ValueError(f"window pooling must be one of {', '.join(POOLINGS)}, got {how!r}")
 
 
-def combine_numpy(outputs, document, num_documents: int, how: str) -> np.ndarray:
+def combine_numpy(outputs, document, num_documents: int, how: str, weights=None) -> np.ndarray:
     """``combine`` in numpy (kbert predict and evaluation combine on the host)."""
     outputs, document = np.asarray(outputs), np.asarray(document)
     if how not in POOLINGS:
         raise ValueError(f"window pooling must be one of {', '.join(POOLINGS)}, got {how!r}")
+    if how == "attention":
+        if weights is None:
+            raise ValueError("window pooling 'attention' takes each window's weights")
+        weights = np.asarray(weights, np.float64)
+        top = np.full(num_documents, -np.inf)
+        np.maximum.at(top, document, weights)
+        shifted = np.exp(weights - top[document])
+        total = np.zeros(num_documents)
+        np.add.at(total, document, shifted)
+        share = (shifted / total[document]).reshape(-1, *([1] * (outputs.ndim - 1)))
+        combined = np.zeros((num_documents, *outputs.shape[1:]))
+        np.add.at(combined, document, outputs * share)
+        return combined.astype(outputs.dtype)
     if how in ("max", "logmeanexp"):
         top = np.full((num_documents, *outputs.shape[1:]), -np.inf, dtype=outputs.dtype)
         np.maximum.at(top, document, outputs)

@@ -47,7 +47,9 @@ class TableOptions:
             (each window an example with its document's label).
         window_pooling: how a document's windows' logits become its answer, in training, prediction
             and exports: ``logmeanexp``, ``mean`` or ``max`` (None: logmeanexp for classes, mean for
-            regression, max for multi-label).
+            regression, max for multi-label); ``attention`` pools the tokens of all the document's
+            windows by a learned score instead of their [CLS] (a text of one window too), for labels
+            that one passage of a long page carries.
         max_windows: document-level training: at most this many windows of a document per epoch,
             drawn afresh each epoch (None: all).
 
@@ -72,7 +74,8 @@ class TableOptions:
                                                     "document's label)")
     window_pooling: str | None = option(None, help="--long-documents windows: logmeanexp, mean or max of a "
                                                    "document's windows' logits (default logmeanexp; regression: "
-                                                   "mean; multi-label: max)")
+                                                   "mean; multi-label: max), or attention over every token of "
+                                                   "its windows (learned; for one deciding passage)")
     max_windows: int | None = option(None, type=int, help="document-level training: at most this many windows "
                                                           "of a document per epoch, drawn afresh each epoch")
 
