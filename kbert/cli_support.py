@@ -272,7 +272,7 @@ def run(name: str, main, argv=None) -> int:
 
 
 # -- typed options <-> flags ------------------------------------------------------------------------
-# Library functions take dataclasses (kbert.tasks.options.FinetuneOptions, a task type's options); these
+# Library functions take dataclasses (kbert.tasks.core.options.FinetuneOptions, a task type's options); these
 # turn their fields (kbert.options.option: help, type, flag) into flags and the parsed flags back.
 def _flag(field) -> str:
     return field.metadata.get("flag") or "--" + field.name.replace("_", "-")

@@ -85,7 +85,7 @@ def run(argv=None) -> dict:
     import apache_beam as beam
     from apache_beam.io.filesystems import FileSystems
 
-    from kbert.tasks.task_files import resolve_task
+    from kbert.tasks.core.task_files import resolve_task
 
     args, beam_args = parse_args(argv)
     split_list = lambda s: [c for c in s.split(",") if c] if s else None  # noqa: E731

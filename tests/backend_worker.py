@@ -34,7 +34,7 @@ NO_DROPOUT = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
 
 
 def classifier(model_dir, dropout=0.0, **settings):
-    from kbert.tasks.classifier import TextClassifier
+    from kbert.tasks.classification.model import TextClassifier
 
     return TextClassifier.from_model_dir(model_dir, num_classes=2, seq_length=32, load_head=False,
                                          dropout=dropout, encoder_overrides=NO_DROPOUT, **settings)
@@ -45,8 +45,8 @@ def document_step_batches(model):
     recipe builds it under each backend)."""
     import numpy as np
 
-    from kbert.tasks.base import host_packing
-    from kbert.tasks.window_inputs import document_batches
+    from kbert.tasks.core.base import host_packing
+    from kbert.tasks.classification.window_inputs import document_batches
 
     texts = [" ".join(TEXTS[:k]) for k in (8, 1, 5, 3)]
     packed, document = model.window_ids(np.array(texts, dtype=object))
@@ -99,14 +99,14 @@ def write_swag(folder):
 
 
 def task_options(kind, model_dir, out, data):
-    from kbert.tasks.options import FinetuneOptions
+    from kbert.tasks.core.options import FinetuneOptions
 
     common = dict(init=str(model_dir), model_dir=str(out), seed=0, eval_batch_size=8, warmup_proportion=0.0)
     if kind == "tagging":
         return FinetuneOptions(task="conll2003", data_dir=str(data), seq_length=32, batch_size=8, epochs=5,
                                learning_rate=2e-3, max_train_examples=32, max_eval_examples=16, **common)
     if kind == "span_qa":
-        from kbert.tasks.plugins.span_qa import SquadOptions
+        from kbert.tasks.span_qa.task import SquadOptions
 
         squad = str(pathlib.Path(data) / "dev-v1.1.json")
         return FinetuneOptions(task="squad/v1.1", train_file=squad, eval_file=squad, seq_length=64, batch_size=16,
@@ -129,7 +129,7 @@ def task_inputs(kind, data):
         return {"text": [" ".join(s["words"]) for s in sentences]}
     if kind == "span_qa":
         from kbert.data.squad import read_squad
-        from kbert.tasks.plugins.span_qa import select_articles
+        from kbert.tasks.span_qa.task import select_articles
 
         path = data / "dev-v1.1.json"
         examples = select_articles(read_squad(path).examples, "36:", path)[:SQUAD_QUESTIONS]
@@ -269,7 +269,7 @@ def main(job, model_dir, out, *args):
     elif job == "task-finetune":
         import json
 
-        from kbert.tasks.base import load_task_model
+        from kbert.tasks.core.base import load_task_model
         from kbert.training.finetune import finetune
 
         for kind, data in (arg.split("=", 1) for arg in args):

@@ -20,7 +20,7 @@ import pytest
 from conftest import require
 
 from kbert.errors import OptionsError as TrainingOptionsError
-from kbert.tasks.options import FinetuneOptions, OptionsError
+from kbert.tasks.core.options import FinetuneOptions, OptionsError
 from kbert.training.pretrain import PretrainOptions, check_attention_and_precision
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -31,9 +31,9 @@ CHILD = textwrap.dedent("""
     from backend_worker import LABELS, NO_DROPOUT, TEXTS
     from kbert.layers import accel
     from kbert.tasks import load_task_model
-    from kbert.tasks.classifier import TextClassifier
-    from kbert.tasks.predict import predict_file
-    from kbert.tasks.prediction import PredictOptions
+    from kbert.tasks.classification.model import TextClassifier
+    from kbert.tasks.core.predict import predict_file
+    from kbert.tasks.core.prediction import PredictOptions
     from kbert.training.optimization import create_optimizer
     assert keras.backend.backend() == "jax"
     init, out_dir, out_file = sys.argv[1:4]

@@ -36,8 +36,8 @@ def _mnli_row(index, gold, labels=("neutral",) * 5):
 
 
 def _mnli_recipe(train, dev):
-    from kbert.tasks.options import FinetuneOptions
-    from kbert.tasks.registry import get_task
+    from kbert.tasks.core.options import FinetuneOptions
+    from kbert.tasks.core.registry import get_task
 
     named = get_task("glue/mnli")
     return named.task_type.recipe(named, FinetuneOptions(task="glue/mnli", init="unused", model_dir="unused",
@@ -107,7 +107,7 @@ def test_conll_original_iob1_files(tmp_path):
     between two of one type) and start documents with -DOCSTART-; a file may end lines with CRLF and
     have several blank lines in a row. kbert reads the tags as written; the evaluation (seqeval in
     conlleval's mode, the official conlleval rules) reads an I- after O as an entity's start."""
-    from kbert.tasks.metrics import ner_metrics
+    from kbert.tasks.tagging.metrics import ner_metrics
 
     text = ("-DOCSTART- -X- O O\r\n\r\n\r\nU.N. NNP I-NP I-ORG \r\nofficial NN I-NP O\r\nEkeus NNP I-NP I-PER\r\n"
             "heads VBZ I-VP O\r\n\r\nPeter NNP I-NP I-PER\r\nJohn NNP I-NP B-PER\r\n")
@@ -229,7 +229,7 @@ def test_jglue_json_lines_files_as_distributed():
 
 def test_every_quirk_in_the_docs_names_a_test_that_exists():
     page = (REPO / "docs" / "benchmark-files.md").read_text(encoding="utf-8")
-    named = re.findall(r"`(tests/test_[\w]+\.py)::(test_\w+)`", page)
+    named = re.findall(r"`(tests/(?:[\w]+/)*test_[\w]+\.py)::(test_\w+)`", page)
     assert len(named) > 25
     for path, name in named:
         tree = ast.parse((REPO / path).read_text(encoding="utf-8"))
@@ -237,7 +237,7 @@ def test_every_quirk_in_the_docs_names_a_test_that_exists():
         assert name in functions, f"docs/benchmark-files.md names {path}::{name}, which does not exist"
     # every built-in task is on the page; asked of a fresh interpreter, since tests that run in this
     # one register tasks of their own (tests/test_task_plugins.py)
-    listing = subprocess.run([sys.executable, "-c", "from kbert.tasks.registry import task_names\n"
+    listing = subprocess.run([sys.executable, "-c", "from kbert.tasks.core.registry import task_names\n"
                               "print('\\n'.join(task_names()))"], capture_output=True, text=True, check=True,
                              cwd=REPO).stdout.split()
     assert len(listing) > 20 and "glue/sst2" in listing

@@ -114,10 +114,15 @@ def test_missing_answers_named(tmp_path):
 
 
 def _recipe(task, **kwargs):
-    from kbert.tasks.options import FinetuneOptions
-    from kbert.tasks.registry import get_task
+    from kbert.tasks.core.options import FinetuneOptions
+    from kbert.tasks.core.registry import get_task
 
     named = get_task(task)
+    rows = {k: kwargs.pop(k) for k in ("train_rows", "eval_rows") if k in kwargs}
+    if rows:  # the KLUE tasks' own options
+        from kbert.tasks.core.options import RowsOptions
+
+        kwargs["named_options"] = RowsOptions(**rows)
     options = FinetuneOptions(task=task, init="unused", model_dir="unused", **kwargs)
     return named.task_type.recipe(named, options)
 
@@ -137,7 +142,7 @@ def test_named_tasks_select_rows_and_articles():
 
 
 def _qa_options(**kwargs):
-    from kbert.tasks.plugins.span_qa import SquadOptions
+    from kbert.tasks.span_qa.task import SquadOptions
 
     return SquadOptions(**kwargs)
 
@@ -147,8 +152,21 @@ def _qa_options(**kwargs):
     ("klue/nli", {"train_file": str(NLI_FILE), "eval_file": str(NLI_FILE), "train_rows": ":10", "eval_rows": "5:"},
      "in both the training and the evaluation rows"),
     ("klue/nli", {"data_dir": str(KLUE)}, "klue-nli-v1.1_train.json"),
-    ("glue/sst2", {"data_dir": "x", "train_rows": ":10"}, "--train-rows/--eval-rows select rows of the KLUE"),
 ])
 def test_named_task_errors(task, kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         _recipe(task, **kwargs)
+
+
+def test_rows_are_the_klue_tasks_own_options():
+    from kbert.commands.finetune import finetune_options, parse_args
+
+    with pytest.raises(TypeError, match="task 'glue/sst2' takes no options of its own, got RowsOptions"):
+        _recipe("glue/sst2", data_dir="x", train_rows=":10")
+    flags = ["--init", "i", "--model-dir", "m", "--train-rows", ":10"]
+    with pytest.raises(ValueError, match=re.escape("--train-rows is an option of the tasks klue/nli, klue/sts, "
+                                                   "klue/ner; task 'glue/sst2' does not take it")):
+        finetune_options(parse_args(["--task", "glue/sst2", *flags]))
+    options = finetune_options(parse_args(["--task", "klue/sts", *flags, "--eval-rows", "10:"]))
+    assert (options.named_options.train_rows, options.named_options.eval_rows) == (":10", "10:")
+    assert not hasattr(options, "train_rows")  # not a field of every run

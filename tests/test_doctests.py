@@ -47,7 +47,7 @@ FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE | doctest.IGNORE_EXCEPTI
 def _registries_kept():
     """The tokenizer and task registries as they were: an Example that registers a type or task
     (kbert.register_tokenizer, kbert.tasks.register_task) leaves nothing behind for other tests."""
-    from kbert.tasks import registry as tasks
+    from kbert.tasks.core import registry as tasks
     from kbert.text import registry as text
 
     tasks.task_names()  # the built-in types and tasks loaded first: they stay whatever an Example does

@@ -6,7 +6,7 @@ import re
 import keras
 import numpy as np
 
-from kbert.tasks.evaluation import EvaluateEachEpoch
+from kbert.tasks.core.evaluation import EvaluateEachEpoch
 
 
 class _Recipe:

@@ -1,4 +1,4 @@
-"""Exports of mecab-wordpiece and mecab-character models: words in, string [batch, words] (kbert.tasks.words_inputs).
+"""Exports of mecab-wordpiece and mecab-character models: words in, string [batch, words] (kbert.tasks.core.words_inputs).
 
 For each type, a model directory (the converted ja-tiny-random-bert for mecab-wordpiece; a random
 BERT-Tiny on ja-char for mecab-character, both with MLM and NSP heads) is exported as encoder,
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow  # the whole module: its shared fixture alone outl
 from conftest import REFERENCE, REPO, SHARED, require, run_fresh_python
 require("fugashi")
 require("unidic_lite")
-from kbert.tasks.words_inputs import join_words, words_name, words_request  # noqa: E402
+from kbert.tasks.core.words_inputs import join_words, words_name, words_request  # noqa: E402
 
 SEQ_LENGTH = 64
 TYPES = {"mecab-wordpiece": "mecab_wordpiece_ids", "mecab-character": "char_ids"}
@@ -355,7 +355,7 @@ def _padded_words(tokenizer, texts):
 def test_warmup_requests_are_padded_words(exported, kind):
     from kbert.export.head_signatures import warmup_requests
     from kbert.export.serving import read_warmup_requests
-    from kbert.tasks.registry import task_type_for_model
+    from kbert.tasks.core.registry import task_type_for_model
     from kbert.text import load_tokenizer
 
     models, _, _ = exported

@@ -1,5 +1,5 @@
 """Span-QA (JSQuAD) and tagging exports of mecab-* models: words in, answers in word indices
-(kbert.tasks.words_answers).
+(kbert.tasks.span_qa.words_answers).
 
 Tiny models with random heads (sharp logits, so answers and tags differ between rows) on the
 converted ja-tiny-random-bert (mecab-wordpiece) and a random BERT-Tiny on ja-char (mecab-character)
@@ -58,7 +58,7 @@ def _randomize(model, scale, seed):
 def served(tmp_path_factory, ja_model_dirs):
     """{"qa": {kind: (model, rows)}, "tagger": model} and the fresh process's answers."""
     from kbert.export.task import export_task
-    from kbert.tasks.words_answers import words_rows
+    from kbert.tasks.core.words_inputs import words_rows
     from kbert.tasks import SpanQuestionAnswerer, TokenTagger
 
     root = tmp_path_factory.mktemp("mecab_answers")
@@ -208,12 +208,8 @@ def test_piece_spans_cover_each_word():
     text (WordPiece without ##; [UNK] and [SEP] the whole word) for both tokenizer types."""
     import tensorflow as tf
 
-    from kbert.tasks.words_answers import (
-        _piece_length_tables,
-        piece_spans,
-        word_layout,
-        words_rows,
-    )
+    from kbert.tasks.core.words_inputs import word_layout, words_rows
+    from kbert.tasks.span_qa.words_answers import _piece_length_tables, piece_spans
     from kbert.text import TokenizerSpec, create_tokenizer
 
     texts = ["ｶﾀｶﾅの㈱ [SEP] 吾輩は猫である。", "🎉😀 量子力学", ""]

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from kbert.data import glue
-from kbert.tasks.options import FinetuneOptions
-from kbert.tasks.registry import get_task
+from kbert.tasks.core.options import FinetuneOptions
+from kbert.tasks.core.registry import get_task
 from conftest import SHARED
 
 # tensorflow_datasets' glue builder (label_classes of each config), index = the label's id there.

@@ -346,7 +346,7 @@ def test_data_dir_files_and_bad_rows_through_the_command_line(tmp_path, mecab_di
     _write(folder / "dev.json", [{**PAIR, "label": "neutral"}, {"sentence_pair_id": "9", "sentence1": "x", "label": "neutral"}])
     with pytest.raises(DataError, match=re.escape(str(folder / "dev.json")) + r", line 2: field 'sentence2': missing"):
         main(args)
-    from kbert.tasks.task_files import resolve_task
+    from kbert.tasks.core.task_files import resolve_task
 
     with pytest.raises(ValueError, match="'jglue/jsts' has no TFRecord pipeline"):
         resolve_task("jglue/jsts", JGLUE / "jsts")
@@ -357,7 +357,7 @@ def test_data_dir_files_and_bad_rows_through_the_command_line(tmp_path, mecab_di
 def test_predict_reads_jglue_files_and_agrees_with_evaluation(finetuned, mecab_dir, task, tmp_path):
     """The fine-tuned model directory through kbert.predict on the evaluated rows of the JGLUE file
     without their labels: the same answers fine-tuning wrote for them, in input order."""
-    from kbert.tasks.predict import predict_file
+    from kbert.tasks.core.predict import predict_file
 
     out, _ = finetuned(task, mecab_dir)
     evaluated = {p["id"]: p for p in read_jsonl(out / "predictions.jsonl")}

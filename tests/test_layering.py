@@ -232,7 +232,7 @@ def test_the_scan_sees_imports_inside_functions_and_relative_imports(edges):
     # the pipelines are scanned too, and the faces' lazy imports come from kbert.api_export.PUBLIC
     assert ("pipelines.pretraining_data", "pipelines.runners") in found
     assert part_of("pipelines.task_data") == "pipelines"
-    assert ("kbert", "kbert.models.encoder") in found and ("kbert.tasks", "kbert.tasks.classifier") in found
+    assert ("kbert", "kbert.models.encoder") in found and ("kbert.tasks", "kbert.tasks.classification.model") in found
 
 
 def test_every_part_has_a_layer(edges):
@@ -336,3 +336,66 @@ def test_library_code_takes_typed_options_not_argparse_namespaces():
                        "and pass typed options):\n" + "\n".join(found))
     sample = "import argparse\ndef projector_from_args(args):\n    pass\ndef run(options):\n    pass\n"
     assert _argparse_uses(sample, "sample.py") == ["sample.py:1", "sample.py:2"]
+
+
+# -- kbert/tasks: one core, one folder per task family --------------------------------------------
+TASK_FAMILIES = ("classification", "tagging", "span_qa", "multiple_choice")
+# Names of benchmarks and their tasks, as identifiers or imported modules would spell them.
+BENCHMARK_NAMES = r"glue|squad|klue|korquad|cmrc|conll|swag|mnli|sst2|jsts|jnli|jcommonsenseqa|jsquad"
+
+
+def _family(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["kbert", "tasks"] else None
+
+
+def family_crossings(edges) -> list[str]:
+    """``file:line`` of each import from kbert.tasks.core into a family, or between two families."""
+    found = []
+    for source, target, where in edges:
+        a, b = _family(source.partition(":")[0]), _family(target)
+        if a and b and a != b and b != "core":
+            found.append(f"{where}: {source} ({a}) imports {target} ({b})")
+    return found
+
+
+def benchmark_names(source: str, where: str) -> list[str]:
+    """``where:line`` of each identifier or imported module in ``source`` that names a benchmark
+    (docstrings, comments and help texts may mention one as an example)."""
+    import io
+    import re
+    import tokenize
+
+    pattern = re.compile(BENCHMARK_NAMES, re.IGNORECASE)
+    return [f"{where}:{tok.start[0]} {tok.string}" for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+            if tok.type == tokenize.NAME and pattern.search(tok.string)]
+
+
+def test_tasks_hold_core_and_the_family_folders(edges):
+    tasks = PACKAGE / "tasks"
+    top = sorted(p.name for p in tasks.iterdir() if p.name != "__pycache__")
+    assert top == sorted(["__init__.py", "core", *TASK_FAMILIES])
+    assert all((tasks / name / "__init__.py").is_file() for name in ("core", *TASK_FAMILIES))
+    crossings = family_crossings(edges)
+    assert not crossings, "core imports a family, or a family another:\n" + "\n".join(crossings)
+    sample = [("kbert.tasks.core.base", "kbert.tasks.span_qa.model", "kbert/tasks/core/base.py:3"),
+              ("kbert.tasks.tagging.task", "kbert.tasks.core.registry", "kbert/tasks/tagging/task.py:4"),
+              ("kbert.tasks.tagging.klue", "kbert.tasks.classification.klue", "kbert/tasks/tagging/klue.py:9")]
+    assert [c.partition(":")[0] for c in family_crossings(sample)] == ["kbert/tasks/core/base.py",
+                                                                       "kbert/tasks/tagging/klue.py"]
+
+
+def test_core_names_no_benchmark():
+    found = [hit for path in sorted((PACKAGE / "tasks" / "core").glob("*.py"))
+             for hit in benchmark_names(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))]
+    assert not found, "kbert/tasks/core names a benchmark (it belongs in its family):\n" + "\n".join(found)
+    assert benchmark_names('"""SQuAD"""\nfrom kbert.data import squad\nx = glue_task\n', "s.py") == [
+        "s.py:2 squad", "s.py:3 glue_task"]
+    import dataclasses
+
+    from kbert.tasks.core.options import FinetuneOptions
+
+    fields = [f.name for f in dataclasses.fields(FinetuneOptions)]
+    assert not benchmark_names(" ".join(fields), "FinetuneOptions")
+    assert not [f.name for f in dataclasses.fields(FinetuneOptions)
+                if any(word in (f.metadata.get("help") or "") for word in ("KLUE", "GLUE", "SQuAD"))]

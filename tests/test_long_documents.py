@@ -1,4 +1,4 @@
-"""Texts longer than seq_length read in windows by the classification models (kbert.tasks.window_inputs):
+"""Texts longer than seq_length read in windows by the classification models (kbert.tasks.classification.window_inputs):
 one answer per text, equal to the windows' outputs combined by hand from inputs packed independently
 (window_starts over the tokenizer's pieces), in the host path and in the graph; texts that fit give
 exactly the truncate answer; the settings reload from the model directory."""
@@ -8,10 +8,10 @@ import pytest
 import tensorflow as tf
 
 from kbert.tasks import load_task_model
-from kbert.tasks.base import TaskModelError
-from kbert.tasks.classifier import MultiLabelClassifier, TextClassifier, TextRegressor
-from kbert.tasks.heads import TokenAttentionHead
-from kbert.tasks.windows import window_starts
+from kbert.tasks.core.base import TaskModelError
+from kbert.tasks.classification.model import MultiLabelClassifier, TextClassifier, TextRegressor
+from kbert.tasks.core.heads import TokenAttentionHead
+from kbert.tasks.core.windows import window_starts
 
 SHORT = ["a short text", "another one that fits easily", ""]
 LONG = " ".join(["the quick brown fox jumps over the lazy dog while everyone watches"] * 9)
@@ -96,7 +96,7 @@ def test_pairs_window_text_b_and_keep_text_a(tiny_model_dir):
     with pytest.raises(ValueError, match=r"^row 2: text A has \d+ word pieces, which leave no room for text B"):
         model.predict_logits(too_long)
     # read in slices of rows, the row is still counted in the whole input
-    from kbert.tasks.window_inputs import host_windows
+    from kbert.tasks.classification.window_inputs import host_windows
 
     five = {"text_a": np.array(["fits"] * 3 + [LONG, "fits"], dtype=object), "text_b": np.array(["b"] * 5, dtype=object)}
     with pytest.raises(ValueError, match=r"^row 4: text A has"):
@@ -142,8 +142,8 @@ def test_bad_settings(tiny_model_dir, settings, message):
     ({"type": "text_classifier", "seq_length": 64}, {"doc_stride": 64}, "--doc-stride 64 must be below --seq-length 64"),
 ])
 def test_predict_and_export_refuse_what_cannot_work(meta, settings, message):
-    from kbert.tasks.registry import task_type_for_model
-    from kbert.tasks.windows import model_settings
+    from kbert.tasks.core.registry import task_type_for_model
+    from kbert.tasks.core.windows import model_settings
 
     with pytest.raises(ValueError, match=message):
         model_settings(task_type_for_model(meta["type"]), meta, **settings)
@@ -180,7 +180,7 @@ DOCUMENTS = [LONG, "short", LONG[:150], LONG[:300], "another short one"]
 
 
 def _document_batch(model, texts, host=None, **kwargs):
-    from kbert.tasks.window_inputs import document_batches
+    from kbert.tasks.classification.window_inputs import document_batches
 
     packed, document = model.window_ids(np.array(texts, dtype=object))
     labels = np.arange(len(texts)) % 2
@@ -224,7 +224,7 @@ def test_the_loss_is_taken_once_per_document(tiny_model_dir):
 
 
 def test_max_windows_draws_each_documents_windows_afresh_each_epoch():
-    from kbert.tasks.window_inputs import DOCUMENT_MASK, WINDOW_DOCUMENT, document_batches
+    from kbert.tasks.classification.window_inputs import DOCUMENT_MASK, WINDOW_DOCUMENT, document_batches
 
     document = np.repeat(np.arange(4), [1, 6, 2, 5])
     ids = np.arange(len(document))[:, None].repeat(3, axis=1)  # a window's ids say which window it is

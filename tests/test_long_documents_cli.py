@@ -24,8 +24,8 @@ def runs(tmp_path_factory, shared_data):
     from conftest import UNCASED_VOCAB
     from kbert import BertConfig, BertEncoder
     from kbert.model_dir import save_model_dir
-    from kbert.tasks.options import FinetuneOptions
-    from kbert.tasks.plugins.classification import TableOptions
+    from kbert.tasks.core.options import FinetuneOptions
+    from kbert.tasks.classification.task import TableOptions
     from kbert.training.finetune import finetune
 
     root = tmp_path_factory.mktemp("long_documents")
@@ -140,8 +140,8 @@ def test_multi_label_finds_a_label_held_by_one_sentence(tmp_path, shared_data, m
     or a Persuasion sentence in a page of Emma, each there or not; about 4 windows of 64 positions a
     document, so most windows hold neither) is found in held-out documents. Trained window by window
     instead (each window with its document's labels), the same run stays near 0.67 micro-F1."""
-    from kbert.tasks.options import FinetuneOptions
-    from kbert.tasks.plugins.classification import TableOptions
+    from kbert.tasks.core.options import FinetuneOptions
+    from kbert.tasks.classification.task import TableOptions
     from kbert.training.finetune import finetune
     from long_documents_data import multi_label_documents
 

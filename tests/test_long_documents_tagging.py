@@ -1,6 +1,6 @@
 """Tagging over windows: CoNLL-2003 articles joined into documents (../shared/data/conll2003) are read
 in windows of a small seq_length and every word of every document is tagged exactly once, from the
-window where it has the most context (kbert.tasks.windows.max_context_windows); sentences that fit
+window where it has the most context (kbert.tasks.core.windows.max_context_windows); sentences that fit
 get exactly the truncate tags; the exported graph tags the same."""
 
 import numpy as np
@@ -8,8 +8,8 @@ import pytest
 import tensorflow as tf
 
 from kbert.data.conll import read_conll
-from kbert.tasks.tagger import TokenTagger
-from kbert.tasks.windows import max_context_windows, window_starts
+from kbert.tasks.tagging.model import TokenTagger
+from kbert.tasks.core.windows import max_context_windows, window_starts
 
 SEQ = 32
 

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from conftest import CHINESE_VOCAB, REPO, SHARED, UNCASED_VOCAB
-from kbert.tasks.metrics import squad_char_f1, squad_metrics
+from kbert.tasks.span_qa.metrics import squad_char_f1, squad_metrics
 
 
 def jglue_char_f1(gold: str, pred: str) -> float:

@@ -11,9 +11,9 @@ import sklearn.metrics
 
 from kbert.data.table import read_table
 from kbert.errors import DataError
-from kbert.tasks.options import FinetuneOptions
-from kbert.tasks.plugins.classification import TableOptions
-from kbert.tasks.registry import get_task
+from kbert.tasks.core.options import FinetuneOptions
+from kbert.tasks.classification.task import TableOptions
+from kbert.tasks.core.registry import get_task
 
 LABELS = ["a", "b", "c"]
 # Gold label sets; the hand-set head below predicts the same set for every row.
@@ -33,7 +33,7 @@ def _eval_file(tmp_path):
 def _hand_set_model(tiny_model_dir, **kwargs):
     """A MultiLabelClassifier whose logits are the bias for every input: sigmoid(2, -2, 0.2) =
     (0.88, 0.12, 0.55)."""
-    from kbert.tasks.classifier import MultiLabelClassifier
+    from kbert.tasks.classification.model import MultiLabelClassifier
 
     model = MultiLabelClassifier.from_model_dir(tiny_model_dir, label_names=LABELS, seq_length=32, **kwargs)
     kernel, bias = model.head.weights

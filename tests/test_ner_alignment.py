@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 from seqeval.metrics import f1_score as seqeval_f1
 from seqeval.metrics.sequence_labeling import get_entities
 
-from kbert.tasks.ner_alignment import (
+from kbert.tasks.tagging.ner_alignment import (
     IGNORE_INDEX, align_labels, entity_spans, first_token_mask, token_word_ids, truncated_words,
     word_predictions)
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from kbert.errors import DataError
-from kbert.tasks.predict import predict_file
+from kbert.tasks.core.predict import predict_file
 from kbert.tasks import load_task_model
-from kbert.tasks.prediction import PredictOptions
+from kbert.tasks.core.prediction import PredictOptions
 from conftest import REPO, python
 
 TEXTS = ["a gripping film", "dull and overlong, with a plot that never arrives anywhere at all", "ok",
@@ -161,7 +161,7 @@ def test_multi_label_lists_in_order(dirs, loaded, predict, tmp_path):
 
 
 def test_tagging_conll_and_lines_with_entity_spans(dirs, loaded, predict, tmp_path):
-    from kbert.tasks.ner_alignment import entity_spans
+    from kbert.tasks.tagging.ner_alignment import entity_spans
 
     sentences = [["John", "Smith", "lives", "in", "Z\u00fcrich", "."], ["Hello"], ["a", "b", "c", "d", "e", "f", "g"]]
     conll = tmp_path / "t.conll"  # words only, and -DOCSTART- lines, as a CoNLL test file without tags

@@ -219,7 +219,7 @@ def test_the_docstring_check_finds_what_is_missing():
 
 def test_one_options_error_for_every_option():
     import kbert
-    from kbert.tasks import options
+    from kbert.tasks.core import options
 
     assert options.OptionsError is kbert.OptionsError
     with pytest.raises(kbert.OptionsError, match="batch_size"):

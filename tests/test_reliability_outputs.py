@@ -167,7 +167,7 @@ def test_every_reader_refuses_two_rows_with_one_id(models, tmp_path):
     """Readers whose ids come from the file itself (here SQuAD-like rows through the generic check of
     kbert.predict): two rows with one id would be two predictions under one name."""
     from kbert.errors import DataError
-    from kbert.tasks.predict import check_unique_ids as _check_unique_ids
+    from kbert.tasks.core.predict import check_unique_ids as _check_unique_ids
 
     with pytest.raises(DataError, match=r"x\.jsonl \(whole file\): field 'id': got 'b'; expected a unique id per "
                                         r"row \(rows 2 and 4 share it\)"):
@@ -203,7 +203,7 @@ def test_finetune_max_train_examples_below_one_is_one_line(cli, tiny_model_dir, 
 
 
 def test_finetune_options_check_their_counts_for_every_caller():
-    from kbert.tasks.options import FinetuneOptions, OptionsError
+    from kbert.tasks.core.options import FinetuneOptions, OptionsError
 
     for name in ("max_train_examples", "max_eval_examples", "batch_size", "eval_batch_size"):
         with pytest.raises(OptionsError, match=f"{name} .* got 0"):

@@ -1,4 +1,4 @@
-"""kbert.tasks.span_qa_graph: SQuAD answers from raw strings in one graph, checked against the
+"""kbert.tasks.span_qa.graph: SQuAD answers from raw strings in one graph, checked against the
 Python path (SpanQuestionAnswerer.windows / postprocess_example / answer) piece by piece and end
 to end, then saved and reloaded in a process that imports only tensorflow and tensorflow_text."""
 
@@ -9,9 +9,9 @@ import pytest
 import tensorflow as tf
 
 from conftest import run_fresh_python
-from kbert.tasks.span_qa_graph import _answers, _settings, _windows, build_answer_fn, export_answer_model
+from kbert.tasks.span_qa.graph import _answers, _settings, _windows, build_answer_fn, export_answer_model
 from kbert.tasks import SpanQuestionAnswerer
-from kbert.tasks.squad_postprocess import postprocess_example
+from kbert.tasks.span_qa.postprocess import postprocess_example
 
 SPEC = [tf.TensorSpec([None], tf.string)] * 2
 # Multi-byte characters (2, 3 and 4 UTF-8 bytes) come before every answer the model can pick.

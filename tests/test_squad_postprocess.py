@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from conftest import SHARED
-from kbert.tasks.squad_postprocess import (
+from kbert.tasks.span_qa.postprocess import (
     DocSpan, _check_is_max_context, build_windows, char_offsets_from_byte_offsets, doc_spans,
     postprocess_example, postprocess_predictions)
 

@@ -1,10 +1,10 @@
-"""kbert.tasks.static_shapes: a few fixed batch widths, and padding that changes no real output."""
+"""kbert.tasks.core.static_shapes: a few fixed batch widths, and padding that changes no real output."""
 
 import numpy as np
 import pytest
 
 from kbert import BertConfig, BertEncoder
-from kbert.tasks.static_shapes import static_width, to_static_width
+from kbert.tasks.core.static_shapes import static_width, to_static_width
 
 
 def test_widths_are_few_and_hold_the_longest_row():

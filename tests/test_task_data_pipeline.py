@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO, SHARED, python
-from kbert.tasks.task_files import read_task, resolve_task
+from kbert.tasks.core.task_files import read_task, resolve_task
 from pipelines import task_data
 
 

@@ -16,10 +16,10 @@ from kbert.export.serving import read_warmup_requests
 from kbert.export.task import export_task
 from kbert.commands.finetune import finetune_options, parse_args, run
 from kbert.tasks import load_task_model
-from kbert.tasks.classifier import TextRegressor
-from kbert.tasks.options import FinetuneOptions, option
-from kbert.tasks.registry import get_task, register_task, register_task_type, task_names, task_type_for_model
-from kbert.tasks.task_type import Recipe, TaskType
+from kbert.tasks.classification.model import TextRegressor
+from kbert.tasks.core.options import FinetuneOptions, option
+from kbert.tasks.core.registry import get_task, register_task, register_task_type, task_names, task_type_for_model
+from kbert.tasks.core.task_type import Recipe, TaskType
 from conftest import read_scalars
 
 TASK = "test/good_count"
@@ -58,7 +58,7 @@ class CountRecipe(Recipe):
         return GoodCounter.from_model_dir(init_dir, **self.build_kwargs(encoder_overrides))
 
     def train_dataset(self, model):
-        from kbert.tasks.datasets import make_dataset
+        from kbert.tasks.core.datasets import make_dataset
 
         return make_dataset(np.array(self.train, dtype=object), self.train_y, batch_size=self.options.batch_size,
                             shuffle=True, seed=self.options.seed)
@@ -85,7 +85,7 @@ class GoodCount(TaskType):
         return GoodCounter
 
     def signatures(self, module):
-        from kbert.tasks.signatures import IDS_SPEC
+        from kbert.tasks.core.signatures import IDS_SPEC
 
         model = module.model
 

@@ -10,8 +10,9 @@ import pytest
 
 from conftest import CHINESE_VOCAB, SHARED
 from kbert.errors import DataError
-from kbert.tasks import metrics_cjk
-from kbert.tasks.char_tagging import to_char_tags
+from kbert.tasks.span_qa import metrics_cjk
+from kbert.tasks.tagging import klue as klue_tagging
+from kbert.tasks.tagging.char_tagging import to_char_tags
 
 KLUE = SHARED / "klue"
 NER_FILE = KLUE / "klue-ner-v1.1" / "klue-ner-v1.1_dev.tsv"
@@ -40,9 +41,9 @@ def test_char_features_on_hangul_jamo(tiny_model_dir):
     back to its syllable, only the first piece of a character is labelled, and predictions come back
     one per character, spaces included."""
     from kbert.data.klue import NER_LABELS
-    from kbert.tasks.char_tagging import char_features
-    from kbert.tasks.ner_alignment import IGNORE_INDEX
-    from kbert.tasks.tagger import TokenTagger
+    from kbert.tasks.tagging.char_tagging import char_features
+    from kbert.tasks.tagging.ner_alignment import IGNORE_INDEX
+    from kbert.tasks.tagging.model import TokenTagger
 
     model = TokenTagger.from_model_dir(tiny_model_dir, label_names=list(NER_LABELS), seq_length=64, load_head=False)
     text = "B 씨는 서울"
@@ -62,9 +63,12 @@ def test_char_features_on_hangul_jamo(tiny_model_dir):
 
 
 def _finetune(init, model_dir, task, **kwargs):
-    from kbert.tasks.options import FinetuneOptions
+    from kbert.tasks.core.options import FinetuneOptions, RowsOptions
     from kbert.training.finetune import finetune
 
+    rows = {k: kwargs.pop(k) for k in ("train_rows", "eval_rows") if k in kwargs}
+    if rows:  # the KLUE tasks' own options
+        kwargs["named_options"] = RowsOptions(**rows)
     return finetune(FinetuneOptions(task=task, init=str(init), model_dir=str(model_dir), epochs=1, batch_size=8,
                                     learning_rate=1e-3, **kwargs), progress_bar=False)
 
@@ -79,7 +83,7 @@ def _same(reported, recomputed):
 
 @pytest.mark.slow
 def test_klue_nli_and_sts(tiny_model_dir, tmp_path):
-    from kbert.tasks.predict import predict_file
+    from kbert.tasks.core.predict import predict_file
 
     raw = json.loads(NLI_FILE.read_text(encoding="utf-8"))
     result = _finetune(tiny_model_dir, tmp_path / "nli", "klue/nli", train_file=str(NLI_FILE), eval_file=str(NLI_FILE),
@@ -113,7 +117,7 @@ def test_klue_nli_and_sts(tiny_model_dir, tmp_path):
 @pytest.mark.slow
 def test_klue_ner(tiny_model_dir, tmp_path):
     from kbert.data.klue import NER_LABELS, read_ner
-    from kbert.tasks.predict import predict_file
+    from kbert.tasks.core.predict import predict_file
 
     result = _finetune(tiny_model_dir, tmp_path / "ner", "klue/ner", train_file=str(NER_FILE), eval_file=str(NER_FILE),
                        train_rows=":48", eval_rows="3480:", seq_length=64)
@@ -124,8 +128,8 @@ def test_klue_ner(tiny_model_dir, tmp_path):
     assert [len(r["tags"]) for r in rows] == [len(e["text"]) for e in gold]
     assert max(len(e["text"]) for e in gold) > 62
     predicted, truth = [r["tags"] for r in rows], [e["tags"] for e in gold]
-    _same(result["best"]["entity_macro_f1"], metrics_cjk.klue_ner_entity_macro_f1(predicted, truth))
-    _same(result["best"]["char_macro_f1"], metrics_cjk.klue_ner_char_macro_f1(predicted, truth, NER_LABELS))
+    _same(result["best"]["entity_macro_f1"], klue_tagging.klue_ner_entity_macro_f1(predicted, truth))
+    _same(result["best"]["char_macro_f1"], klue_tagging.klue_ner_char_macro_f1(predicted, truth, NER_LABELS))
     # kbert predict on the official TSV of those sentences writes the same rows
     lines = NER_FILE.read_text(encoding="utf-8").split("\n")
     start = next(i for i, line in enumerate(lines) if line.startswith(f"## {gold[0]['id']}\t"))
@@ -152,8 +156,8 @@ def test_klue_ner_export_tags_every_character_as_predict_does(tiny_model_dir, tm
 
     from kbert.data.klue import NER_LABELS, read_ner
     from kbert.export.task import export_task
-    from kbert.tasks.char_tagging import predict_char_tags
-    from kbert.tasks.tagger import TokenTagger
+    from kbert.tasks.tagging.char_tagging import predict_char_tags
+    from kbert.tasks.tagging.model import TokenTagger
 
     keras.utils.set_random_seed(0)
     model = TokenTagger.from_model_dir(tiny_model_dir, label_names=list(NER_LABELS), seq_length=32,
@@ -253,8 +257,8 @@ def test_cmrc2018_trains_on_the_trial_set_and_scores_the_dev_articles_as_distrib
 def test_korquad(tiny_model_dir, tmp_path):
     """KorQuAD is read whole (its licence allows no modified copy): articles are chosen at run time."""
     from kbert.data.squad import read_squad
-    from kbert.tasks.plugins.span_qa import SquadOptions
-    from kbert.tasks.predict import predict_file
+    from kbert.tasks.span_qa.task import SquadOptions
+    from kbert.tasks.core.predict import predict_file
 
     result = _finetune(tiny_model_dir, tmp_path / "kq", "korquad/v1.0", train_file=str(KORQUAD_FILE),
                        eval_file=str(KORQUAD_FILE), seq_length=128,

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from kbert.tasks import (MultiLabelClassifier, TaskModelError, TextClassifier, TextRegressor,
                          load_task_model)
-from kbert.tasks.metrics import f1
+from kbert.tasks.core.metrics import f1
 
 TEXTS = ["a great and moving film", "dull , lifeless and far too long", "i loved every minute",
          "the worst script of the year", "brilliant acting", "a tedious mess",

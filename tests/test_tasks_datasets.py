@@ -3,7 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
-from kbert.tasks.datasets import bucket_boundaries, make_dataset, num_batches, token_lengths
+from kbert.tasks.core.datasets import bucket_boundaries, make_dataset, num_batches, token_lengths
 from kbert.text import BertPreprocessor
 from conftest import SHARED, UNCASED_VOCAB
 

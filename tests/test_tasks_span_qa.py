@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from kbert.tasks import SpanQuestionAnswerer, load_task_model
-from kbert.tasks.squad_postprocess import postprocess_example
+from kbert.tasks.span_qa.postprocess import postprocess_example
 
 CONTEXT = ("Die Stadt Zürich liegt am Zürichsee, nicht am Genfersee. 東京は日本の首都です. "
            "The Eiffel Tower stands in Paris, the capital of France, near the river Seine.")
@@ -119,8 +119,8 @@ def test_repeated_predictions_do_not_retrace(tiny_model_dir):
         logger.removeHandler(records)
     assert not [m for m in records.messages if "retracing" in m], records.messages
     # and, whatever TensorFlow chose to log, this model's step was traced once for all six calls
-    from kbert.tasks.inference_step import inference_step
-    from kbert.tasks.span_qa import _window_logits
+    from kbert.tasks.core.inference_step import inference_step
+    from kbert.tasks.span_qa.model import _window_logits
 
     assert inference_step(model, _window_logits).experimental_get_tracing_count() == 1
 
@@ -142,8 +142,8 @@ def test_every_span_qa_task_trains_on_the_first_placed_answer_and_names_the_rest
     holds (or is at most 2 characters off); one with none is left out of training and named (log line
     and summary), never an error for the file; evaluation keeps every question and answer text."""
     from kbert.data.squad import training_span
-    from kbert.tasks.options import FinetuneOptions
-    from kbert.tasks.registry import get_task
+    from kbert.tasks.core.options import FinetuneOptions
+    from kbert.tasks.core.registry import get_task
 
     context = "Die Stadt Zürich liegt am Zürichsee. 東京は日本の首都です。"
     zurich, tokyo = context.index("Zürichsee"), context.index("東京")

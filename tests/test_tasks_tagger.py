@@ -1,4 +1,4 @@
-"""TokenTagger: the in-graph features against kbert.tasks.ner_alignment's numpy reference on real
+"""TokenTagger: the in-graph features against kbert.tasks.tagging.ner_alignment's numpy reference on real
 CoNLL-2003 sentences, word-level round trips, training, raw-text entities, save/reload."""
 
 import keras
@@ -7,8 +7,8 @@ import pytest
 
 from kbert.data.conll import read_conll
 from kbert.tasks import TokenTagger, load_task_model
-from kbert.tasks.ner_alignment import IGNORE_INDEX, align_labels, first_token_mask, token_word_ids
-from kbert.tasks.tagger import words_from_tokens
+from kbert.tasks.tagging.ner_alignment import IGNORE_INDEX, align_labels, first_token_mask, token_word_ids
+from kbert.tasks.tagging.model import words_from_tokens
 from conftest import SHARED
 
 TAGS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
@@ -86,7 +86,7 @@ def test_training_lowers_the_loss_and_predictions_go_back_to_words(tiny_model_di
 
 
 def test_token_accuracy_counts_only_labelled_positions():
-    from kbert.tasks.tagger import TokenAccuracy
+    from kbert.tasks.tagging.model import TokenAccuracy
 
     rng = np.random.default_rng(0)
     logits = rng.normal(size=(3, 7, 4)).astype("float32")

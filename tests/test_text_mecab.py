@@ -70,7 +70,7 @@ def test_the_readme_client_lines_build_what_the_graph_part_takes(rows, tokenizer
     """The fugashi lines docs/japanese.md gives clients of an export build its words request (rows padded
     with ""); joined in the graph as the exports join them, it gives the reference ids on every line."""
     from conftest import REPO
-    from kbert.tasks.words_inputs import join_words
+    from kbert.tasks.core.words_inputs import join_words
 
     readme = (REPO / "docs" / "japanese.md").read_text(encoding="utf-8")
     block = readme.split("builds the request with fugashi:", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]

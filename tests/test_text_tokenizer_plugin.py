@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import UNCASED_VOCAB
-from kbert.tasks.words_inputs import words_request
+from kbert.tasks.core.words_inputs import words_request
 from kbert.model_dir import read_tokenizer_spec, record_tokenizer_spec
 from kbert.text import BertPreprocessor, BertTokenizer, TokenizerSpec, load_tokenizer, register_tokenizer
 from kbert.text.pre_tokenize import pre_tokenize_tensor
@@ -127,7 +127,7 @@ def test_python_step_type_runs_pre_tokenize_in_fit_predict_and_features(tmp_path
     assert [t.decode() for batch in ds for t in batch.numpy()] == reversed_texts
 
     # A SavedModel cannot hold the Python step: its signature takes the step's words as "words",
-    # string [batch, words] padded with "" (kbert.tasks.words_inputs.words_request makes them).
+    # string [batch, words] padded with "" (kbert.tasks.core.words_inputs.words_request makes them).
     model.save_model_dir(tmp_path / "fine-tuned")
     out = export_task(tmp_path / "fine-tuned", tmp_path / "out" / "1", warmup=False)
     serve = tf.saved_model.load(str(out)).signatures["serving_default"]

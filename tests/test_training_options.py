@@ -7,7 +7,7 @@ import pytest
 
 from kbert.cli_support import UserError, is_user_error, use_backend
 from kbert.errors import OptionsError
-from kbert.tasks.options import FinetuneOptions
+from kbert.tasks.core.options import FinetuneOptions
 from kbert.training.finetune import resolve_options
 from kbert.training.pretrain import PretrainOptions, check_options
 
@@ -62,8 +62,8 @@ def test_a_task_type_not_ready_for_jax_is_one_line_naming_it(tmp_path):
     env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": str(root)}
     # Every built-in type runs under JAX: a plug-in type that declares TensorFlow only stands in.
     code = ("import sys\n"
-            "from kbert.tasks.plugins.tagging import Tagging\n"
-            "from kbert.tasks.registry import register_task, register_task_type\n"
+            "from kbert.tasks.tagging.task import Tagging\n"
+            "from kbert.tasks.core.registry import register_task, register_task_type\n"
             "class TensorFlowOnly(Tagging):\n"
             "    name, model_types, backends = 'test_tf_only', (), ('tensorflow',)\n"
             "register_task_type(TensorFlowOnly)\n"

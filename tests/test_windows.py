@@ -1,5 +1,5 @@
-"""Windows over long documents (kbert.tasks.windows): the plan against google-research/bert's
-run_squad.py doc spans and _check_is_max_context (kbert.tasks.squad_postprocess holds them as
+"""Windows over long documents (kbert.tasks.core.windows): the plan against google-research/bert's
+run_squad.py doc spans and _check_is_max_context (kbert.tasks.span_qa.postprocess holds them as
 written there), and the TensorFlow version against the plan."""
 
 import itertools
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kbert.tasks import squad_postprocess
-from kbert.tasks.windows import (check_long_documents, max_context_mask, max_context_windows, window_rows,
+from kbert.tasks.span_qa import postprocess as squad_postprocess
+from kbert.tasks.core.windows import (check_long_documents, max_context_mask, max_context_windows, window_rows,
                                  window_starts)
 
 CASES = [(n, w, s) for n, w, s in itertools.product([0, 1, 5, 12, 13, 40, 97], [1, 4, 12], [1, 3, 6, 12, 20])]

@@ -184,7 +184,7 @@ def _kbert_model(spec, config):
 
     from kbert.layers import accel
     from kbert.models.encoder import BertEncoder
-    from kbert.tasks.heads import SequenceHead
+    from kbert.tasks.core.heads import SequenceHead
 
     class SpanLogits(accel.CompiledStepSettings, keras.Model):
         """Encoder + 2-unit dense over every position: start and end logits (float32). Its training

@@ -50,7 +50,7 @@ DEFAULT_HF_DIR = _shared_data() / "weights" / "all-MiniLM-L6-v2"
 
 def parse_args(argv):
     from kbert.cli_support import add_arguments
-    from kbert.tasks.options import FinetuneOptions
+    from kbert.tasks.core.options import FinetuneOptions
 
     from kbert.cli_support import ArgumentParser, prog
 
@@ -97,9 +97,9 @@ def _peers(spec: str) -> list:
 
 def _write_subset(args, out: pathlib.Path) -> pathlib.Path:
     """The training subset and the dev set as JSON, for every contender (kbert reads the same rows
-    through --max-train-examples with the same seed: kbert.tasks.task_type.subsample)."""
+    through --max-train-examples with the same seed: kbert.tasks.core.task_type.subsample)."""
     from kbert.data.glue import read_glue
-    from kbert.tasks.task_type import subsample
+    from kbert.tasks.core.task_type import subsample
 
     data_dir = args.data_dir or _shared_glue_dir(args.task)
     train = read_glue(args.task.split("/")[-1], "train", data_dir)

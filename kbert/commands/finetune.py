@@ -12,7 +12,7 @@ OUT/eval_results.json); the best epoch's model is kept in OUT as a model directo
 head, kbert.json with the task settings: ``kbert.tasks.load_task_model(OUT)`` reloads it, the
 export CLI serves it) together with its predictions in the benchmark's submission format.
 
-Tasks (kbert.tasks.registry; a new task is a plug-in module, see docs/finetuning.md, "Adding a task"):
+Tasks (kbert.tasks.core.registry; a new task is a module in its family folder, see docs/finetuning.md, "Adding a task"):
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import sys
 
 def parse_args(argv=None):
     from kbert.cli_support import ArgumentParser, add_arguments, add_backend_flag, prog
-    from kbert.tasks.options import FinetuneOptions
-    from kbert.tasks.registry import task_listing, task_types
+    from kbert.tasks.core.options import FinetuneOptions
+    from kbert.tasks.core.registry import task_listing, task_types
 
     p = ArgumentParser(prog=prog("finetune"), description=__doc__ + task_listing(),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -36,7 +36,21 @@ def parse_args(argv=None):
     for task_type in task_types():
         if dataclasses.fields(task_type.Options):
             add_arguments(p, task_type.Options, title=f"{task_type.name} options ({task_type.Options.__doc__.strip().splitlines()[0]})")
+    for options_class, names in named_task_options().items():
+        add_arguments(p, options_class, title=f"{', '.join(names)} options "
+                                              f"({options_class.__doc__.strip().splitlines()[0]})")
     return p.parse_args(argv)
+
+
+def named_task_options() -> dict:
+    """{options class: the names of the named tasks that take it}, in listing order."""
+    from kbert.tasks.core.registry import tasks
+
+    found = {}
+    for task in tasks():
+        if task.options is not None:
+            found.setdefault(task.options, []).append(task.name)
+    return found
 
 
 def finetune_options(args):
@@ -44,13 +58,24 @@ def finetune_options(args):
     through. The task's defaults (seq_length) are the library's to fill in
     (``kbert.training.finetune.resolve_options``)."""
     from kbert.cli_support import from_args
-    from kbert.tasks.options import FinetuneOptions
-    from kbert.tasks.registry import get_task
+    from kbert.tasks.core.options import FinetuneOptions
+    from kbert.tasks.core.registry import get_task
 
     if isinstance(args, FinetuneOptions):
         return args
-    task_type = get_task(args.task).task_type
-    return from_args(FinetuneOptions, args, task_options=from_args(task_type.Options, args))
+    from kbert.cli_support import cli_fields
+
+    named = get_task(args.task)
+    for options_class, names in named_task_options().items():  # another task's flag: refused, not ignored
+        if options_class is named.options:
+            continue
+        for f in cli_fields(options_class):
+            if getattr(args, f.name, f.default) != f.default:
+                raise ValueError(f"--{f.name.replace('_', '-')} is an option of the tasks {', '.join(names)}; "
+                                 f"task {named.name!r} does not take it")
+    named_options = from_args(named.options, args) if named.options is not None else None
+    return from_args(FinetuneOptions, args, task_options=from_args(named.task_type.Options, args),
+                     named_options=named_options)
 
 
 def run(args) -> dict:

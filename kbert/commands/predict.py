@@ -40,7 +40,6 @@ import sys
 
 def parse_args(argv=None):
     from kbert.cli_support import ArgumentParser, add_backend_flag, add_verbose_flag, prog
-    from kbert.tasks.prediction import FORMATS
 
     p = ArgumentParser(prog=prog("predict"), description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -49,8 +48,11 @@ def parse_args(argv=None):
     p.add_argument("--output", required=True, metavar="FILE",
                    help="where the predictions go (a new file; written atomically)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --output whole")
-    p.add_argument("--format", default=None, choices=FORMATS,
-                   help="output format (default jsonl; the benchmark's own form for KLUE, KorQuAD and CMRC 2018 models)")
+    # The model's task type says which formats it writes (TaskType.output_formats); a format it
+    # does not write is refused naming those it does.
+    p.add_argument("--format", default=None,
+                   help="output format: jsonl or tsv, or a benchmark's own (glue, squad) where the model's task "
+                        "writes one (default jsonl; the benchmark's own form for KLUE, KorQuAD and CMRC 2018 models)")
     p.add_argument("--probabilities", action="store_true", help="add the probabilities to each prediction")
     p.add_argument("--batch-size", type=int, default=64, help="rows per model call (default 64)")
     p.add_argument("--task-format", default=None,
@@ -86,14 +88,14 @@ def main(argv=None) -> int:
     from kbert.cli_support import UserError, require_dir, use_backend
 
     backend = use_backend(args.backend)  # before anything imports Keras
-    from kbert.tasks.options import comma_list
-    from kbert.tasks.predict import predict_file
-    from kbert.tasks.prediction import PredictOptions
+    from kbert.tasks.core.options import comma_list
+    from kbert.tasks.core.predict import predict_file
+    from kbert.tasks.core.prediction import PredictOptions
 
     require_dir(args.model_dir, "model directory")
     if backend != "tensorflow":
         from kbert.model_dir import read_metadata
-        from kbert.tasks.registry import task_type_for_model
+        from kbert.tasks.core.registry import task_type_for_model
 
         model_type = (read_metadata(args.model_dir).get("task") or {}).get("type")
         task_type = task_type_for_model(model_type) if model_type else None

@@ -15,7 +15,7 @@ SOURCE is
 
 --words writes {"words": ...} instead: what an export of the model takes in place of the line (for
 the mecab-* types the list of its MeCab words, ["吾輩", "は", ...]: one row of the export's
-string [batch, words] input, kbert.tasks.words_inputs; for the in-graph types the line itself).
+string [batch, words] input, kbert.tasks.core.words_inputs; for the in-graph types the line itself).
 """
 
 from __future__ import annotations
@@ -96,8 +96,8 @@ def open_tokenizer(source, tokenizer_type=None, cased=False):
 
 
 def write_words(tokenizer, lines, out) -> None:
-    """One ``{"words": ...}`` per line: what an export's words input takes (kbert.tasks.words_inputs)."""
-    from kbert.tasks.words_inputs import split_words
+    """One ``{"words": ...}`` per line: what an export's words input takes (kbert.tasks.core.words_inputs)."""
+    from kbert.tasks.core.words_inputs import split_words
 
     texts = [line.decode("utf-8", "replace") for line in lines]
     words = split_words(tokenizer.pre_tokenize(texts)) if not tokenizer.in_graph else texts

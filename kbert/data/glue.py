@@ -42,7 +42,7 @@ class GlueTask:
       text_columns: header names of text_a (and text_b).
       label_column: header name of the label.
       labels: label strings in index order, or None for regression.
-      metrics: metric names for kbert.tasks.metrics.compute_metrics.
+      metrics: metric names for kbert.tasks.core.metrics.compute_metrics.
       id_column: header name of the row id, used when the file has it (test files always do).
       headerless: columns of files with no header line, for the splits listed in headerless_splits.
       label_range: allowed range of a regression label.

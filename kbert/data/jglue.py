@@ -55,6 +55,16 @@ def split_path(data_dir, split: str) -> str:
                     value=present)
 
 
+def task_path(data_dir, split: str, override=None, task_name: str = "") -> str:
+    """``override`` (--train-file / --eval-file) or the split's file in ``data_dir``."""
+    if override:
+        return os.fspath(override)
+    if not data_dir:
+        raise ValueError(f"task {task_name!r} needs --data-dir (a folder with train*.json and "
+                         "valid*.json or dev*.json) or --train-file and --eval-file")
+    return split_path(data_dir, split)
+
+
 def _field(path, line, record, name, kinds, expected):
     if name not in record:
         raise DataError(path, expected, line=line, field=name)

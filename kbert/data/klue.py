@@ -73,6 +73,35 @@ def select_rows(data: TaskData, spec) -> TaskData:
     return TaskData(chosen, data.label_names, data.source, {**data.meta, "rows": spec})
 
 
+def task_splits(kind: str, *, data_dir=None, eval_split: str = "dev", train_file=None, eval_file=None,
+                train_rows=None, eval_rows=None, task_name: str = "") -> tuple:
+    """(training rows, evaluation rows) of KLUE task ``kind`` ("nli", "sts", "ner"): the files
+    (``train_file`` / ``eval_file``, or the official names in ``data_dir``) sliced by
+    ``train_rows`` / ``eval_rows`` ("START:END"). One file for both needs both slices, and the
+    slices may not share a row."""
+    def path(split, override):
+        if override:
+            return os.fspath(override)
+        if not data_dir:
+            raise ValueError(f"task {task_name!r} needs --data-dir (KLUE's klue-{kind}-v1.1 folder) or "
+                             "--train-file and --eval-file")
+        return split_path(data_dir, kind, split)
+
+    train_path, eval_path = path("train", train_file), path(eval_split, eval_file)
+    read = READERS[kind]
+    train_all = read(train_path)
+    eval_all = train_all if os.path.abspath(eval_path) == os.path.abspath(train_path) else read(eval_path)
+    if eval_all is train_all and not (train_rows and eval_rows):
+        raise ValueError("training and evaluating on the same KLUE file needs --train-rows and --eval-rows "
+                         "(e.g. :1500 and 1500:)")
+    train, dev = select_rows(train_all, train_rows), select_rows(eval_all, eval_rows)
+    overlap = {e["id"] for e in train.examples} & {e["id"] for e in dev.examples}
+    if overlap:
+        raise ValueError(f"{len(overlap)} rows are in both the training and the evaluation rows "
+                         f"(e.g. guid {sorted(overlap)[0]!r})")
+    return train, dev
+
+
 def _json_list(path, data):
     text = read_text(path, data)
     try:

@@ -8,7 +8,7 @@ The contract of TF Hub's BERT encoders (``bert_en_uncased_L-12_H-768_A-12/4`` an
     encoder.mlm(dict(..., masked_lm_positions=[batch, P]))["mlm_logits"]  # [batch, P, vocab]
     signatures fill_mask (text) and next_sentence (text_a, text_b) where the directory has the
     mlm / nsp heads (kbert.export.head_signatures; words, words_a, words_b for the mecab-*
-    tokenizers, see kbert.tasks.words_inputs; with TF Serving warm-up requests; they use
+    tokenizers, see kbert.tasks.core.words_inputs; with TF Serving warm-up requests; they use
     TF-Text ops: ``import tensorflow_text`` before loading, or export with head_signatures=False)
     encoder.vocab_file (asset), encoder.do_lower_case (bool variable): the tokenizer's file and case,
     encoder.variables / trainable_variables / regularization_losses (for hub.KerasLayer)

@@ -8,7 +8,7 @@ pre-training heads: strings in, answers out, TensorFlow core and tensorflow-text
 
 Both run ``kbert.explore.heads_model.PretrainingHeads``, the code of the Python API
 (``kbert.explore.fill_mask``/``next_sentence``). For a tokenizer with a Python step (``mecab-*``)
-they take words instead, ``string [b, words]`` padded with "" (``kbert.tasks.words_inputs``):
+they take words instead, ``string [b, words]`` padded with "" (``kbert.tasks.core.words_inputs``):
 ``fill_mask(words)`` and ``next_sentence(words_a, words_b)``, ``[MASK]`` a word of its own.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from kbert.explore.heads_model import PretrainingHeads, preprocessor_for
-from kbert.tasks.words_inputs import join_words, takes_words, words_request, words_spec
+from kbert.tasks.core.words_inputs import join_words, takes_words, words_request, words_spec
 
 TEXT = tf.TensorSpec([None], tf.string)
 WORDS = words_spec(TEXT)

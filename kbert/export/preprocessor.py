@@ -16,7 +16,7 @@ imports ``tensorflow`` and ``tensorflow_text``:
 The ``serving_default`` signature maps ``text`` [batch] strings to the three packed inputs.
 
 For a tokenizer with a Python step (``mecab-*``) the strings are words, ``string [batch, words]``
-(MeCab surfaces, rows padded with ""; ``kbert.tasks.words_inputs``): ``serving_default`` takes
+(MeCab surfaces, rows padded with ""; ``kbert.tasks.core.words_inputs``): ``serving_default`` takes
 ``words``, ``__call__`` and ``tokenize`` take such a tensor (each row joined in the graph, then
 tokenized as today), and there is no ``tokenize_with_offsets`` (its offsets are into the raw text,
 which the SavedModel never sees).
@@ -31,7 +31,7 @@ import tensorflow as tf
 
 from kbert.export.tokenizer_assets import attach_tokenizer_assets
 from kbert.model_dir import METADATA_FILE, read_tokenizer_spec
-from kbert.tasks.words_inputs import join_words, takes_words
+from kbert.tasks.core.words_inputs import join_words, takes_words
 from kbert.text import BertPreprocessor
 from kbert.text.registry import create_tokenizer
 from kbert.text.spec import TokenizerSpec
@@ -65,7 +65,7 @@ def build_preprocessor_module(preprocessor: BertPreprocessor, vocab_file=None) -
 
     The ``vocab_file`` asset is the tokenizer's file (``tokenizer.asset_files``); the argument is
     only needed for a tokenizer built from a token list. For a words-in tokenizer
-    (``kbert.tasks.words_inputs``) ``__call__`` and ``tokenize`` take ``string [batch, words]``.
+    (``kbert.tasks.core.words_inputs``) ``__call__`` and ``tokenize`` take ``string [batch, words]``.
     """
     tokenizer, packer = preprocessor.tokenizer, preprocessor.packer
     strings_spec, strings = _strings_input(tokenizer)

@@ -4,10 +4,10 @@
 directory (kbert.tasks). Signatures:
 
   serving_default  strings -> answers (each task type's own: its TaskType.signatures and
-                   signature_docs, kbert/tasks/plugins/); for a tokenizer with a Python step
+                   signature_docs, kbert/tasks/*/task.py); for a tokenizer with a Python step
                    (mecab-*) the inputs are words, string [batch, words] padded with "",
-                   renamed (text -> words, ...; kbert.tasks.words_inputs); span QA and
-                   tagging then answer in word indices (kbert.tasks.words_answers)
+                   renamed (text -> words, ...; kbert.tasks.core.words_inputs); span QA and
+                   tagging then answer in word indices (kbert.tasks.span_qa.words_answers)
   serving_ids      input_word_ids, input_mask, input_type_ids (int32 [batch, seq]) -> the same
                    answers where they do not need the text (for clients that tokenize themselves)
 
@@ -25,8 +25,8 @@ import tensorflow as tf
 from kbert import compat
 from kbert.export.serving import write_export, write_warmup_requests
 from kbert.export.tokenizer_assets import attach_tokenizer_assets
-from kbert.tasks.registry import task_type_for_model
-from kbert.tasks.words_inputs import takes_words, words_request, words_signature
+from kbert.tasks.core.registry import task_type_for_model
+from kbert.tasks.core.words_inputs import takes_words, words_request, words_signature
 from kbert.api_export import kbert_export
 
 
@@ -53,7 +53,7 @@ def _add_keras_endpoints(module, serve):
 
 def _takes_words_itself(serve) -> bool:
     """Whether a task type's serving_default already takes words (span QA and tagging of a
-    ``mecab-*`` model answer in word indices, kbert.tasks.words_answers): no ``words_signature``
+    ``mecab-*`` model answer in word indices, kbert.tasks.span_qa.words_answers): no ``words_signature``
     around it, and its warm-up requests are words already."""
     return all(name.endswith("words") or name.startswith("words_") for name in serve.input_signature[0])
 
@@ -74,7 +74,7 @@ def export_task(model_dir, out_dir, warmup: bool = True, overwrite: bool = False
         warmup: write TF Serving warm-up requests.
         overwrite: replace a folder that holds something else.
         long_documents: ``"truncate"`` or ``"windows"`` instead of what the model directory recorded
-            (kbert.tasks.windows); with windows the signature cuts each string into windows in the
+            (kbert.tasks.core.windows); with windows the signature cuts each string into windows in the
             graph and answers once per string.
         doc_stride: the windows' stride instead of the recorded one.
 
@@ -91,8 +91,8 @@ def export_task(model_dir, out_dir, warmup: bool = True, overwrite: bool = False
     """
     from kbert import model_dir as model_dir_lib
     from kbert.tasks import load_task_model
-    from kbert.tasks.registry import named_task_of
-    from kbert.tasks.windows import model_settings
+    from kbert.tasks.core.registry import named_task_of
+    from kbert.tasks.core.windows import model_settings
 
     model_dir, out_dir = pathlib.Path(model_dir), pathlib.Path(out_dir)
     settings = {}
@@ -106,7 +106,7 @@ def export_task(model_dir, out_dir, warmup: bool = True, overwrite: bool = False
     serve, serve_ids = task_type.signatures(module)
     # A named task whose predictions take another form (klue/ner: a tag per character) serves that form.
     named = named_task_of(model_dir_lib.read_metadata(model_dir).get("task") or {})
-    own = getattr(named.preset.get("predictor"), "signatures", None) if named is not None else None
+    own = getattr(named.predictor, "signatures", None) if named is not None else None
     if own is not None and (signatures := own(module)) is not None:
         serve, serve_ids = signatures
     words = takes_words(model.tokenizer)

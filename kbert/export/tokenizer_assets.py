@@ -4,7 +4,7 @@ Every export keeps what TF Hub's BERT SavedModels hold: the ``vocab_file`` asset
 ``spec.vocab_file``: ``vocab.txt`` for WordPiece) and a ``do_lower_case`` bool variable. Other files
 a tokenizer lists in ``asset_files`` are kept as ``tokenizer_assets`` (name -> asset). A tokenizer with
 a Python step (the ``mecab-*`` types) exports its graph part: strings-in signatures then take words
-(``kbert.tasks.words_inputs``).
+(``kbert.tasks.core.words_inputs``).
 """
 
 from __future__ import annotations

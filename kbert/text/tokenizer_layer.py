@@ -97,7 +97,7 @@ class TokenizerLayer(TokenVocabulary, keras.layers.Layer):
 
     def f1_unit(self) -> str:
         """The unit span-QA F1 counts in for the language this tokenizer is for
-        (kbert.tasks.metrics.squad_metrics): "char" for languages written without spaces, where
+        (kbert.tasks.span_qa.metrics.squad_metrics): "char" for languages written without spaces, where
         SQuAD's whitespace-word F1 equals exact match (JSQuAD, CMRC 2018 count characters), "word"
         otherwise. Here the vocabulary decides: mostly single CJK characters (WordPiece's Chinese
         and Japanese vocabularies) is "char"; a type for one language says so itself."""

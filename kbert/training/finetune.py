@@ -7,7 +7,7 @@ directory together with its predictions in the benchmark's submission format.
 
 The backend is the process's Keras backend. Under TensorFlow the task model tokenizes inside its
 graph. Under JAX the same tokenizer and packer layers run in tf.data on the host and the model
-gets int ids (kbert.tasks.base.TaskModel.fit); the batch is spread over every local device, and
+gets int ids (kbert.tasks.core.base.TaskModel.fit); the batch is spread over every local device, and
 over several processes when the options name a coordinator (kbert.training.devices).
 """
 
@@ -19,7 +19,7 @@ import pathlib
 import time
 
 from kbert.errors import OptionsError
-from kbert.tasks.options import FinetuneOptions
+from kbert.tasks.core.options import FinetuneOptions
 from kbert.api_export import kbert_export
 
 
@@ -28,7 +28,7 @@ def resolve_options(options: FinetuneOptions) -> FinetuneOptions:
     (its options class, the backends it runs on)."""
     import keras
 
-    from kbert.tasks.registry import get_task
+    from kbert.tasks.core.registry import get_task
 
     task_type = get_task(options.task).task_type
     task_type.options(options.task_options)  # a TypeError naming both classes when they do not fit
@@ -48,7 +48,7 @@ def resolve_options(options: FinetuneOptions) -> FinetuneOptions:
 
 def check_windows(task_type, options: FinetuneOptions) -> None:
     """--long-documents and --doc-stride against the task type and --seq-length (OptionsError)."""
-    from kbert.tasks.windows import check_long_documents
+    from kbert.tasks.core.windows import check_long_documents
 
     try:
         check_long_documents(options.long_documents, options.doc_stride, options.seq_length)
@@ -94,7 +94,7 @@ def finetune(options: FinetuneOptions, *, progress_bar: bool = True, log=print) 
     """
     import keras
 
-    from kbert.tasks.registry import get_task
+    from kbert.tasks.core.registry import get_task
 
     options = resolve_options(options)
     task = get_task(options.task)
@@ -119,7 +119,7 @@ def finetune(options: FinetuneOptions, *, progress_bar: bool = True, log=print) 
 def _finetune(options, task, out_dir, backend, devices, progress_bar, log) -> dict:
     import keras
 
-    from kbert.tasks.evaluation import EvaluateEachEpoch
+    from kbert.tasks.core.evaluation import EvaluateEachEpoch
     from kbert.training.optimization import create_optimizer
     from kbert.training.progress import RunProgress
     from kbert.training.step_scalars import StepScalars

@@ -23,10 +23,10 @@ def main(out: pathlib.Path):
 
     from kbert import BertConfig, BertEncoder, load_task_model, predict_file
     from kbert.model_dir import read_metadata, save_model_dir
-    from kbert.tasks.registry import task_type_for_model
-    from kbert.tasks.windows import model_settings
-    from kbert.tasks.options import FinetuneOptions
-    from kbert.tasks.plugins.classification import TableOptions
+    from kbert.tasks.core.registry import task_type_for_model
+    from kbert.tasks.core.windows import model_settings
+    from kbert.tasks.core.options import FinetuneOptions
+    from kbert.tasks.classification.task import TableOptions
     from kbert.text.registry import load_tokenizer
     from kbert.training.finetune import finetune
     from conftest import SHARED, UNCASED_VOCAB

@@ -1,8 +1,8 @@
 """Scratch: document-level training with attention pooling over every token of a document's windows."""
 import json, sys, time, numpy as np, keras, tensorflow as tf
 from keras import ops
-from kbert.tasks.classifier import TextClassifier
-from kbert.tasks.window_inputs import document_batches, WINDOW_DOCUMENT, DOCUMENT_MASK
+from kbert.tasks.classification.model import TextClassifier
+from kbert.tasks.classification.window_inputs import document_batches, WINDOW_DOCUMENT, DOCUMENT_MASK
 from kbert.training.optimization import create_optimizer
 
 class AttentionDocs(TextClassifier):

@@ -47,8 +47,8 @@ def write_data(out):
 
 
 def one_run(out, name, seed, settings):
-    from kbert.tasks.options import FinetuneOptions
-    from kbert.tasks.plugins.classification import TableOptions
+    from kbert.tasks.core.options import FinetuneOptions
+    from kbert.tasks.classification.task import TableOptions
     from kbert.training.finetune import finetune
 
     settings = {**COMMON, **settings}

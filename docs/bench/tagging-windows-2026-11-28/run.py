@@ -15,9 +15,9 @@ import pathlib
 import time
 
 from kbert.data.conll import read_conll
-from kbert.tasks.base import load_task_model
-from kbert.tasks.metrics import ner_metrics
-from kbert.tasks.options import FinetuneOptions
+from kbert.tasks.core.base import load_task_model
+from kbert.tasks.core.metrics import ner_metrics
+from kbert.tasks.core.options import FinetuneOptions
 from kbert.training.finetune import finetune
 
 

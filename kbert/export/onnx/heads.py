@@ -1,5 +1,5 @@
 """Each task type's head and its post-processing as ONNX nodes: what the SavedModel task export's
-``serving_ids`` signature answers (kbert/tasks/plugins/), so that a client gets answers, not logits.
+``serving_ids`` signature answers (kbert/tasks/*/task.py), so that a client gets answers, not logits.
 
   text_classifier         logits, probabilities [b, C]; class_ids [b] (int32); labels [b] (strings)
   text_regressor          scores [b]
@@ -25,7 +25,7 @@ import numpy as np
 
 from kbert.export.onnx.graph import Graph
 
-PADDING_LOGIT = -10000.0  # kbert.tasks.span_qa.PADDING_LOGIT
+PADDING_LOGIT = -10000.0  # kbert.tasks.span_qa.model.PADDING_LOGIT
 
 
 def _types(g):
@@ -90,7 +90,7 @@ def span_qa(g, model, f):
     ``max_answer_length`` tokens, the start among the ``n_best_size`` highest start logits and the
     end among the highest end logits (run_squad.py's candidates; ties to the lower position);
     ranked by start + end logit. The max-context rule needs the windows' layout over the whole
-    context and is left to the client (``kbert predict --onnx`` applies it, kbert.tasks.squad_postprocess)."""
+    context and is left to the client (``kbert predict --onnx`` applies it, kbert.tasks.span_qa.postprocess)."""
     t = _types(g)
     logits = _head_dense(g, model, f["sequence"])
     real = g.op("Cast", f["mask"], to=t.BOOL)

@@ -1,0 +1,146 @@
+"""Fine-tuning options as typed dataclasses.
+
+``FinetuneOptions`` holds what every task shares (data files, training hyper-parameters); each
+task type adds its own dataclass (``TaskType.Options``, e.g. the CSV columns or SQuAD's window
+settings), held in ``FinetuneOptions.task_options``. From Python::
+
+    from kbert.training.finetune import finetune
+    from kbert.tasks.core.options import FinetuneOptions
+    finetune(FinetuneOptions(task="glue/sst2", init="models/tiny", model_dir="runs/sst2", data_dir="glue/SST-2"))
+
+On the command line, ``kbert.cli_support.add_arguments`` makes one flag per field (``--data-dir``
+for ``data_dir``; help, type and flag name from the field's metadata) and
+``kbert.cli_support.from_args`` builds the dataclass from the parsed namespace: ``kbert finetune``
+and ``kbert bench finetune`` both build their parsers from these fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kbert.api_export import kbert_export
+from kbert.errors import OptionsError
+from kbert.options import ATTENTION_CHOICES, PRECISIONS, comma_list, option
+
+# option and comma_list live in kbert.options (PretrainOptions uses them too); the task types' option
+# classes import them from here as well. One OptionsError for every option: kbert.errors'.
+__all__ = ["FinetuneOptions", "NoOptions", "OptionsError", "RowsOptions", "comma_list", "option"]
+
+
+@dataclasses.dataclass
+class NoOptions:
+    """A task type without options of its own."""
+
+
+@kbert_export("kbert.tasks.RowsOptions")
+@dataclasses.dataclass
+class RowsOptions:
+    """Rows of the files: a named task's options where its benchmark publishes one labelled file for
+    what others split in two (its tasks then train on one slice and evaluate on another).
+
+    Attributes:
+        train_rows: ``START:END``, a Python slice of the training file's rows (e.g. ``:1500``).
+        eval_rows: the same of the evaluation file's rows (e.g. ``1500:``).
+
+    Examples:
+        >>> import kbert
+        >>> kbert.tasks.RowsOptions(train_rows=":1500", eval_rows="1500:").eval_rows
+        '1500:'
+    """
+
+    train_rows: str | None = option(None, help="START:END slice of the training file's rows (e.g. :1500)")
+    eval_rows: str | None = option(None, help="START:END slice of the evaluation file's rows (e.g. 1500:)")
+
+
+@kbert_export("kbert.FinetuneOptions")
+@dataclasses.dataclass
+class FinetuneOptions:
+    """The options of every fine-tuning run (``kbert finetune`` has one flag per field).
+
+    The fields not listed below (batching, seeds, dropout, devices) are documented by their flags:
+    ``kbert finetune --help``.
+
+    Attributes:
+        task: the task's name (``kbert.tasks.task_names()``: ``glue/sst2``, ``csv``, ``squad``, ...).
+        init: the model directory to start from (``kbert.convert_hf``'s output, a pre-training run).
+        model_dir: the output: the best epoch's model directory, metrics, predictions, logs.
+        data_dir: the task's folder, or ``train_file`` and ``eval_file`` (``eval_split``: which split).
+        epochs: passes over the training data; ``batch_size``, ``eval_batch_size``,
+            ``learning_rate``, ``warmup_proportion``, ``weight_decay``: the optimisation (AdamW).
+        seq_length: at most this many tokens per example (None: the task type's default).
+        max_train_examples: train on a random subset of this size (``max_eval_examples`` likewise).
+        task_options: the task type's own options (e.g. ``kbert.TableOptions`` for ``csv``).
+        named_options: the named task's own options, where its ``NamedTask.options`` names a class
+            (e.g. ``kbert.tasks.RowsOptions``); None: that class's defaults.
+
+    Examples:
+        >>> import kbert
+        >>> options = kbert.FinetuneOptions(task="glue/sst2", init="runs/tiny", model_dir="runs/sst2",
+        ...                                 data_dir="glue/SST-2", epochs=1)
+        >>> options.learning_rate, options.batch_size
+        (5e-05, 32)
+    """
+
+    task: str = option(help="the task (see the list above)")
+    init: str = option(help="model directory to start from (kbert.convert output)")
+    model_dir: str = option(help="output: model directory, metrics, predictions, logs")
+    data_dir: str | None = option(None, help="the task's folder (as the task names it: --help lists the tasks)")
+    train_file: str | None = option(None, help="training file (instead of the task's file in --data-dir)")
+    eval_file: str | None = option(None, help="evaluation file (instead of the task's file in --data-dir)")
+    eval_split: str | None = option(None, help="split to evaluate on (default: the task's dev split)")
+    epochs: int = option(3, help="passes over the training data")
+    batch_size: int = option(32, help="training batch size")
+    eval_batch_size: int = option(64, help="evaluation batch size")
+    learning_rate: float = option(5e-5, help="peak learning rate (AdamW)")
+    warmup_proportion: float = option(0.1, help="share of the steps spent warming up")
+    weight_decay: float = option(0.01, help="AdamW weight decay (not on biases and LayerNorm)")
+    seq_length: int | None = option(None, type=int, help="at most this many tokens per example "
+                                                         "(default: the task type's: 128, span QA 384)")
+    max_train_examples: int | None = option(None, type=int, help="train on this many examples (random, --seed)")
+    max_eval_examples: int | None = option(None, type=int, help="evaluate on this many examples (random, --seed)")
+    bucketing: bool = option(True, flag="--no-bucketing",
+                             help="random batches instead of batches grouped by length")
+    fixed_length: bool = option(False, help="always pad to --seq-length (no per-batch trimming; e.g. for XLA/TPU)")
+    seed: int = option(0, help="seed of the subsets, shuffling and initialisation")
+    hidden_dropout: float | None = option(None, type=float, help="override the encoder's hidden_dropout_prob")
+    attention: str = option("auto", help="auto (the fastest faithful attention on the device: cuDNN flash "
+                                         "attention under --backend jax on NVIDIA GPUs), plain or fused; the "
+                                         "model directory is the same either way")
+    mixed_precision: str = option("float32", help="float32, mixed_bfloat16 or mixed_float16 (Keras' dtype policy)")
+    tpu: str | None = option(None, help="--backend jax on a Cloud TPU VM: join its hosts (jax.distributed finds "
+                                        "them; give any value, e.g. local)")
+    coordinator_address: str | None = option(None, help="--backend jax over several processes: host:port of "
+                                                        "process 0 (jax.distributed.initialize)")
+    num_processes: int | None = option(None, type=int, help="--backend jax: number of processes of the run")
+    process_id: int | None = option(None, type=int, help="--backend jax: this process's id, 0 .. N-1")
+    # Texts longer than --seq-length (kbert.tasks.core.windows); recorded in the model directory.
+    long_documents: str = option("truncate", help="texts longer than --seq-length: truncate (cut them; the run "
+                                                  "reports how many) or windows (read each in overlapping windows, "
+                                                  "one answer per text; classification, regression, multi-label)")
+    doc_stride: int | None = option(None, type=int, help="windows: word pieces between the starts of a text's "
+                                                         "windows, below --seq-length (default: half a window; "
+                                                         "span QA: 128)")
+    task_options: object = dataclasses.field(default=None, metadata={"cli": False})
+    named_options: object = dataclasses.field(default=None, metadata={"cli": False})
+
+    def __post_init__(self):
+        if self.attention not in ATTENTION_CHOICES:
+            raise OptionsError(f"attention (--attention) must be one of {', '.join(ATTENTION_CHOICES)}, "
+                               f"got {self.attention!r}")
+        if self.mixed_precision not in PRECISIONS:
+            raise OptionsError(f"mixed_precision (--mixed-precision) must be one of {', '.join(PRECISIONS)}, "
+                               f"got {self.mixed_precision!r}")
+        # Checked here, not in the command line, so that every caller gets the same one-line error
+        # (a count of 0 would reach tf.data as an empty shuffle buffer).
+        for name in ("max_train_examples", "max_eval_examples", "batch_size", "eval_batch_size"):
+            value = getattr(self, name)
+            if value is None and name.startswith("max_"):
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                what = "leave it out to use every example" if name.startswith("max_") else "rows per batch"
+                raise OptionsError(f"{name} (--{name.replace('_', '-')}) must be a positive whole number "
+                                   f"({what}), got {value!r}")
+
+    @property
+    def dynamic_length(self) -> bool:
+        return not self.fixed_length

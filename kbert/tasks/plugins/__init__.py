@@ -1,1 +1,0 @@
-"""The built-in task types, one module each (see kbert.tasks.registry.BUILTIN_PLUGINS)."""

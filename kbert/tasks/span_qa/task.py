@@ -1,0 +1,245 @@
+"""Task type "span_qa": an answer span in a context for each question (SQuAD 1.1 / 2.0,
+kbert.tasks.span_qa.model.SpanQuestionAnswerer), with run_squad.py's windows and answer selection;
+served by one graph from raw strings (kbert.tasks.span_qa.graph); for mecab-* models from words,
+answering in word indices (kbert.tasks.span_qa.words_answers).
+
+Tasks: squad/v1.1 (alias squad) and squad/v2.0 (kbert.data.squad), evaluated with the official
+exact match / F1 (2.0 also the best threshold); predictions as run_squad.py writes them. Every span-QA
+task (these, jglue/jsquad, korquad/v1.0, cmrc2018) evaluates on every answer's text and trains on each
+question's first answer that is a span of its context (kbert.data.squad.training_span); a question
+with none is left out of training and named in the run's log and summary (Recipe.leave_out).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kbert.data import squad
+from kbert.tasks.span_qa import submission
+from kbert.tasks.span_qa.metrics import squad_metrics, squad_v2_best_threshold
+from kbert.tasks.core.options import option
+from kbert.tasks.core.registry import register_task, register_task_type
+from kbert.tasks.core.task_type import WARMUP_TEXTS, DataSource, Recipe, TaskType
+
+SQUAD_FILES = {
+    "v1.1": {"train": "train-v1.1.json", "dev": "dev-v1.1.json"},
+    "v2.0": {"train": "train-v2.0.json", "dev": "dev-v2.0.json"},
+}
+
+
+@dataclasses.dataclass
+class SquadOptions:
+    """SQuAD: windows and answer selection as run_squad.py, article subsets"""
+
+    train_articles: str | None = option(None, type=str,
+                                        help="START:END slice of the training file's articles, e.g. :36")
+    eval_articles: str | None = option(None, type=str,
+                                       help="START:END slice of the evaluation file's articles, e.g. 36:")
+    doc_stride: int = option(128, help="tokens between the starts of a context's windows")
+    max_query_length: int = option(64, help="question tokens kept")
+    n_best_size: int = option(20, help="start/end candidates per window")
+    max_answer_length: int = option(30, help="longest answer, in tokens")
+    null_score_diff_threshold: float = option(0.0, help="SQuAD 2.0: predict no answer above this score difference")
+
+
+def select_articles(examples, spec, path):
+    """SQuAD examples of the articles ``spec`` ("START:END", Python slice of the articles in
+    file order), e.g. ":36" and "36:" to split the 48 dev articles into train and eval."""
+    if not spec:
+        return examples
+    try:
+        start, end = (int(p) if p else None for p in spec.split(":"))
+    except ValueError:
+        raise ValueError(f"articles must be START:END (e.g. :36 or 36:), got {spec!r}") from None
+    titles = list(dict.fromkeys(e["title"] for e in examples))
+    chosen = set(titles[start:end])
+    if not chosen:
+        raise ValueError(f"articles {spec!r} selects none of the {len(titles)} articles of {path}")
+    return [e for e in examples if e["title"] in chosen]
+
+
+class SquadRecipe(Recipe):
+    main_metric = "f1"
+    metric_names = ("exact_match", "f1")
+    f1_unit = None  # "word" or "char"; None: from the model's tokenizer (kbert.text.registry.f1_unit)
+
+    def paths(self) -> tuple:
+        """(training file, evaluation file)."""
+        o, files = self.options, SQUAD_FILES[self.task.preset["version"]]
+        return self.data_file(files, "train", o.train_file), self.data_file(files, self.eval_split, o.eval_file)
+
+    def read_file(self, path):
+        return squad.read_squad(path)
+
+    def is_version_2(self, train) -> bool:
+        return self.task.preset["version"] == "v2.0" or train.meta.get("version_2_with_negative", False)
+
+    def read(self):
+        t = self.task_options
+        train_path, eval_path = self.paths()
+        train = self.read_file(train_path)
+        dev = train if eval_path == train_path else self.read_file(eval_path)
+        self.version_2 = self.is_version_2(train)
+        train_examples = select_articles(train.examples, t.train_articles, train_path)
+        dev_examples = select_articles(dev.examples, t.eval_articles, eval_path)
+        if eval_path == train_path and not (t.train_articles and t.eval_articles):
+            raise ValueError("training and evaluating on the same SQuAD file needs --train-articles and "
+                             "--eval-articles (e.g. :36 and 36:)")
+        overlap = {e["id"] for e in train_examples} & {e["id"] for e in dev_examples}
+        if overlap:
+            raise ValueError(f"{len(overlap)} questions are in both the training and the evaluation articles")
+        # Evaluation keeps every question and every answer's text (the official scorers' view);
+        # training needs a span: a question none of whose answers is one is left out, and named.
+        train_examples, left_out = squad.left_out_of_training(train_examples)
+        if not train_examples:
+            raise ValueError(f"{train_path}: none of its {len(left_out)} training questions has an answer that is "
+                             f"a span of its context (answer_start -1 or off its text), e.g. question id "
+                             f"{left_out[0]!r}")
+        self.leave_out("train", left_out, "questions",
+                       "none of their answers is a span of the context: answer_start -1 or off its text")
+        self.subsets(train_examples, dev_examples)
+
+    def build_model(self, init_dir, encoder_overrides=None):
+        from kbert.tasks.span_qa.model import SpanQuestionAnswerer
+
+        t = self.task_options
+        return SpanQuestionAnswerer.from_model_dir(
+            init_dir, max_query_length=t.max_query_length, doc_stride=t.doc_stride, n_best_size=t.n_best_size,
+            max_answer_length=t.max_answer_length, version_2_with_negative=self.version_2,
+            null_score_diff_threshold=t.null_score_diff_threshold, **self.build_kwargs(encoder_overrides))
+
+    def train_dataset(self, model):
+        spans = [squad.training_span(e) for e in self.train]
+        return model.dataset([e["question"] for e in self.train], [e["context"] for e in self.train], spans,
+                             [e["is_impossible"] for e in self.train], batch_size=self.options.batch_size,
+                             shuffle=True, seed=self.options.seed, boundaries=self.boundaries(model.seq_length))
+
+    def dev_predictions(self, model) -> dict:
+        """{question id: SquadPrediction} of the dev examples (their windows made once, reused every epoch)."""
+        questions = [e["question"] for e in self.dev]
+        contexts = [e["context"] for e in self.dev]
+        if not hasattr(self, "_dev_windows"):  # the same windows every epoch
+            self._dev_windows = model.windows(questions, contexts)
+        predictions = model.predict_windows(contexts, self._dev_windows, batch_size=self.options.eval_batch_size)
+        return {e["id"]: p for e, p in zip(self.dev, predictions)}
+
+    def evaluate(self, model):
+        by_id = self.dev_predictions(model)
+        from kbert.text.registry import f1_unit as tokenizer_f1_unit  # characters for Japanese/Chinese
+
+        result = squad_metrics({k: p.text for k, p in by_id.items()}, self.dev, self.version_2,
+                               f1_unit=self.f1_unit or tokenizer_f1_unit(model.preprocessor.tokenizer))
+        metrics = {"exact_match": result["exact_match"], "f1": result["f1"]}
+        if self.version_2:
+            metrics.update({k: v for k, v in result.items() if k.startswith(("has_ans", "no_ans"))})
+            best_non_null = {k: (p.best_non_null.text if p.best_non_null else "") for k, p in by_id.items()}
+            diffs = {k: p.score_diff for k, p in by_id.items()}
+            metrics["best_f1"], metrics["best_f1_threshold"] = squad_v2_best_threshold(best_non_null, diffs, self.dev)
+        return metrics, by_id
+
+    def write_predictions(self, out_dir, by_id):
+        return submission.write_squad(out_dir, by_id, self.version_2)
+
+
+@register_task_type
+class SpanQA(TaskType):
+    name = "span_qa"
+    long_documents = ("truncate", "windows")  # its contexts are always read in windows (--doc-stride)
+    model_types = ("span_qa",)
+    recipe_class = SquadRecipe
+    Options = SquadOptions
+    default_seq_length = 384
+    signature_docs = {
+        "span_qa": "question, context -> answer_text, answer_start, answer_end, score, null_score_diff [b]; "
+                   "mecab-* models (words in): question_words, context_words [b, words] -> answer_text (its words "
+                   "joined with \"\": Japanese writes no spaces), answer_start_word, answer_end_word (inclusive "
+                   "indices into context_words, -1: no answer), answer_start_in_word, answer_end_in_word "
+                   "(characters of those words, for an answer that starts or ends inside a word), score, "
+                   "null_score_diff [b]",
+    }
+
+    def model_class(self, model_type):
+        from kbert.tasks.span_qa.model import SpanQuestionAnswerer
+
+        return SpanQuestionAnswerer
+
+    def data_source(self, task, split, options):
+        file = self.split_file(task, SQUAD_FILES[task.preset["version"]], split)
+        return DataSource("squad", file, _read_squad, ("squad_exact_match", "squad_f1"))
+
+    def signatures(self, module):
+        import tensorflow as tf
+
+        from kbert.tasks.core.signatures import IDS_SPEC, valid_utf8
+        from kbert.tasks.span_qa.graph import build_answer_fn
+        from kbert.tasks.core.words_inputs import takes_words, words_name
+
+        model = module.model
+        if takes_words(model.tokenizer):  # mecab-*: words in, answers in word indices
+            from kbert.tasks.span_qa.words_answers import build_words_answer_fn
+
+            answer = build_words_answer_fn(model)
+            names = [words_name("question"), words_name("context")]
+            spec = {name: tf.TensorSpec([None, None], tf.string, name=name) for name in names}
+        else:
+            answer = build_answer_fn(model)
+            names = ["question", "context"]
+            spec = {name: tf.TensorSpec([None], tf.string, name=name) for name in names}
+
+        @tf.function(input_signature=[spec])
+        def serve(inputs):
+            return answer(*(valid_utf8(inputs[name]) for name in names))
+
+        @tf.function(input_signature=[IDS_SPEC])
+        def serve_ids(inputs):
+            return dict(model(dict(inputs), training=False))
+
+        return serve, serve_ids
+
+    def warmup_inputs(self, model):
+        # raw text; kbert.export.task turns it into words for a words-in tokenizer
+        return [{"question": ["What warms up?"], "context": WARMUP_TEXTS[:1]}]
+
+    # -- kbert.predict: a SQuAD JSON file (answers, if any, are not read) ----------------------
+    input_formats = ("squad",)
+
+    def output_formats(self, task_meta):
+        return ("jsonl", "tsv", "squad")
+
+    def read_prediction_input(self, task_meta, path, options):
+        if options.task_format not in (None, "squad"):
+            raise ValueError(f"--task-format {options.task_format!r}: a span QA model reads SQuAD JSON ('squad')")
+        return squad.read_squad(path, labelled=False)
+
+    def predict(self, model, data, options, progress=None):
+        """{"id", "answer"} (+ "probability": the answer's share of the n-best scores); SQuAD 2.0
+        models answer "" when they predict no answer."""
+        from kbert.tasks.core.prediction import RowProgress
+
+        questions = [e["question"] for e in data.examples]
+        contexts = [e["context"] for e in data.examples]
+        windows = model.windows(questions, contexts)
+        progress = (progress or RowProgress(show=False)).start(len(windows), unit="window")
+        answers = model.predict_windows(contexts, windows, batch_size=options.batch_size, progress=progress)
+        rows = []
+        for e, answer in zip(data.examples, answers):
+            rows.append({"id": e["id"], "answer": answer.text})
+            if options.probabilities:
+                rows[-1]["probability"] = answer.probability
+        return rows
+
+    def format_predictions(self, task_meta, data, predictions, fmt):
+        if fmt == "squad":  # {question id: answer}, as evaluate-v1.1.py / -v2.0.py read it
+            import json
+
+            return json.dumps({p["id"]: p["answer"] for p in predictions}, indent=2, ensure_ascii=False) + "\n"
+        return super().format_predictions(task_meta, data, predictions, fmt)
+
+
+def _read_squad(path, data=None):  # module-level: picklable for Beam workers
+    return squad.read_squad(path, data=data)
+
+
+register_task("squad/v1.1", "span_qa", version="v1.1", aliases=("squad",),
+              help="SQuAD 1.1 (--data-dir: train-v1.1.json, dev-v1.1.json)")
+register_task("squad/v2.0", "span_qa", version="v2.0", help="SQuAD 2.0 (--data-dir: train-v2.0.json, dev-v2.0.json)")
