@@ -236,7 +236,7 @@ def test_every_quirk_in_the_docs_names_a_test_that_exists():
         functions = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
         assert name in functions, f"docs/benchmark-files.md names {path}::{name}, which does not exist"
     # every built-in task is on the page; asked of a fresh interpreter, since tests that run in this
-    # one register tasks of their own (tests/test_task_plugins.py)
+    # one register tasks of their own (tests/tasks/core/test_registry.py)
     listing = subprocess.run([sys.executable, "-c", "from kbert.tasks.core.registry import task_names\n"
                               "print('\\n'.join(task_names()))"], capture_output=True, text=True, check=True,
                              cwd=REPO).stdout.split()

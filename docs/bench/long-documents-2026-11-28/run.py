@@ -4,7 +4,7 @@ texts): eval accuracy per epoch, the documents' lengths, predict throughput of b
 
     python docs/bench/long-documents-2026-11-28/run.py OUT_DIR
 
-Writes OUT_DIR/result.json and prints it. The training settings are tests/test_long_documents_cli.py's.
+Writes OUT_DIR/result.json and prints it. The training settings are tests/tasks/classification/test_long_documents_end_to_end.py's.
 """
 
 import json

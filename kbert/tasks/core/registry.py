@@ -12,7 +12,7 @@ them, its own recipe, predictor and options (``NamedTask``). ``kbert.finetune --
 ``kbert.export task`` all look tasks up here; none of them knows a task by name.
 
 A new task is one new module that calls ``register_task_type`` and ``register_task`` (see
-docs/finetuning.md "Adding a task" and tests/test_task_plugins.py). The built-in plug-ins are imported on the
+docs/finetuning.md "Adding a task" and tests/tasks/core/test_registry.py). The built-in plug-ins are imported on the
 first lookup; this module itself imports neither TensorFlow nor Keras.
 """
 

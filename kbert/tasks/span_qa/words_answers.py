@@ -15,7 +15,7 @@ span in the word text from the words' lengths and the pieces' lengths (the token
 such as JSQuAD's ``[SEP]`` — spans the whole word, as ``tokenize_with_offsets`` gives in Python).
 An offset in the word text then maps to (word index, character in that word) through the words'
 starts. A Python-path answer cut at the same pieces of the raw text is the same answer
-(tests/test_export_mecab_answers.py); only ties in the n-best's distinct texts can differ where
+(tests/tasks/span_qa/test_words_answers.py); only ties in the n-best's distinct texts can differ where
 two spans' raw texts differ by what NFKC or MeCab removed (a space, a full-width form), which
 changes the n-best ``score``, never the chosen answer.
 """
