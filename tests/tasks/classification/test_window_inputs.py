@@ -318,3 +318,40 @@ def test_attention_pooling_takes_windows(tiny_model_dir):
     with pytest.raises(TaskModelError, match="window_pooling 'attention' pools the tokens of a text's windows: "
                                              "it takes long_documents='windows'"):
         TextClassifier.from_model_dir(tiny_model_dir, seq_length=32, num_classes=2, window_pooling="attention")
+
+
+@pytest.mark.slow
+def test_attention_pooling_trains_predicts_and_exports_alike(tiny_model_dir, tmp_path):
+    """kbert finetune with --window-pooling attention, then kbert predict and the exported SavedModel
+    on the evaluation file: the same label for every document as the evaluation's predictions file."""
+    import json
+
+    from kbert import PredictOptions, predict_file
+    from kbert.export.task import export_task
+    from kbert.tasks.classification.task import TableOptions
+    from kbert.tasks.core.options import FinetuneOptions
+    from kbert.training.finetune import finetune
+
+    rng = np.random.default_rng(0)
+    words = LONG.split()
+    rows = [{"text": " ".join(rng.choice(words, int(rng.integers(5, 60)))) + (" good" if i % 2 else " bad"),
+             "label": "pos" if i % 2 else "neg"} for i in range(24)]
+    data = tmp_path / "docs.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = finetune(FinetuneOptions(
+        task="jsonl", init=str(tiny_model_dir), model_dir=str(tmp_path / "m"), train_file=str(data),
+        eval_file=str(data), seq_length=32, doc_stride=16, long_documents="windows", epochs=1, batch_size=4,
+        learning_rate=1e-3, task_options=TableOptions(text_columns=("text",), window_pooling="attention")),
+        progress_bar=False, log=lambda *a, **k: None)
+    assert summary["window_pooling"] == "attention" and summary["train_windows"] > len(rows)
+    evaluated = [line.split("\t")[1] for line in (tmp_path / "m" / "predictions.tsv").read_text().splitlines()[1:]]
+    predict_file(tmp_path / "m", data, tmp_path / "predicted.jsonl", options=PredictOptions(probabilities=True))
+    predicted = [json.loads(line) for line in (tmp_path / "predicted.jsonl").read_text().splitlines()]
+    export_task(tmp_path / "m", tmp_path / "export" / "1")
+    served = tf.saved_model.load(str(tmp_path / "export" / "1")).signatures["serving_default"]
+    exported = served(text=tf.constant([r["text"] for r in rows]))
+    assert len(evaluated) == len(rows) and [p["label"] for p in predicted] == evaluated
+    assert [b.decode() for b in exported["labels"].numpy()] == evaluated
+    # kbert predict pools on the host, the export in its graph: the same probabilities
+    np.testing.assert_allclose([[p["probabilities"][n] for n in ("neg", "pos")] for p in predicted],
+                               exported["probabilities"].numpy(), atol=1e-5)
