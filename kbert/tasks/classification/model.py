@@ -53,6 +53,10 @@ class _PooledTextModel(TaskModel):
         if self.window_pooling == "attention" and not self.windows:
             raise TaskModelError("window_pooling 'attention' pools the tokens of a text's windows: it takes "
                                  "long_documents='windows'")
+        if self.window_pooling == "attention":  # [CLS]'s pooler is not used: not trained, no gradient asked of it
+            for layer in encoder.layers:
+                if layer.name == "pooler":
+                    layer.trainable = False
         config = encoder.config
         head = TokenAttentionHead if self.window_pooling == "attention" else PooledHead
         self.head = head(config.hidden_size, num_outputs, dropout=dropout,
