@@ -158,10 +158,12 @@ CHILD = textwrap.dedent("""
             return keras.ops.cast(keras.ops.mean(y, axis=-1), "float32")
     tiny = Tiny()
     tiny.compile(optimizer="sgd", loss="mse")
-    before, traced_before = len(calls), accel.traced_calls().get("train:cudnn+dropout", 0)
+    from kbert.bench.common import TracedCalls
+    traced = accel.observe_calls(TracedCalls())
+    before = len(calls)
     tiny.fit({"x": x, "mask": mask}, np.zeros((4, 16), "float32"), batch_size=4, epochs=1, verbose=0)
     out["step_calls"] = np.array(json.dumps(calls[before:]))
-    out["step_traced_cudnn"] = np.array(accel.traced_calls().get("train:cudnn+dropout", 0) - traced_before)
+    out["step_traced_cudnn"] = np.array(traced.counts.get("train:cudnn+dropout", 0))
     out["step_route"] = np.array(json.dumps(accel.route_taken()))
     import glob
     dumped = glob.glob(os.path.join(os.environ["KBERT_TEST_DUMP"], "*jit_train_step.debug_options"))

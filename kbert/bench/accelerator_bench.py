@@ -253,8 +253,10 @@ def run_kbert(spec: dict) -> dict:
     import jax
     import keras
 
+    from kbert.bench.common import TracedCalls
     from kbert.layers import accel
 
+    calls = accel.observe_calls(TracedCalls())  # which kernel each traced attention call ran
     accel.set_dropout_prng(spec.get("dropout_prng", "threefry"), int(spec.get("dropout_bits", 32)))
     accel.set_remat(spec.get("remat", "none"))
     if "cudnn_setting" in spec:  # measure a route before compat lists it (a setting that aborts costs this line)
@@ -294,7 +296,7 @@ def run_kbert(spec: dict) -> dict:
     stats = device.memory_stats() or {}
     peak = stats.get("peak_bytes_in_use")
     # The training step's attention calls (the functional build traces inference calls too).
-    traced = {k[len("train:"):]: n for k, n in accel.traced_calls().items() if k.startswith("train:")}
+    traced = calls.training()
     kernel = ("cudnn" if hlo and hlo["fmha"] else
               "xla" if any(k.split("+")[0] in ("xla", "keras") for k in traced) else
               "plain" if traced else "none")

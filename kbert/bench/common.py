@@ -461,3 +461,19 @@ def print_worst(results, file=None):
         return
     title, (value, k, p) = min(results, key=lambda x: x[1][0])
     print(f"worst ratio kbert / fastest peer: {value:.2f}  ({title}: {k.name} vs {p.name})", file=file)
+
+
+class TracedCalls:
+    """The attention calls traced while it observes them (``kbert.layers.accel.observe_calls``):
+    ``counts`` is ``{"train:cudnn+dropout": n, "infer:plain": m, ...}``."""
+
+    def __init__(self):
+        self.counts: dict = {}
+
+    def __call__(self, kernel: str, training: bool, dropout_applied: bool) -> None:
+        key = f"{'train' if training else 'infer'}:{kernel}{'+dropout' if dropout_applied else ''}"
+        self.counts[key] = self.counts.get(key, 0) + 1
+
+    def training(self) -> dict:
+        """The training calls, by kernel (``{"cudnn+dropout": n, ...}``)."""
+        return {k[len("train:"):]: n for k, n in self.counts.items() if k.startswith("train:")}

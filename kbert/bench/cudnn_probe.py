@@ -296,10 +296,13 @@ def _layers_form(form: Form, setting: str, stand_in=None) -> dict:
         y, _ = layers[1].stateless_call(trainable[1], state[1], y, mask, training=True, positions=positions)
         return jnp.sum(jnp.square(y.astype(jnp.float32)))
 
+    from kbert.bench.common import TracedCalls
+
+    calls = accel.observe_calls(TracedCalls())
     start = time.perf_counter()
     grads = accel.step_jit(jax.grad(loss))(trainable, x)
     jax.block_until_ready(grads)
-    traced = {k: n for k, n in accel.traced_calls().items() if k.startswith("train:")}
+    traced = {f"train:{k}": n for k, n in calls.training().items()}
     finite = bool(all(np.isfinite(np.asarray(g, np.float32)).all() for g in jax.tree_util.tree_leaves(grads)))
     expected = {"train:cudnn+dropout": 1, "train:plain+dropout": 1}
     return {"seconds": round(time.perf_counter() - start, 2), "grad_finite": finite, "traced_calls": traced,

@@ -43,7 +43,6 @@ accumulate it in float32.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import functools
 import logging
@@ -77,19 +76,23 @@ def decisions() -> dict:
     return dict(_said)
 
 
-_traced = collections.Counter()
+# Whoever wants to know which kernel each traced attention call ran (the accelerator bench and
+# the cuDNN probe count them: kbert.bench.common.TracedCalls); the layers keep no record.
+_call_observers: list = []
+
+
+def observe_calls(observer):
+    """Calls ``observer(kernel, training, dropout_applied)`` on every attention call traced from now
+    on (a compiled step is traced once, so these are layers, not steps). Returns ``observer``."""
+    _call_observers.append(observer)
+    return observer
 
 
 def record_call(kernel: str, training, dropout_applied: bool) -> None:
-    """Counts one traced attention call: in training or not, the kernel it ran, whether it dropped
-    out attention probabilities."""
-    _traced[f"{'train' if training else 'infer'}:{kernel}{'+dropout' if dropout_applied else ''}"] += 1
-
-
-def traced_calls() -> dict:
-    """``{"train:cudnn+dropout": n, "infer:plain": m, ...}``: the attention calls traced in this
-    process so far (a compiled step is traced once, so these count layers, not steps)."""
-    return dict(_traced)
+    """Reports one traced attention call to the observers: in training or not, the kernel it ran,
+    whether it dropped out attention probabilities."""
+    for observer in tuple(_call_observers):
+        observer(kernel, bool(training), bool(dropout_applied))
 
 
 @functools.lru_cache(maxsize=None)
