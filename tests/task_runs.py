@@ -9,6 +9,8 @@ import pytest
 
 from conftest import REFERENCE, SHARED
 
+# kbert finetune's flags for a short run of BERT-Tiny (the task-type tests of each family)
+TINY_FLAGS = ["--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-3", "--seq-length", "32", "--quiet"]
 JGLUE = SHARED / "jglue"
 JGLUE_FLAGS = ["--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-3", "--quiet",
                "--max-train-examples", "24", "--max-eval-examples", "16"]
