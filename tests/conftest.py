@@ -483,6 +483,40 @@ def sst2_finetune_run(tmp_path_factory, tiny_model_dir):
     return pathlib.Path(made["model_dir"]), made["stdout"]
 
 
+@pytest.fixture(scope="session")
+def ja_mecab_dir(tmp_path_factory) -> pathlib.Path:
+    """../shared/data/weights/ja-tiny-random-bert (the Tohoku-style checkpoint: mecab-wordpiece,
+    L2/H128, random weights) converted by kbert.convert hf (under a second)."""
+    from kbert.convert import hf
+
+    out = tmp_path_factory.mktemp("ja") / "mecab-wordpiece"
+    hf.convert(SHARED / "weights" / "ja-tiny-random-bert", out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def jglue_finetuned(tmp_path_factory):
+    """finetuned(task, init) -> (model dir, eval_results.json) of ``kbert finetune --task jglue/TASK``
+    on a few dozen rows (task_runs.JGLUE_FLAGS), each (task, init) run once per session: the family
+    tests of classification, multiple choice and span QA read the same runs."""
+    import json
+
+    from kbert.commands.finetune import main
+    from task_runs import JGLUE, JGLUE_FLAGS, JGLUE_SEQ
+
+    runs, root = {}, tmp_path_factory.mktemp("jglue")
+
+    def run(task, init):
+        if (task, init) not in runs:
+            out = root / f"{task}-{init.name}"
+            main(["--task", f"jglue/{task}", "--data-dir", str(JGLUE / task), "--init", str(init),
+                  "--model-dir", str(out), "--seq-length", JGLUE_SEQ[task], *JGLUE_FLAGS])
+            runs[task, init] = out, json.loads((out / "eval_results.json").read_text(encoding="utf-8"))
+        return runs[task, init]
+
+    return run
+
+
 TASK_LABELS = ["negative", "positive"]
 TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 

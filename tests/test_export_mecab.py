@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow  # the whole module: its shared fixture alone outl
 from conftest import REFERENCE, REPO, SHARED, require, run_fresh_python
 require("fugashi")
 require("unidic_lite")
-from kbert.tasks.core.words_inputs import join_words, words_name, words_request  # noqa: E402
+from kbert.tasks.core.words_inputs import words_name, words_request  # noqa: E402
 
 SEQ_LENGTH = 64
 TYPES = {"mecab-wordpiece": "mecab_wordpiece_ids", "mecab-character": "char_ids"}
@@ -201,40 +201,6 @@ def exported(tmp_path_factory, ja_model_dirs, reference_rows):
     (root / "requests.json").write_text(json.dumps(requests, ensure_ascii=False), encoding="utf-8")
     run_fresh_python(f"ROOT = {str(root)!r}\n" + FRESH, timeout=600)
     return models, requests, json.loads((root / "answers.json").read_text())
-
-
-def test_words_names_and_request():
-    assert [words_name(n) for n in ("text", "text_a", "text_b", "context", "choices")] == [
-        "words", "words_a", "words_b", "context_words", "choices_words"]
-
-    class Spaces:  # a Python-step tokenizer that splits characters
-        in_graph = False
-
-        def pre_tokenize(self, texts):
-            return [" ".join(t) for t in texts]
-
-    # Each input padded with "" to its own longest row (at least one entry).
-    assert words_request(Spaces(), {"context": ["ab", ""], "choices": [["cd", "e"], ["", "fgh"]]}) == {
-        "context_words": [["a", "b"], ["", ""]],
-        "choices_words": [[["c", "d", ""], ["e", "", ""]], [["", "", ""], ["f", "g", "h"]]]}
-    assert words_request(Spaces(), {"text": "xy"}) == {"words": ["x", "y"]}
-    assert words_request(Spaces(), {"text": [""]}) == {"words": [[""]]}
-    array = words_request(Spaces(), {"text_a": np.array(["a", "bc"], dtype=object)})["words_a"]
-    assert isinstance(array, np.ndarray) and array.tolist() == [["a", ""], ["b", "c"]]
-
-    class InGraph:
-        in_graph = True
-
-    assert words_request(InGraph(), {"text": ["ab"]}) == {"text": ["ab"]}
-
-
-def test_join_words_gives_the_python_step_strings():
-    """Each row's non-empty words joined by one space, whatever the padding (hand-written cases)."""
-    words = tf.constant([["吾輩", "は", "猫", ""], ["", "名前", "", "は"], ["", "", "", ""], ["\r", "猫", "\t", ""]])
-    assert join_words(words).numpy().tolist() == [s.encode() for s in ["吾輩 は 猫", "名前 は", "", "\r 猫 \t"]]
-    choices = tf.constant([[["a", ""], ["b", "c"]]])  # [batch, choices, words]
-    assert join_words(choices).numpy().tolist() == [[b"a", b"b c"]]
-    assert join_words(tf.zeros([2, 0], tf.string)).numpy().tolist() == [b"", b""]
 
 
 def test_requests_are_padded_rows_of_mecab_words(exported, reference_rows):
@@ -426,5 +392,3 @@ def test_the_readme_requests_give_the_models_answers(exported, capsys):
     np.testing.assert_allclose([p["probabilities"] for p in predictions], expected, atol=1e-5)
     with pytest.raises(ValueError):  # rows of different lengths, unpadded: TF Serving refuses them too
         predict(loaded, {"instances": [{"words": ["吾輩", "は"]}, {"words": ["猫"]}]})
-
-

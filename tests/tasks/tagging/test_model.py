@@ -1,5 +1,8 @@
 """TokenTagger: the in-graph features against kbert.tasks.tagging.ner_alignment's numpy reference on real
-CoNLL-2003 sentences, word-level round trips, training, raw-text entities, save/reload."""
+CoNLL-2003 sentences, word-level round trips, training, raw-text entities, save/reload; MeCab words
+(mecab-wordpiece) in and out against fugashi's."""
+
+import unicodedata
 
 import keras
 import numpy as np
@@ -9,7 +12,8 @@ from kbert.data.conll import read_conll
 from kbert.tasks import TokenTagger, load_task_model
 from kbert.tasks.tagging.ner_alignment import IGNORE_INDEX, align_labels, first_token_mask, token_word_ids
 from kbert.tasks.tagging.model import words_from_tokens
-from conftest import SHARED
+from conftest import SHARED, require
+from task_runs import reference_rows
 
 TAGS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
 
@@ -98,3 +102,28 @@ def test_token_accuracy_counts_only_labelled_positions():
     labelled = labels != IGNORE_INDEX
     expected = (logits.argmax(-1) == labels)[labelled].mean()
     assert float(metric.result()) == pytest.approx(expected, abs=1e-6)
+
+
+def test_tagger_uses_mecab_words(ja_mecab_dir):
+    require("fugashi")
+    require("unidic_lite")
+    model = TokenTagger.from_model_dir(ja_mecab_dir, label_names=["O", "B-LOC", "I-LOC"], seq_length=64)
+    tokenizer = model.tokenizer
+    # Pre-split words: each through NFKC + MeCab on its own (ｶﾞｯﾂ is ガッツ), its pieces kept together.
+    words = [["東京都", "に", "住ん", "で", "いる"], ["ｶﾞｯﾂ", "大阪府", "。"]]
+    pieces = model.pieces(words=words).to_list()
+    for row, sentence in zip(pieces, words):
+        assert len(row) == len(sentence)
+        for got, word in zip(row, sentence):
+            assert got == tokenizer.tokenize_flat(tokenizer.pre_tokenize([word])).to_list()[0]
+    assert pieces[1][0] == tokenizer.tokenize_flat(tokenizer.pre_tokenize(["ガッツ"])).to_list()[0]
+    _, labels, _ = model.numpy_features(words, [[1, 0, 0, 0, 0], [0, 1, 0]])
+    assert (labels >= 0).sum(axis=1).tolist() == [5, 3]  # one labelled piece per word
+    assert [len(t) for t in model.predict_words(words)] == [5, 3]
+
+    # Raw text: the words are MeCab's (fugashi + unidic-lite in the reference), offsets into the text.
+    lines = [r for r in reference_rows("jsts_jcqa_train", 60) if unicodedata.normalize("NFKC", r["text"]) == r["text"]][:4]
+    for line, result in zip(lines, model.predict_entities([r["text"] for r in lines])):
+        assert [w["text"] for w in result["words"]] == line["mecab_words"]
+        assert all(line["text"][w["start"]:w["end"]] == w["text"] for w in result["words"])
+        assert all(line["text"][e["start"]:e["end"]] == e["text"] for e in result["entities"])
