@@ -84,6 +84,6 @@ class TokenAttentionHead(PooledHead):
         scores = ops.cast(ops.squeeze(self.score(sequence), axis=-1), "float32")  # float32 under mixed precision
         scores = ops.where(ops.cast(mask, "bool"), scores, -1e9)
         weight = ops.logsumexp(scores, axis=1)
-        attention = ops.exp(scores - ops.expand_dims(weight, -1))
+        attention = ops.softmax(scores, axis=1)
         pooled = ops.sum(ops.expand_dims(attention, -1) * ops.cast(sequence, "float32"), axis=1)
         return self.dense(self.dropout(pooled, training=training)), weight
