@@ -1,6 +1,6 @@
 """What a self-attention layer's dropout does to the attention probabilities, seen from its output.
 
-Used in-process (TensorFlow) by tests/test_layers_accel.py and in its JAX child. With the query and
+Used in-process (TensorFlow) by tests/layers/test_accel.py and in its JAX child. With the query and
 key projections zero, every real key gets probability 1/L; with the value and output projections
 the identity, one-hot inputs and no output dropout, output[b, i, j] is the kept-and-rescaled
 probability of key j for query i: keep / ((1 - rate) · L), 0 at padded keys.

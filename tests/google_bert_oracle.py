@@ -3,7 +3,7 @@
 ``GoogleBertTokenizer`` re-types google-research/bert ``tokenization.py`` (``FullTokenizer``:
 BasicTokenizer + WordpieceTokenizer, ``max_input_chars_per_word=200``) and
 ``truncate_seq_pair`` its ``run_classifier.py`` ``_truncate_seq_pair``, character by character
-with ``unicodedata``, sharing no code with kbert. ``tests/test_text_google_reference.py``
+with ``unicodedata``, sharing no code with kbert. ``tests/text/test_google_reference.py``
 checks the oracle itself against the Hugging Face reference outputs in ``shared/data/reference``
 (where the data README says google-research/bert agrees, or gives the ``google_bert`` result), so
 that the text tests can trust it on generated inputs. A helpers module, not a test module: test

@@ -51,7 +51,7 @@ def test_graph_in_xla_context():
 
 
 def test_in_multi_worker_mode():
-    # True for several workers is covered by test_pretrainer's two-worker run.
+    # True for several workers is covered by models/test_pretrainer's two-worker run.
     assert compat.in_multi_worker_mode(tf.distribute.MirroredStrategy(["/cpu:0"])) is False
 
 

@@ -2,7 +2,7 @@
 preprocessor SavedModel never crash; ids stay in the vocabulary; shapes and packing are as
 documented (TF Hub's contract).
 
-Unlike tests/test_text_robustness.py (the tokenizer against google-research/bert's oracle, with
+Unlike tests/text/test_robustness.py (the tokenizer against google-research/bert's oracle, with
 assigned characters only), nothing is excluded here: unassigned and private-use code points,
 noncharacters, invalid UTF-8 (lone surrogates encoded with surrogatepass, overlong forms,
 truncated sequences, random bytes), very long words and long texts, and text pairs.
@@ -84,7 +84,7 @@ def chinese():
 
 @pytest.fixture(scope="module")
 def exported(uncased_preprocessor_export):
-    """conftest's export of this vocabulary at SEQ_LENGTH (shared with test_text_preprocessor)."""
+    """conftest's export of this vocabulary at SEQ_LENGTH (shared with text/test_preprocessor)."""
     assert SEQ_LENGTH == 64  # the length conftest.uncased_preprocessor_export is exported with
     return tf.saved_model.load(str(uncased_preprocessor_export))
 
@@ -215,5 +215,5 @@ def test_inputs_that_are_not_strings_are_clear_errors_in_the_savedmodel(exported
 
 def test_the_plan_generates_at_least_ten_thousand_strings():
     """The settings' lower bound (each generating test checks its own share, ``generates``), with
-    tests/test_text_robustness.py (up to 1,200 examples of up to 24 strings) on top."""
+    tests/text/test_robustness.py (up to 1,200 examples of up to 24 strings) on top."""
     assert sum(n * k for n, k in PLAN.values()) >= 10_000

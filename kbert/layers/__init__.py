@@ -2,7 +2,7 @@
 
 Where TensorFlow has a faster formulation of the same numbers, a layer asks the one seam,
 ``kbert.layers.tf_fast``, and takes it there (``KBERT_FAST_PATHS=0`` runs the plain code on
-TensorFlow too); tests/test_layers_seam.py and tests/test_layers_backends.py hold both paths equal.
+TensorFlow too); tests/layers/test_tf_fast.py and tests/layers/test_backends.py hold both paths equal.
 """
 
 from kbert.layers.activations import get_activation

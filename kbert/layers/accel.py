@@ -2,7 +2,7 @@
 
 ``kbert.layers.tf_fast`` holds TensorFlow's CPU formulations; this module decides which attention
 kernel a self-attention call runs. The plain ``keras.ops`` code of the attention layer stays the
-reference: tests/test_layers_accel*.py hold every path here equal to it.
+reference: tests/layers/test_accel.py holds every path here equal to it.
 
 ``attention`` (an option of the attention layer, the block, the encoder, ``load_encoder``, the
 task models and the pretrainer; ``--attention`` on the commands) is one of:

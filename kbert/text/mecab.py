@@ -3,7 +3,7 @@
 ``mecab-wordpiece`` and ``mecab-character`` reproduce transformers' ``BertJapaneseTokenizer``
 (``word_tokenizer_type="mecab"``, ``subword_tokenizer_type="wordpiece"`` / ``"character"``,
 ``do_lower_case=False``): the tokenizer of the Tohoku Japanese BERTs. The ids equal transformers' on
-every line of ``shared/data/reference/ja_tokenizers.jsonl`` (tests/test_text_mecab.py).
+every line of ``shared/data/reference/ja_tokenizers.jsonl`` (tests/text/test_mecab.py).
 
 MeCab cannot run inside a TensorFlow graph, so the work is split in two:
 
@@ -25,7 +25,7 @@ eagerly) and gives each piece its span in them: NFKC is mapped back character cl
 (``kbert.text.nfkc_spans``: ``ｶﾞ`` -> ``ガ`` spans both input characters, ``㈱`` -> ``(株)`` gives all three
 pieces the one).
 
-Defined results for odd input (tests/test_text_mecab.py, hypothesis): bytes are decoded as UTF-8
+Defined results for odd input (tests/text/test_mecab.py, hypothesis): bytes are decoded as UTF-8
 with U+FFFD for invalid sequences (Python's ``errors="replace"``), lone surrogates become U+FFFD;
 empty and white-space-only texts give no words; control characters are MeCab words (``[UNK]``
 unless the vocabulary has them; for ``mecab-wordpiece`` those that ``str.split`` treats as white

@@ -149,7 +149,7 @@ def _combine_and_pad(segments, starts, kept, seq_length, cls_id, sep_id, pad_id)
     ops for one segment, whose tracing every traced dataset and every export pays (a preprocessor
     export traces the packer 12 times; the measurement: docs/bench/code-notes). Here each token's column is computed
     and one scatter writes the padded rows (a token that is cut goes to a spare column past the
-    end, dropped afterwards). tests/test_text_packer.py checks the result against the rules
+    end, dropped afterwards). tests/text/test_packer.py checks the result against the rules
     (google-research/bert's ``_truncate_seq_pair``, the truncators as loops) for 1-3 segments.
     """
     seq_length = tf.cast(seq_length, tf.int64)

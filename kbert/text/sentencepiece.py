@@ -8,7 +8,7 @@ nothing but tensorflow-text is needed at run time. Two tensorflow-text kernels a
     breaks exact score ties as ``sentencepiece`` 0.2 does; ``SentencepieceTokenizer`` (an older
     copy of the library) breaks them the other way: on the shared reference it differs on 1 line
     of 2,000 (``ハハハハハ``: ``ハ ハハハハ`` vs ``ハハハハ ハ``, equal scores). Measured: the fast
-    kernel matches all 2,000 (tests/test_text_sentencepiece.py).
+    kernel matches all 2,000 (tests/text/test_sentencepiece.py).
   * ids with offsets (``tokenize_with_offsets``): ``SentencepieceTokenizer``, the only kernel
     that reports offsets. Its ids and offsets agree with each other; on an exact tie its
     segmentation may be the other one of two equal-score segmentations.

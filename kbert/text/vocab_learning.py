@@ -169,7 +169,7 @@ def learn_from_counts(counts, vocab_size, reserved, max_unique_chars=1000, min_c
     pieces as the threshold rises; checked on the shipped corpora), so the library's
     search would only walk down to the bottom of its range (a dozen learning passes); its last
     threshold is computed and learned directly. The vocabulary is the library's either way
-    (tests/test_text_vocab.py compares both cases); every learning pass is the library's.
+    (tests/text/test_vocab.py compares both cases); every learning pass is the library's.
     """
     start = time.monotonic()
     params = learner.Params(

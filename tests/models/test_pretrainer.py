@@ -141,7 +141,7 @@ STRATEGY_SCRIPT = textwrap.dedent("""
     from kbert.models.pretrainer import BertPretrainer
     from kbert.training.distribute import StrategyReplicas
     from kbert.training.optimization import create_optimizer
-    sys.path.insert(0, {tests!r})
+    sys.path[:0] = [{tests!r}, {models!r}]  # conftest, and this file
     from test_pretrainer import _batch
     if mode == "mirrored":
         strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
@@ -177,7 +177,7 @@ STRATEGY_SCRIPT = textwrap.dedent("""
 def _run_strategy(tmp_path, mode, out, env=None):
     script = tmp_path / "strategy.py"
     if not script.exists():  # written once: rewriting it could truncate it under a process just started
-        script.write_text(STRATEGY_SCRIPT.format(tests=str(REPO / "tests")))
+        script.write_text(STRATEGY_SCRIPT.format(tests=str(REPO / "tests"), models=str(REPO / "tests" / "models")))
     return subprocess.Popen([sys.executable, str(script), mode, str(out)], env={**os.environ, **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 

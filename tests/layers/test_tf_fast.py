@@ -16,7 +16,7 @@ from kbert.layers.heads import build_head
 from kbert.layers.normalization import LAYER_NORM_EPSILON
 from kbert.models.pretrainer import BertPretrainer
 
-LAYERS = pathlib.Path(__file__).resolve().parents[1] / "kbert" / "layers"
+LAYERS = pathlib.Path(__file__).resolve().parents[2] / "kbert" / "layers"
 MODELS = LAYERS.parent / "models"
 
 

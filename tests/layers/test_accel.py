@@ -29,7 +29,7 @@ from kbert.layers.attention import MultiHeadSelfAttention
 
 from conftest import require
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
 CHILD = textwrap.dedent("""
     import json, os, sys, types

@@ -20,7 +20,7 @@ from kbert import BertConfig, BertEncoder
 from kbert.layers.heads import build_head
 from kbert.model_dir import load_encoder, save_model_dir
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 ROWS = 24  # of the 96 reference rows: enough padding patterns, a few seconds per backend
 

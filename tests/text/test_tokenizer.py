@@ -149,7 +149,7 @@ def test_shapes(uncased_tokenizer):
 @pytest.mark.parametrize("bad", [lambda: tf.constant([1, 2]), lambda: np.array([1.0]), lambda: [1, 2], lambda: None,
                                  lambda: {"a": "b"}], ids=["tensor", "floats", "list", "none", "dict"])
 def test_non_string_input_is_a_clear_error(uncased_tokenizer, bad):
-    bad = bad()  # made when the test runs: collecting starts no TensorFlow runtime (see test_text_preprocessor)
+    bad = bad()  # made when the test runs: collecting starts no TensorFlow runtime (see text/test_preprocessor)
     with pytest.raises(TypeError, match="expects strings"):
         uncased_tokenizer(bad)
 
