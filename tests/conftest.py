@@ -288,7 +288,7 @@ def ja_model_dirs(tmp_path_factory) -> dict:
 @pytest.fixture(scope="session")
 def tiny_encoder_export(tmp_path_factory, tiny_model_dir) -> pathlib.Path:
     """``kbert.export.encoder.export_encoder(tiny_model_dir, ...)`` with its defaults (a directory without
-    heads), once per test run: test_export_endpoints serves it, test_explore_heads checks it has no head
+    heads), once per test run: export/test_endpoints serves it, test_explore_heads checks it has no head
     signatures."""
     def make(folder):
         from kbert.export.encoder import export_encoder
@@ -526,7 +526,7 @@ def task_export_paths(tmp_path_factory, tiny_model_dir) -> dict:
     """{name: (model directory, export path)}: BERT-Tiny task models of every type but span QA (random
     heads whose answers differ between inputs), each saved and exported with warm-up requests by
     ``kbert.export.task``, once per test run (made_once: the five exports take ~20 s, and the three
-    files that serve them, test_export_task, test_export_endpoints and test_serving_load, may run on
+    files that serve them, export/test_task, export/test_endpoints and export/test_serving_load, may run on
     different workers)."""
     def make(folder):
         import keras
@@ -559,7 +559,7 @@ def task_export_paths(tmp_path_factory, tiny_model_dir) -> dict:
 @pytest.fixture(scope="session")
 def task_exports(task_export_paths) -> dict:
     """{name: (Keras task model, export path)}: task_export_paths' models, reloaded from their model
-    directories in this worker (what was exported, weight for weight). test_export_task checks the
+    directories in this worker (what was exported, weight for weight). export/test_task checks the
     exports against them."""
     from kbert.tasks import load_task_model
 

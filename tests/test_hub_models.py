@@ -1,7 +1,7 @@
 """``hf://ORG/NAME`` wherever a model directory is taken (kbert.resolve_model_dir, kbert.load_encoder,
 TaskModel.from_model_dir, ...): converted once, checked against transformers as ``kbert convert hf
 --check`` checks, kept beside the Hugging Face cache and reused. Offline, on a Hugging Face cache laid
-out as huggingface_hub writes one, as tests/test_convert_by_name.py tests the command."""
+out as huggingface_hub writes one, as tests/convert/test_by_name.py tests the command."""
 
 
 import numpy as np
@@ -10,7 +10,7 @@ import pytest
 import kbert
 from kbert.convert import hf
 from kbert.hub_models import CHECKED, converted_root
-from test_convert_by_name import COMMIT, NAME, _same_model, offline_cache, tiny_hf  # noqa: F401 (fixtures)
+from convert.test_by_name import COMMIT, NAME, _same_model, offline_cache, tiny_hf  # noqa: F401 (fixtures)
 from hf_tiny import hf_cache_entry
 
 

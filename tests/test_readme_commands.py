@@ -31,11 +31,11 @@ SKIP = {
     r"^python -m pytest": "the test suite itself",
     r"^bash tests/install-system-deps\.sh": "the CI job's first step (apt-get as root); these tests run after it",
     r"^python -m kbert\.convert google CKPT_PREFIX": "a synopsis with optional arguments; "
-                                                     "tests/test_convert.py converts Google checkpoints",
+                                                     "tests/convert/test_google.py converts Google checkpoints",
     r"--input 'corpus/\*\.txt'": "the at-scale example: corpus/ and vocab.txt are the user's own",
     r"--steps 1000000": "BERT-Base for a million steps (the at-scale example)",
     r"^tensorflow_model_server": "needs TF Serving, which cannot be installed here "
-                                "(tests/test_export_task.py reproduces its REST conversion)",
+                                "(tests/export/test_task.py reproduces its REST conversion)",
     r"^curl ": "needs a running TF Serving",
 }
 # (regex, replacement, why): applied in order to every command before it runs

@@ -8,7 +8,7 @@ strings (or ``{"b64": ...}``, which is also how string outputs named ``*_bytes``
 The response is ``{"predictions": [...]}`` for the row format (one object per instance when
 there are several outputs) and ``{"outputs": ...}`` for the columnar one. ``predict`` runs a
 loaded SavedModel's signature on such a request, so docs/serving.md's request/response examples
-are tested exactly as a server would treat them (tests/test_rest_recorded.py checks it against
+are tested exactly as a server would treat them (tests/export/test_rest.py checks it against
 TF Serving's documented responses).
 """
 

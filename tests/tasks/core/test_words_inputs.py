@@ -1,5 +1,5 @@
 """kbert.tasks.core.words_inputs on hand-written cases: the words-in names, the padded requests
-words_request makes, join_words' strings (the exports that use them: tests/test_export_mecab.py)."""
+words_request makes, join_words' strings (the exports that use them: tests/export/test_mecab.py)."""
 
 import numpy as np
 import tensorflow as tf

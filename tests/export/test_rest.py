@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from kbert.export import rest
 
-FIXTURE = json.loads((pathlib.Path(__file__).parent / "fixtures" / "tf_serving_rest.json").read_text())
+FIXTURE = json.loads((pathlib.Path(__file__).parents[1] / "fixtures" / "tf_serving_rest.json").read_text())
 
 
 class HalfPlusThree(tf.Module):
