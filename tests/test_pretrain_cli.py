@@ -72,11 +72,15 @@ def test_sigkill_then_rerun_resumes_from_the_last_checkpoint(tmp_path, pretraini
     model_dir = tmp_path / "m"
     cmd = _cmd(pretraining_records, small_vocab, model_dir, "--steps", "60", "--checkpoint-every", "10")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), cwd=REPO)
-    _wait_for(lambda: (model_dir / "checkpoints").glob("ckpt-20.index"), proc)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
     import tensorflow as tf
 
+    def saved(least):  # the checkpoint state names step >= least (written after the step's files)
+        latest = tf.train.latest_checkpoint(str(model_dir / "checkpoints"))
+        return [latest] if latest and int(latest.rsplit("-", 1)[1]) >= least else []
+
+    _wait_for(lambda: saved(20), proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
     latest = tf.train.latest_checkpoint(str(model_dir / "checkpoints"))
     saved_step = int(latest.rsplit("-", 1)[1])
     assert saved_step >= 20
