@@ -4,7 +4,7 @@ The Markdown pages under docs/ link to ``../README.md`` (right on GitHub, where 
 repository's front page); the site has no file outside docs/. So the README is added as the
 generated page ``overview.md`` (its ``docs/...`` links made relative to docs/), and the pages'
 ``../README.md`` links point to it. Any other link that leaves docs/ stays a broken link, which
-``mkdocs build --strict`` refuses (tests/test_docs_site.py).
+``mkdocs build --strict`` refuses (tests/docs/test_docs_site.py).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ An object becomes public by one line above its definition (or one call, for a va
 
 The declarations are the one place a public name is written. ``PUBLIC`` (``kbert/api_table.py``) maps
 each to the module that defines it, and is generated from the declarations by reading kbert's source
-(``kbert.api_export.write_table()`` rewrites it; tests/test_public_api.py fails while it differs). It is
+(``kbert.api_export.write_table()`` rewrites it; tests/top/test_api_export.py fails while it differs). It is
 what ``import kbert`` reads, so ``kbert.NAME`` is imported on first use (PEP 562) and ``import kbert``
 or a command's ``--help`` loads no TensorFlow. This module imports nothing of kbert but that table.
 """

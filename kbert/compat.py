@@ -2,7 +2,7 @@
 
 Each entry below reaches into ``keras.src.*``, ``tensorflow.python.*``, ``tf.__internal__``,
 ``jax._src.*`` or a private member of a Keras / tf.distribute object, because no public API does the same thing (the
-comment on each says what it is for). ``tests/test_compat.py`` checks every one against the
+comment on each says what it is for). ``tests/top/test_compat.py`` checks every one against the
 installed Keras and TensorFlow, so an upgrade that moves or changes one fails there, by name,
 rather than somewhere deep in a training run.
 
@@ -242,7 +242,7 @@ def _version_tuple(text: str) -> tuple:
 # untouched (openxla/xla PR #46500). So the candidate settings keep cuDNN out of command buffers
 # for the compiled training step, as ``jax.jit(..., compiler_options=...)`` (XLA DebugOptions
 # fields; a repeated enum takes its values comma-separated, "" for none: checked against the
-# installed jaxlib by tests/test_compat.py):
+# installed jaxlib by tests/top/test_compat.py):
 XLA_STEP_SETTINGS = {
     # XLA's default command-buffer set (jaxlib 0.10-0.11) less CUDNN
     "no-cudnn-command-buffer": {

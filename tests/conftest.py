@@ -136,7 +136,7 @@ def _missing_data(text: str) -> str | None:
 
 
 def pytest_configure(config):
-    # Where tests/zygote.py keeps this process's zygotes; they leave once it is removed.
+    # Where tests/fixtures/zygote.py keeps this process's zygotes; they leave once it is removed.
     import tempfile
 
     config._kbert_zygotes = tempfile.mkdtemp(prefix="kbert-zygote-")
@@ -221,7 +221,7 @@ def uncased_tokenizer():
 @pytest.fixture(scope="session")
 def google_oracle():
     """The independent oracle (google-research/bert's rules re-typed) with the same vocabulary."""
-    from google_bert_oracle import GoogleBertTokenizer, read_vocab
+    from fixtures.google_bert_oracle import GoogleBertTokenizer, read_vocab
 
     return GoogleBertTokenizer(read_vocab(UNCASED_VOCAB))
 
@@ -344,8 +344,8 @@ def made_once(tmp_path_factory, name: str, make: typing.Callable[[pathlib.Path],
 
 def run_fresh_python(code: str, timeout: int = 300) -> str:
     """Runs code in a fresh interpreter (nothing of kbert imported unless the code does so): one that
-    has imported TensorFlow alone (tests/zygote.py), as the code does first."""
-    from zygote import launch
+    has imported TensorFlow alone (tests/fixtures/zygote.py), as the code does first."""
+    from fixtures.zygote import launch
 
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH="")
     result = subprocess.run(
@@ -407,9 +407,9 @@ def read_scalars(log_dir) -> dict:
 
 # -- runs and exports that several test modules check, each made once per session ----------------
 def python(*args: str) -> list:
-    """``[python, *args]`` for subprocess: a ``-m kbert...`` command starts through tests/zygote.py
+    """``[python, *args]`` for subprocess: a ``-m kbert...`` command starts through tests/fixtures/zygote.py
     (TensorFlow already imported, seconds saved per command); anything else runs as it is."""
-    return [sys.executable, str(REPO / "tests" / "zygote.py"), *args]
+    return [sys.executable, str(REPO / "tests" / "fixtures" / "zygote.py"), *args]
 
 
 def cli_env() -> dict:
@@ -418,7 +418,7 @@ def cli_env() -> dict:
 
 def user_env() -> dict:
     """The environment of a user's shell: no TF_CPP_MIN_LOG_LEVEL, so a command's own filtering of
-    TensorFlow's start-up noise is what keeps its output clean (tests/test_cli.py checks that)."""
+    TensorFlow's start-up noise is what keeps its output clean (tests/top/test_cli.py checks that)."""
     return {**{k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}, "PYTHONPATH": str(REPO)}
 
 
@@ -502,7 +502,7 @@ def jglue_finetuned(tmp_path_factory):
     import json
 
     from kbert.commands.finetune import main
-    from task_runs import JGLUE, JGLUE_FLAGS, JGLUE_SEQ
+    from fixtures.task_runs import JGLUE, JGLUE_FLAGS, JGLUE_SEQ
 
     runs, root = {}, tmp_path_factory.mktemp("jglue")
 
@@ -569,10 +569,10 @@ def task_exports(task_export_paths) -> dict:
 # -- the README commands' scratch folder ----------------------------------------------------------
 @pytest.fixture(scope="session")
 def readme_scratch(tmp_path_factory):
-    """The folder tests/test_readme_commands.py runs README's commands in, and their results
+    """The folder tests/docs/test_readme_commands.py runs README's commands in, and their results
     (readme_scratch.ReadmeScratch)."""
-    from readme_scratch import ReadmeScratch
-    from test_readme_commands import ENV  # its environment table (a test module: imported when needed)
+    from fixtures.readme_scratch import ReadmeScratch
+    from docs.test_readme_commands import ENV  # its environment table (a test module: imported when needed)
 
     return ReadmeScratch(run_folder(tmp_path_factory, "readme"), ENV)
 
@@ -581,9 +581,9 @@ def readme_scratch(tmp_path_factory):
 def demo_ja_run(readme_scratch) -> tuple:
     """(folder it ran in, stdout, steps) of README's Japanese main job, ``python -m kbert.pretrain
     --demo ja`` with the README test's few steps, run in the README scratch folder:
-    tests/test_pretrain_demo_ja.py checks its files and exports, tests/test_readme_commands.py its
+    tests/commands/test_pretrain_demo_ja.py checks its files and exports, tests/docs/test_readme_commands.py its
     exit status and output (one run instead of two: the vocabulary, records and exports take ~50 s)."""
-    from readme_scratch import readme_command
+    from fixtures.readme_scratch import readme_command
 
     command = readme_command("python -m kbert.pretrain --demo ja")
     run = readme_scratch.run(command)

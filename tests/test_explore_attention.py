@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-from chromium import CHROMIUM, Page
+from fixtures.chromium import CHROMIUM, Page
 from conftest import REPO, missing, python
 from kbert.explore.attention import select
 from kbert.explore.attention_html import render_attention_html

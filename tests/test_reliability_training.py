@@ -10,7 +10,7 @@ Faults injected (counted in FAULTS, printed by report_faults):
   ``python -m kbert.pretrain`` at a learning rate of 1e30;
 - a crash between two checkpoints (the steps since the last one are the only loss);
 - the model directory's final ``*.weights.h5`` write failing half way (disk full).
-SIGTERM and SIGKILL of the CLI are in tests/test_pretrain_cli.py (not repeated here).
+SIGTERM and SIGKILL of the CLI are in tests/commands/test_pretrain.py (not repeated here).
 """
 
 from __future__ import annotations

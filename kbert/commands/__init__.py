@@ -3,7 +3,7 @@
 Each module parses its flags before it imports TensorFlow (so ``--help`` and flag errors are
 instant), turns them into the typed options of a library function (``kbert.training``,
 ``kbert.export``, ``kbert.convert``, ...) and prints what that function returns. No library module
-parses flags or exits the process (tests/test_layering.py checks it; the benchmarks under
+parses flags or exits the process (tests/repo/test_layering.py checks it; the benchmarks under
 kbert/bench/ are programs of their own, run as ``kbert bench NAME``). ``kbert.cli`` maps names to
 these modules; ``kbert.cli_support.run`` wraps their ``main(argv)`` (quiet start-up, one-line
 errors, ``--verbose``).

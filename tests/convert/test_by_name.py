@@ -18,7 +18,7 @@ from kbert.convert import google, hf
 from kbert.commands.convert import main as convert_main
 from kbert.convert.hub import is_hub_name, split_name
 from kbert.model_dir import METADATA_FILE, load_encoder
-from hf_tiny import hf_cache_entry, make_hf_folder, model_weights
+from fixtures.hf_tiny import hf_cache_entry, make_hf_folder, model_weights
 
 NAME = "kbert-tests/tiny-bert"
 COMMIT = "89abcdef0123456789abcdef0123456789abcdef"

@@ -11,7 +11,7 @@ from kbert.commands.convert import main as convert_main
 from kbert.convert import check
 from kbert.convert.check import check_conversion
 from conftest import MINILM_DIR, SHARED
-from hf_tiny import make_hf_folder
+from fixtures.hf_tiny import make_hf_folder
 
 MULTILINGUAL = SHARED / "multilingual"
 

@@ -12,7 +12,7 @@ from kbert.convert import google
 from kbert.convert.names import ConversionError
 from kbert.model_dir import ENCODER_WEIGHTS
 from conftest import MINILM_DIR
-from hf_tiny import model_weights
+from fixtures.hf_tiny import model_weights
 from convert.test_hf import _assert_bit_identical
 
 

@@ -15,7 +15,7 @@ from kbert.convert import google, hf
 from kbert.convert.names import ConversionError
 from kbert.model_dir import ENCODER_WEIGHTS, load_encoder, load_heads
 from conftest import MINILM_DIR, python
-from hf_tiny import model_weights
+from fixtures.hf_tiny import model_weights
 
 
 def _assert_bit_identical(a, b):

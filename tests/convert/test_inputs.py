@@ -13,7 +13,7 @@ import pytest
 
 from kbert.commands.convert import main as convert_main
 from kbert.model_dir import METADATA_FILE, load_encoder, load_heads, read_metadata
-from hf_tiny import hf_cache_entry, make_hf_folder
+from fixtures.hf_tiny import hf_cache_entry, make_hf_folder
 
 
 @pytest.fixture(scope="module")

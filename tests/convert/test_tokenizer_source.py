@@ -23,7 +23,7 @@ import pytest
 import tensorflow as tf
 
 
-from adversarial_text import ADVERSARIAL
+from fixtures.adversarial_text import ADVERSARIAL
 from conftest import REPO, SHARED, missing, require
 
 transformers = require("transformers")

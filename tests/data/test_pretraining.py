@@ -1,6 +1,6 @@
 """Pre-training records (kbert.data.pretraining.record_dataset): each input pipeline reads the files
 ``Dataset.shard(n, i)`` would give it, held-out data once and in order; too few or only empty shards
-for a pipeline fail before any work. (The masked batches: tests/test_pretrainer.py, the damage:
+for a pipeline fail before any work. (The masked batches: tests/models/test_pretrainer.py, the damage:
 tests/test_reliability_data.py.)"""
 
 import pathlib

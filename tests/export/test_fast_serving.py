@@ -4,7 +4,7 @@ with --concurrency and its ONNX Runtime peer.
 The XLA signature is checked against the plain serving_default of the same export and against
 the Keras encoder itself; the batcher against calling the function on each request alone, and shown to combine queued
 requests into one call; the
-batching file against TF Serving's BatchingParameters message (tests/tf_serving_protos.py).
+batching file against TF Serving's BatchingParameters message (tests/fixtures/tf_serving_protos.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import SHARED, UNCASED_VOCAB, require_installed, run_fresh_python
-from tf_serving_protos import batching_parameters_class
+from fixtures.tf_serving_protos import batching_parameters_class
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +185,7 @@ def test_models_config_and_batching_parameters_parse_as_tf_serving_protos(tmp_pa
                                model_server_config_pb2.ModelServerConfig())
     assert [c.name for c in config.model_config_list.config] == ["sst2"]
     # The batching file read by protobuf's text parser against TF Serving's BatchingParameters
-    # (tests/tf_serving_protos.py): an unknown field name or a bare number where TF Serving wants
+    # (tests/fixtures/tf_serving_protos.py): an unknown field name or a bare number where TF Serving wants
     # an Int64Value wrapper is a parse error.
     parsed = text_format.Parse((tmp_path / "batching_parameters.txt").read_text(), batching_parameters_class()())
     assert parsed.max_batch_size.value == 32 and parsed.batch_timeout_micros.value == 0

@@ -34,7 +34,7 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 CHILD = textwrap.dedent("""
     import json, os, sys, types
     import jax, keras, numpy as np
-    from attention_probe import dropout_probe
+    from fixtures.attention_probe import dropout_probe
     from kbert import BertConfig
     from kbert.layers import accel
     from kbert.layers.attention import MultiHeadSelfAttention
@@ -302,7 +302,7 @@ def test_dropout_with_rbg_bits_drops_the_configured_fraction_and_keeps_the_expec
 
 @pytest.mark.parametrize("impl", ["plain", "fused", "auto"])
 def test_attention_dropout_drops_the_configured_fraction_and_keeps_the_expectation_here(impl):
-    from attention_probe import dropout_probe
+    from fixtures.attention_probe import dropout_probe
 
     keras.utils.set_random_seed(3)
     _check_probe(dropout_probe(impl))

@@ -1,10 +1,10 @@
-"""The oracle of ``tests/google_bert_oracle.py`` (google-research/bert's tokenization rules, re-typed)
+"""The oracle of ``tests/fixtures/google_bert_oracle.py`` (google-research/bert's tokenization rules, re-typed)
 checked against the Hugging Face reference outputs in ``shared/data/reference``."""
 
 import numpy as np
 
 from conftest import REFERENCE
-from google_bert_oracle import (expected_ids, google_pack, minilm_rows, reference_lines, truncate_seq_pair)
+from fixtures.google_bert_oracle import (expected_ids, google_pack, minilm_rows, reference_lines, truncate_seq_pair)
 
 
 def test_oracle_reproduces_reference_tokenization(google_oracle):

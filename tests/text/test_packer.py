@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from conftest import REFERENCE, UNCASED_VOCAB
 from kbert.text import BertPacker, BertPreprocessor
-from google_bert_oracle import minilm_rows, truncate_seq_pair
+from fixtures.google_bert_oracle import minilm_rows, truncate_seq_pair
 
 CLS, SEP, PAD = 101, 102, 0
 

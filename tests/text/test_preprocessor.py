@@ -12,7 +12,7 @@ import tensorflow as tf
 from conftest import UNCASED_VOCAB, run_fresh_python
 from kbert.export.preprocessor import resolve_tokenizer
 from kbert.text import BertPreprocessor
-from google_bert_oracle import expected_ids, minilm_rows, reference_lines, to_lists
+from fixtures.google_bert_oracle import expected_ids, minilm_rows, reference_lines, to_lists
 
 KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 

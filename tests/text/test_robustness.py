@@ -13,7 +13,7 @@ import tensorflow as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from google_bert_oracle import reference_lines, to_lists
+from fixtures.google_bert_oracle import reference_lines, to_lists
 
 NASTY = [
     "\x00", "\x01", "\x08", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x7f", "\x85", "\xa0", "\xad",

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from conftest import CHINESE_VOCAB, SHARED, UNCASED_VOCAB
 from kbert.text import BertTokenizer, VocabError, load_vocab
-from google_bert_oracle import (GoogleBertTokenizer, expected_ids, read_vocab,
+from fixtures.google_bert_oracle import (GoogleBertTokenizer, expected_ids, read_vocab,
                                         reference_lines, to_lists)
 
 

@@ -8,7 +8,7 @@ from conftest import SHARED
 from kbert.text import BertTokenizer, load_vocab
 from kbert.text.vocab_learning import count_words, learn_from_counts, learn_vocab, reserved_tokens, split_words
 from kbert.commands.vocab import main as vocab_main
-from google_bert_oracle import GoogleBertTokenizer, reference_lines, to_lists
+from fixtures.google_bert_oracle import GoogleBertTokenizer, reference_lines, to_lists
 
 CORPUS = SHARED / "corpus" / "en"
 

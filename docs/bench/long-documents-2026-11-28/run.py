@@ -1,5 +1,5 @@
 """Truncate against windows at --seq-length 512 on documents whose label only text after their
-first 512 word pieces decides (tests/long_documents_data.py, from the shared Austen and Sōseki
+first 512 word pieces decides (tests/fixtures/long_documents_data.py, from the shared Austen and Sōseki
 texts): eval accuracy per epoch, the documents' lengths, predict throughput of both modes.
 
     python docs/bench/long-documents-2026-11-28/run.py OUT_DIR
@@ -30,7 +30,7 @@ def main(out: pathlib.Path):
     from kbert.text.registry import load_tokenizer
     from kbert.training.finetune import finetune
     from conftest import SHARED, UNCASED_VOCAB
-    from long_documents_data import documents, write_jsonl
+    from fixtures.long_documents_data import documents, write_jsonl
 
     out.mkdir(parents=True, exist_ok=True)
     keras.utils.set_random_seed(0)

@@ -3,7 +3,7 @@ against per-window windows, truncate, and the sentence alone (the ceiling), with
 
     python docs/bench/long-documents-sentence-2026-12-05/run.py OUT_DIR [RUN ...] [--seeds 0,1,2]
 
-Documents (tests/long_documents_data.py, ``sentence_documents``): 190-230 words of narrative sentences
+Documents (tests/fixtures/long_documents_data.py, ``sentence_documents``): 190-230 words of narrative sentences
 from Austen novels with one SST-2 sentence (8 words or more, its label the document's) at a random
 sentence boundary after the first 126 words, so never in the first window of --seq-length 128; 700
 for training (SST-2's train file, four Austen novels), 240 for evaluation (SST-2's dev file, other
@@ -38,7 +38,7 @@ RUNS = {
 
 def write_data(out):
     from conftest import SHARED
-    from long_documents_data import sentence_documents, write_jsonl
+    from fixtures.long_documents_data import sentence_documents, write_jsonl
 
     for split, n in (("train", 700), ("eval", 240)):
         rows = sentence_documents(SHARED, n, split, seed=0)

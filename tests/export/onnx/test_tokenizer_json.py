@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from adversarial_text import ADVERSARIAL
+from fixtures.adversarial_text import ADVERSARIAL
 from conftest import REFERENCE, SHARED, UNCASED_VOCAB, require
 
 tokenizers = require("tokenizers")

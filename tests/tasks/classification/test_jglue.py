@@ -11,7 +11,7 @@ import scipy.stats
 import sklearn.metrics
 
 from conftest import require
-from task_runs import (JGLUE, JGLUE_FLAGS, PAIR, jglue_gold_rows, jglue_predict_agrees_with_evaluation, read_jsonl,
+from fixtures.task_runs import (JGLUE, JGLUE_FLAGS, PAIR, jglue_gold_rows, jglue_predict_agrees_with_evaluation, read_jsonl,
                        write_jsonl_rows)
 
 require("fugashi")

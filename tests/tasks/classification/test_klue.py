@@ -9,7 +9,7 @@ import pytest
 
 from conftest import SHARED
 from kbert.tasks.classification import klue as m
-from task_runs import finetune_tiny, read_jsonl, same_to_2_decimals
+from fixtures.task_runs import finetune_tiny, read_jsonl, same_to_2_decimals
 
 KLUE = SHARED / "klue"
 NLI_FILE = KLUE / "klue-nli-v1.1" / "klue-nli-v1.1_dev.json"

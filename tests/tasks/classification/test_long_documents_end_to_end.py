@@ -1,5 +1,5 @@
 """Long documents end to end, at BERT's full length: documents whose label only text after their first
-512 word pieces decides (tests/long_documents_data.py, real sentences) are classified correctly with
+512 word pieces decides (tests/fixtures/long_documents_data.py, real sentences) are classified correctly with
 --long-documents windows and at chance with truncate, at --seq-length 512, in kbert finetune's
 evaluation, kbert predict and the task SavedModel; truncate reports the texts it cut; bad settings are
 one line and write nothing."""
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO, cli_env, python
-from long_documents_data import documents, label_pools, write_jsonl
+from fixtures.long_documents_data import documents, label_pools, write_jsonl
 
 pytestmark = pytest.mark.slow
 SEQ = 512  # the documents open with >= 512 words of filler: more than the 510 pieces of one window
@@ -143,7 +143,7 @@ def test_multi_label_finds_a_label_held_by_one_sentence(tmp_path, shared_data, m
     from kbert.tasks.core.options import FinetuneOptions
     from kbert.tasks.classification.task import TableOptions
     from kbert.training.finetune import finetune
-    from long_documents_data import multi_label_documents
+    from fixtures.long_documents_data import multi_label_documents
 
     train = write_jsonl(tmp_path / "train.jsonl", multi_label_documents(shared_data, 160, seed=1))
     evaluation = write_jsonl(tmp_path / "eval.jsonl", multi_label_documents(shared_data, 40, seed=2))

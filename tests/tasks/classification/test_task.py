@@ -12,7 +12,7 @@ from conftest import SHARED
 from kbert.data.glue import read_glue
 from kbert.commands.finetune import main
 from kbert.tasks import load_task_model
-from task_runs import TINY_FLAGS
+from fixtures.task_runs import TINY_FLAGS
 
 
 @pytest.mark.slow

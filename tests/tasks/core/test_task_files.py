@@ -1,5 +1,5 @@
 """kbert.tasks.core.task_files: task names to a file and a reader for pipelines/task_data.py (the
-records it writes are checked in tests/test_task_data_pipeline.py)."""
+records it writes are checked in tests/pipelines/test_task_data.py)."""
 
 import os
 

@@ -9,7 +9,7 @@ import pytest
 import sklearn.metrics
 
 from conftest import require
-from task_runs import jglue_gold_rows, jglue_predict_agrees_with_evaluation, read_jsonl, write_jsonl_rows
+from fixtures.task_runs import jglue_gold_rows, jglue_predict_agrees_with_evaluation, read_jsonl, write_jsonl_rows
 
 require("fugashi")
 require("unidic_lite")

@@ -9,7 +9,7 @@ import pytest
 
 from kbert.commands.finetune import main
 from kbert.tasks import load_task_model
-from task_runs import TINY_FLAGS
+from fixtures.task_runs import TINY_FLAGS
 
 
 def _write_swag(path, rows):

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import CHINESE_VOCAB, SHARED
 from kbert.tasks.span_qa import metrics_cjk
-from task_runs import finetune_tiny, same_to_2_decimals
+from fixtures.task_runs import finetune_tiny, same_to_2_decimals
 
 CMRC_FILE = SHARED / "cmrc2018" / "cmrc2018_trial.json"
 CMRC_DEV_FILE = SHARED / "cmrc2018" / "cmrc2018_dev_articles_760-847.json"
@@ -51,7 +51,7 @@ def test_cmrc2018_trains_on_the_trial_set_and_scores_the_dev_articles_as_distrib
     left out of training and named; eval_results.json's EM/F1 are cmrc2018_evaluate.py's on
     predictions.json and the raw dev file, every answer text included; kbert predict on the dev file
     writes the same answers."""
-    from official_scorers import cmrc2018_evaluate
+    from fixtures.official_scorers import cmrc2018_evaluate
 
     from kbert.commands.finetune import main as finetune_main
     from kbert.commands.predict import main as predict_main

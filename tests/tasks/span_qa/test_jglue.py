@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import SHARED, require
-from task_runs import JGLUE, reference_rows
+from fixtures.task_runs import JGLUE, reference_rows
 
 require("fugashi")
 require("unidic_lite")

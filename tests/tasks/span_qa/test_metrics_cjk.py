@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import SHARED, require
-from official_scorers import cmrc2018_evaluate, cmrc_f1, lcs_table
+from fixtures.official_scorers import cmrc2018_evaluate, cmrc_f1, lcs_table
 from kbert.tasks.span_qa import metrics_cjk as m
 
 # ---------------------------------------------------------------- KorQuAD
@@ -156,7 +156,7 @@ def test_cmrc_word_tokenize_with_the_packaged_english_punkt(cmrc_trial):
 
 def test_cmrc_f1_on_trial_answers_equals_restated_script(cmrc_trial):
     """Every gold answer against a shifted span of its context, scored by the metric and by the
-    script's own loops written out in tests/official_scorers.py (DP LCS, list-membership marks)."""
+    script's own loops written out in tests/fixtures/official_scorers.py (DP LCS, list-membership marks)."""
     n = 0
     for article in cmrc_trial["data"]:
         for paragraph in article["paragraphs"]:

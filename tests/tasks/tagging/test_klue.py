@@ -9,7 +9,7 @@ import pytest
 from conftest import SHARED
 from kbert.errors import DataError
 from kbert.tasks.tagging import klue as m
-from task_runs import finetune_tiny, read_jsonl, same_to_2_decimals
+from fixtures.task_runs import finetune_tiny, read_jsonl, same_to_2_decimals
 
 NER_FILE = SHARED / "klue" / "klue-ner-v1.1" / "klue-ner-v1.1_dev.tsv"
 

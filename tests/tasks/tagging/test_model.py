@@ -13,7 +13,7 @@ from kbert.tasks import TokenTagger, load_task_model
 from kbert.tasks.tagging.ner_alignment import IGNORE_INDEX, align_labels, first_token_mask, token_word_ids
 from kbert.tasks.tagging.model import words_from_tokens
 from conftest import SHARED, require
-from task_runs import reference_rows
+from fixtures.task_runs import reference_rows
 
 TAGS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
 

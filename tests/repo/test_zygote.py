@@ -1,7 +1,7 @@
-"""tests/zygote.py, which starts the suite's ``python -m kbert...`` commands from a Python that has
+"""tests/fixtures/zygote.py, which starts the suite's ``python -m kbert...`` commands from a Python that has
 imported TensorFlow once: a command started through it sees what ``python -m`` gives it (arguments,
 folder, environment, standard streams, exit status), only the import is shared, and what it cannot
-give the same (another backend, --verbose) runs as a plain process. tests/zygote_probe.py reports
+give the same (another backend, --verbose) runs as a plain process. tests/fixtures/zygote_probe.py reports
 what it sees; each test uses its own zygote folder, so no test depends on another's zygote."""
 
 import json
@@ -15,10 +15,10 @@ import time
 import pytest
 
 from conftest import REPO
-from zygote import DIR_VARIABLE, MODULES_VARIABLE, launch
+from fixtures.zygote import DIR_VARIABLE, MODULES_VARIABLE, launch
 
 pytestmark = pytest.mark.slow  # a zygote imports TensorFlow (~5 s)
-TESTS = REPO / "tests"
+TESTS = REPO / "tests" / "fixtures"
 
 
 @pytest.fixture

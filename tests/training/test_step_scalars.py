@@ -110,7 +110,7 @@ def test_every_must_be_positive(tmp_path):
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 def test_the_same_under_other_backends(tmp_path, backend):
     env = {**os.environ, "KERAS_BACKEND": backend, "PYTHONPATH": os.pathsep.join(
-        [str(HERE.parent), str(HERE), os.environ.get("PYTHONPATH", "")])}
+        [str(HERE.parents[1]), str(HERE.parent), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, __file__, str(tmp_path)], env=env, capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -10,7 +10,7 @@ from kbert.commands import pretrain_demo_ja as demo
 
 
 # demo_ja_run (conftest): README's ``python -m kbert.pretrain --demo ja`` with the README test's few
-# steps, run once for this module and tests/test_readme_commands.py. What is checked here (files,
+# steps, run once for this module and tests/docs/test_readme_commands.py. What is checked here (files,
 # summary fields, exports, the held-out split) does not depend on the step count.
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from kbert.api_export import PUBLIC
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
@@ -71,7 +71,7 @@ def python_blocks(text: str) -> list[str]:
 def test_the_python_api_page_runs_as_written(tmp_path):
     from conftest import SHARED
 
-    from readme_scratch import TINY_INIT, make_tiny_init
+    from fixtures.readme_scratch import TINY_INIT, make_tiny_init
 
     code = "\n".join(python_blocks((ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")))
     assert "import kbert\n" in code and "kbert.finetune(" in code

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-HERE = pathlib.Path(__file__).resolve().parent
+HERE = pathlib.Path(__file__).resolve().parents[1]
 
 NEEDS_DATA = """
 from conftest import SHARED
@@ -78,7 +78,7 @@ def test_missing_test_extra_package_skips_a_users_checkout_naming_it(tmp_path):
 def test_test_modules_skip_on_a_missing_package_only_through_the_harness():
     """A module that calls pytest.importorskip or skips on importlib.util.find_spec itself would be
     skipped under CI too; conftest's require / require_installed / missing are the ways."""
-    offenders = [p.name for p in sorted(HERE.glob("*.py")) if p.name != "conftest.py"
+    offenders = [p.name for p in sorted(HERE.rglob("*.py")) if p.name != "conftest.py"
                  and re.search(r"importorskip\(|skipif\([^)]*find_spec", p.read_text(encoding="utf-8"))]
     assert offenders == [], offenders
 

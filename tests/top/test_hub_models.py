@@ -11,7 +11,7 @@ import kbert
 from kbert.convert import hf
 from kbert.hub_models import CHECKED, converted_root
 from convert.test_by_name import COMMIT, NAME, _same_model, offline_cache, tiny_hf  # noqa: F401 (fixtures)
-from hf_tiny import hf_cache_entry
+from fixtures.hf_tiny import hf_cache_entry
 
 
 @pytest.mark.slow

@@ -10,8 +10,8 @@ import subprocess
 import pytest
 
 from conftest import REPO, SHARED
-from readme_scratch import user_bin
-from test_readme_commands import readme_commands
+from fixtures.readme_scratch import user_bin
+from docs.test_readme_commands import readme_commands
 
 DOC = REPO / "docs" / "languages.md"
 FAST = ["--max-train-examples", "64", "--batch-size", "16", "--learning-rate", "1e-3",

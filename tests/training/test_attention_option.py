@@ -23,12 +23,12 @@ from kbert.errors import OptionsError as TrainingOptionsError
 from kbert.tasks.core.options import FinetuneOptions, OptionsError
 from kbert.training.pretrain import PretrainOptions, check_attention_and_precision
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
 CHILD = textwrap.dedent("""
     import json, pathlib, sys
     import keras, numpy as np
-    from backend_worker import LABELS, NO_DROPOUT, TEXTS
+    from fixtures.backend_worker import LABELS, NO_DROPOUT, TEXTS
     from kbert.layers import accel
     from kbert.tasks import load_task_model
     from kbert.tasks.classification.model import TextClassifier

@@ -1,7 +1,7 @@
 """Training under Keras' JAX backend against TensorFlow, on the CPU.
 
 A backend is chosen once per process, so each side runs in its own subprocess
-(tests/backend_worker.py); the model directory they share is written here, under TensorFlow.
+(tests/fixtures/backend_worker.py); the model directory they share is written here, under TensorFlow.
 XLA's host platform stands in for accelerators: ``--xla_force_host_platform_device_count=4``
 gives JAX four CPU devices to spread a batch over.
 """
@@ -22,8 +22,8 @@ from conftest import require
 require("jax")
 
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-WORKER = ROOT / "tests" / "backend_worker.py"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+WORKER = ROOT / "tests" / "fixtures" / "backend_worker.py"
 
 
 def _env(backend, devices=None):
@@ -128,7 +128,7 @@ def test_jax_fine_tuning_learns_and_its_tensorflow_export_answers_the_same(small
     saved = np.load(tmp_path / "jax_model" / "jax_probabilities.npz")
     loss = saved["loss"]
     assert loss[-1] < 0.5 * loss[0], loss  # it learns the 8 texts
-    from backend_worker import LABELS
+    from fixtures.backend_worker import LABELS
 
     assert (saved["probabilities"].argmax(axis=-1) == np.array(LABELS)).all()
     _worker("tensorflow", "served", tmp_path / "jax_model", tmp_path / "served.npz")
@@ -137,7 +137,7 @@ def test_jax_fine_tuning_learns_and_its_tensorflow_export_answers_the_same(small
     # kbert predict under JAX (ids packed on the host, the last batch padded) answers the same.
     import json
 
-    from backend_worker import TEXTS
+    from fixtures.backend_worker import TEXTS
 
     (tmp_path / "rows.csv").write_text("id,text\n" + "".join(f"{i},{t}\n" for i, t in enumerate(TEXTS)))
     proc = subprocess.run([sys.executable, "-m", "kbert.predict", "--backend", "jax", str(tmp_path / "jax_model"),
@@ -184,7 +184,7 @@ def task_round_trips(tmp_path_factory):
 
     import keras
 
-    from backend_worker import write_swag
+    from fixtures.backend_worker import write_swag
     from conftest import SHARED, UNCASED_VOCAB
     from kbert import BertConfig, BertEncoder
     from kbert.model_dir import save_model_dir

@@ -14,7 +14,7 @@ from conftest import require_installed
 from kbert import BertConfig
 from kbert.bench import accelerator_bench as bench
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 FIELDS = ("case", "system", "batch_size", "seq_per_s", "mfu", "peak_memory_gb", "device", "versions",
           "compile_s", "step_s", "flops_per_seq", "attention", "attention_kernel", "attention_dropout_applied",
           "variant", "stderr_tail")

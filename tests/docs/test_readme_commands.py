@@ -5,7 +5,7 @@ may use what an earlier one made, so each test first runs the commands before it
 runs once whichever test asks first). Every command writes only under runs/ (and saved_models/, where
 exports go by default): test_the_commands_write_only_under_runs checks the folder after all of them.
 The folder is conftest.readme_scratch:
-a test that checks what a README command makes (tests/test_pretrain_demo_ja.py: the Japanese main job)
+a test that checks what a README command makes (tests/commands/test_pretrain_demo_ja.py: the Japanese main job)
 may run that command there first; it runs once, and its result is checked here too.
 
 Only two kinds of edits are made, each listed below with its reason: SKIP (a command that needs
@@ -21,7 +21,7 @@ import re
 import pytest
 
 from conftest import REPO, SHARED
-from readme_scratch import TINY_INIT
+from fixtures.readme_scratch import TINY_INIT
 
 pytestmark = pytest.mark.slow
 
@@ -105,7 +105,7 @@ def prepared(command: str) -> str:
 
 def same_command(command: str) -> str:
     """The key under which a command runs once: ``kbert X`` and ``python -m kbert.X`` are one entry point
-    (kbert/cli.py dispatches to the module; tests/test_cli.py checks that), so README showing a command
+    (kbert/cli.py dispatches to the module; tests/top/test_cli.py checks that), so README showing a command
     both ways runs it once."""
     return re.sub(r"^kbert (\w+)", r"python -m kbert.\1", command)
 

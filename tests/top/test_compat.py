@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from kbert import compat
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 def test_no_private_api_outside_compat():

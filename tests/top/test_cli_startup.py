@@ -66,7 +66,7 @@ def test_a_library_import_of_kbert_changes_nothing():
 
 
 def test_every_command_installs_the_hook():
-    # cli_support.run is every command's entry (tests/test_cli.py); its main here reports what the
+    # cli_support.run is every command's entry (tests/top/test_cli.py); its main here reports what the
     # import of TensorFlow brought in.
     code = ("import sys\nfrom kbert.cli_support import run\n"
             "def main(argv):\n    import tensorflow\n"

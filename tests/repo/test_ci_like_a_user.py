@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from conftest import REPO
-from readme_scratch import user_bin
+from fixtures.readme_scratch import user_bin
 
 
 def test_the_scratch_python_and_kbert_run_in_this_environment(tmp_path):

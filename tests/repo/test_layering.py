@@ -27,7 +27,7 @@ import pathlib
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "kbert"
 PIPELINES = ROOT / "pipelines"
 MAIN_PART = "__main__"
@@ -238,7 +238,7 @@ def test_the_scan_sees_imports_inside_functions_and_relative_imports(edges):
 def test_every_part_has_a_layer(edges):
     parts = {part_of(m) for m in _modules()} | {part_of(s) for s, _, _ in edges}
     missing = sorted(parts - set(_layer_index()))
-    assert not missing, f"parts without a layer in tests/test_layering.py LAYERS: {missing}"
+    assert not missing, f"parts without a layer in tests/repo/test_layering.py LAYERS: {missing}"
 
 
 def test_no_import_cycle_among_modules(edges):

@@ -1,7 +1,7 @@
 """kbert's public API: every name of ``kbert.api_export.PUBLIC`` is declared with ``kbert_export`` where
 it is defined (and nothing else is), each resolves to that object, ``import kbert`` loads no
 TensorFlow, and each public object documents itself: Args (or Attributes), Returns where it returns
-something, and an Example (run as a doctest by tests/test_doctests.py)."""
+something, and an Example (run as a doctest by tests/docs/test_doctests.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 
 from kbert.api_export import FACES, PUBLIC, render_table, scan_declarations
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def declarations(root=ROOT / "kbert") -> dict[str, str]:
