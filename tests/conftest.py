@@ -572,7 +572,7 @@ def readme_scratch(tmp_path_factory):
     """The folder tests/docs/test_readme_commands.py runs README's commands in, and their results
     (readme_scratch.ReadmeScratch)."""
     from fixtures.readme_scratch import ReadmeScratch
-    from docs.test_readme_commands import ENV  # its environment table (a test module: imported when needed)
+    from fixtures.docs_commands import ENV
 
     return ReadmeScratch(run_folder(tmp_path_factory, "readme"), ENV)
 
