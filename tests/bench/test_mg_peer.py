@@ -1,6 +1,7 @@
 """The Model Garden peer of the benches (kbert/bench/mg_peer.py). Model Garden needs TensorFlow 2.20:
 the peer runs in the Python that KBERT_BENCH_MODEL_GARDEN_PYTHON names (a separate venv with
-tf-models-official 2.20), and its rows are checked only where there is one."""
+tf-models-official 2.20), and its rows are checked only where there is one; here, in kbert's own
+Python, what the child answers its parent."""
 
 from __future__ import annotations
 
@@ -24,3 +25,21 @@ def test_model_garden_peer_in_its_own_environment(capsys):
     code, out = run_bench(capsys, "train", *TINY, "--vs", "model-garden", "--xla", "off", "--predictions", "3")
     assert code == 0
     assert re.search(r"^Model Garden \S+ \(no XLA\), AdamW\s+[\d,.]+", out, re.M)
+
+
+@pytest.mark.slow
+def test_a_python_without_model_garden_answers_the_parent_with_what_is_missing():
+    """The peer as its parent starts it (``python -m kbert.bench.mg_peer SPEC``), in kbert's own Python,
+    which has no tf-models-official: its first line is the error naming the package, which the parent
+    raises, rather than rows or silence."""
+    import importlib.util
+
+    from kbert import BertConfig
+    from kbert.bench.common import SubprocessPeer
+
+    if importlib.util.find_spec("tensorflow_models") is not None:
+        pytest.skip("tf-models-official is importable here")
+    spec = dict(task="encoder", config=BertConfig.preset("tiny").to_dict(), batch_size=2, seq_length=8,
+                precision="float32", threads=1, xla=[False], warmup=1, flops=1.0)
+    with pytest.raises(RuntimeError, match=r"^ModuleNotFoundError: No module named 'tensorflow_models'$"):
+        SubprocessPeer("kbert.bench.mg_peer", spec, 1)
