@@ -1,5 +1,6 @@
 """python -m kbert.bench serve --saved-model (kbert/bench/serve_bench.py): what it says without a
-model, and its table on a string signature (no timing assertions)."""
+model, its table on a string signature (no timing assertions), and how it reads the sentences and
+checks the signature it calls."""
 
 from __future__ import annotations
 
@@ -49,3 +50,44 @@ def test_serve_bench_on_a_string_signature(capsys, tmp_path):
     assert any(re.match(r"batch 4\s+[\d.]+\s+[\d.]+", line) for line in lines)
     assert "sentence -> label" in out
     assert lines[-1].startswith("worst ratio kbert / fastest peer: n/a")
+
+
+def test_sentences_come_from_a_tsv_column_or_lines_repeated_to_the_count(tmp_path):
+    from kbert.bench.serve_bench import read_sentences
+
+    tsv = tmp_path / "dev.tsv"
+    tsv.write_text("label\tsentence\n1\tgood film\n0\t\n0\tbad \"plot\n", encoding="utf-8")
+    assert read_sentences(tsv, 5) == ["good film", 'bad "plot'] * 2 + ["good film"]  # empty cells skipped
+    lines = tmp_path / "texts.txt"
+    lines.write_text("  one  \n\ntwo\n", encoding="utf-8")
+    assert read_sentences(lines, 1) == ["one"] and read_sentences(lines, 3) == ["one", "two", "one"]
+    (tmp_path / "empty.txt").write_text("\n\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"--text .*empty\.txt has no sentences"):
+        read_sentences(tmp_path / "empty.txt", 3)
+
+
+def test_the_signature_must_take_one_string_tensor(tmp_path):
+    import tensorflow as tf
+
+    from kbert.bench.serve_bench import string_signature
+
+    class Model(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+        def classify(self, sentence):
+            return {"length": tf.strings.length(sentence)}
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 8], tf.int32)])
+        def ids(self, input_word_ids):
+            return {"sum": tf.reduce_sum(input_word_ids, -1)}
+
+    model = Model()
+    tf.saved_model.save(model, str(tmp_path / "m"), signatures={"serving_default": model.classify,
+                                                               "ids": model.ids})
+    loaded = tf.saved_model.load(str(tmp_path / "m"))
+    fn, name = string_signature(loaded, "serving_default")
+    assert name == "sentence" and fn(sentence=tf.constant(["abc", "de"]))["length"].numpy().tolist() == [3, 2]
+    with pytest.raises(SystemExit, match=r"signature 'ids' must take exactly one string tensor; it takes "
+                                         r"input_word_ids: int32\(None, 8\)"):
+        string_signature(loaded, "ids")
+    with pytest.raises(SystemExit, match="has no signature 'classify'; it has: (serving_default, ids|ids, serving_default)"):
+        string_signature(loaded, "classify")
