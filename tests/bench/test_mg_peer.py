@@ -27,19 +27,24 @@ def test_model_garden_peer_in_its_own_environment(capsys):
     assert re.search(r"^Model Garden \S+ \(no XLA\), AdamW\s+[\d,.]+", out, re.M)
 
 
-@pytest.mark.slow
-def test_a_python_without_model_garden_answers_the_parent_with_what_is_missing():
-    """The peer as its parent starts it (``python -m kbert.bench.mg_peer SPEC``), in kbert's own Python,
-    which has no tf-models-official: its first line is the error naming the package, which the parent
-    raises, rather than rows or silence."""
+def test_a_python_without_model_garden_answers_the_parent_with_what_is_missing(monkeypatch, capsys):
+    """The peer run as its parent starts it (``python -m kbert.bench.mg_peer SPEC``), here in kbert's own
+    Python, which has no tf-models-official: its one line to the parent is the error naming the
+    package (which the parent raises), and it exits 1, rather than answering with rows or silence."""
     import importlib.util
+    import json
+    import runpy
+    import sys
 
     from kbert import BertConfig
-    from kbert.bench.common import SubprocessPeer
+    from kbert.bench import mg_peer
 
     if importlib.util.find_spec("tensorflow_models") is not None:
         pytest.skip("tf-models-official is importable here")
     spec = dict(task="encoder", config=BertConfig.preset("tiny").to_dict(), batch_size=2, seq_length=8,
                 precision="float32", threads=1, xla=[False], warmup=1, flops=1.0)
-    with pytest.raises(RuntimeError, match=r"^ModuleNotFoundError: No module named 'tensorflow_models'$"):
-        SubprocessPeer("kbert.bench.mg_peer", spec, 1)
+    monkeypatch.setattr(sys, "argv", [mg_peer.__file__, json.dumps(spec)])
+    with pytest.raises(SystemExit) as exited:
+        runpy.run_path(mg_peer.__file__, run_name="__main__")
+    assert exited.value.code == 1
+    assert json.loads(capsys.readouterr().out) == {"error": "ModuleNotFoundError: No module named 'tensorflow_models'"}
