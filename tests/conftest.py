@@ -446,8 +446,9 @@ def pretrain_run(tmp_path_factory, pretraining_records, small_vocab) -> Pretrain
     """A short run of the main job's command: PRETRAIN_RUN_STEPS steps (two checkpoint intervals of
     PRETRAIN_RUN_EVERY) with held-out evaluation and fill-mask summaries every interval, in a user's
     environment.
-    test_pretrain_cli checks that it learned, test_explore_training its curves, summaries and the
-    explore CLI on its model, test_cli its output and that rerunning it evaluates to the same numbers."""
+    test_pretrain_cli checks that it learned, tests/explore/test_curves.py its curves,
+    test_fill_mask_callback.py its fill-mask summaries, test_heads_model.py the explore CLI on its
+    model, test_cli its output and that rerunning it evaluates to the same numbers."""
     def command(model_dir):
         return pretrain_command(
             pretraining_records, small_vocab, model_dir, "--steps", str(PRETRAIN_RUN_STEPS),
@@ -467,7 +468,7 @@ def pretrain_run(tmp_path_factory, pretraining_records, small_vocab) -> Pretrain
 @pytest.fixture(scope="session")
 def sst2_finetune_run(tmp_path_factory, tiny_model_dir):
     """(model directory, stdout) of ``python -m kbert.finetune`` on 64 SST-2 sentences for 2 epochs,
-    40 held out: test_finetune_cli checks its files and model, test_explore_training its curves."""
+    40 held out: test_finetune_cli checks its files and model, tests/explore/test_curves.py its curves."""
     def make(folder):
         out = folder / "sst2"
         run = subprocess.run(
