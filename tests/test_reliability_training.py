@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import collections
 import errno
-import json
 import os
 import resource
 import shutil
@@ -267,44 +266,6 @@ def test_non_finite_weights_are_never_checkpointed(tmp_path):
     with pytest.raises(TrainingDiverged, match=r"weights are not finite \(NaN or Inf\) at step 0: checkpoint not "
                                                r"written.*ckpt-0"):
         state.save()
-
-
-def _pretrain(tmp_path, *extra):
-    from kbert.commands.pretrain import main
-    from test_reliability_data import write_records, write_vocab
-
-    if not (tmp_path / "vocab.txt").exists():
-        write_vocab(tmp_path / "vocab.txt")
-        write_records(tmp_path / "train-0.tfrecord", 300)
-    return main(["--config", "tiny", "--vocab", str(tmp_path / "vocab.txt"),
-                 "--train-data", str(tmp_path / "train-*.tfrecord"), "--model-dir", str(tmp_path / "m"),
-                 "--seq-length", "32", "--max-predictions", "5", "--batch-size", "8", "--seed", "0", *extra])
-
-
-@pytest.mark.slow
-def test_pretrain_cli_diverging_at_learning_rate_1e30_exits_naming_the_step(tmp_path, capfd):
-    assert _pretrain(tmp_path, "--steps", "2", "--checkpoint-every", "2") == 0
-    weights = (tmp_path / "m" / "encoder.weights.h5").read_bytes()
-    capfd.readouterr()
-    with pytest.raises(TrainingDiverged) as info:
-        _pretrain(tmp_path, "--steps", "10", "--checkpoint-every", "2", "--learning-rate", "1e30",
-                  "--warmup-steps", "0")
-    FAULTS["pretrain CLI at learning rate 1e30"] += 1
-    from kbert.cli_support import is_user_error
-
-    assert is_user_error(info.value)  # the command shows it as one line "kbert pretrain: error: ...", exit 1
-    line = ["error: " + str(info.value).splitlines()[0]]
-    import re
-
-    match = re.search(r"error: (?:loss became (?:nan|inf|-inf) at step (\d+)|the weights are not finite "
-                      r"\(NaN or Inf\) at step (\d+))", line[0])
-    assert match, line[0]
-    step = int(match.group(1) or match.group(2))
-    assert 2 < step <= 10 and "ckpt-2" in line[0]
-    assert tf.train.latest_checkpoint(str(tmp_path / "m" / "checkpoints")).endswith("ckpt-2")
-    assert (tmp_path / "m" / "encoder.weights.h5").read_bytes() == weights  # the model directory is untouched
-    results = json.loads((tmp_path / "m" / "pretrain_results.json").read_text())
-    assert results["steps"] == 2
 
 
 def test_model_directory_weights_write_failing_half_way_keeps_the_old_file(tmp_path, tiny_model_dir, monkeypatch):
