@@ -1,4 +1,11 @@
+"""A model directory (kbert.model_dir): saved and loaded whole; missing files, a vocabulary that does not
+fit the embeddings, weights of another architecture and head paths outside it refused, named; a write
+failing half way (a full disk) leaves the old file."""
+
+import errno
 import json
+import os
+import shutil
 
 import numpy as np
 import pytest
@@ -64,3 +71,25 @@ def test_head_paths_cannot_escape_the_model_directory(tmp_path, tiny_model_dir):
     (tmp_path / "m" / "kbert.json").write_text(json.dumps(meta))
     with pytest.raises(ModelDirError, match="outside the model directory"):
         load_heads(tmp_path / "m")
+
+
+def test_model_directory_weights_write_failing_half_way_keeps_the_old_file(tmp_path, tiny_model_dir, monkeypatch):
+    from kbert import model_dir as md
+
+    shutil.copytree(tiny_model_dir, tmp_path / "m")
+    before = (tmp_path / "m" / "encoder.weights.h5").read_bytes()
+    encoder = md.load_encoder(tmp_path / "m")
+
+    def disk_full(layer, path):
+        with open(path, "wb") as f:
+            f.write(before[: len(before) // 2])
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(md, "save_weights", disk_full)
+    with pytest.raises(OSError) as info:
+        md.save_model_dir(tmp_path / "m", encoder, vocab_file=tmp_path / "m" / "vocab.txt")
+    assert info.value.errno == errno.ENOSPC
+    assert (tmp_path / "m" / "encoder.weights.h5").read_bytes() == before
+    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == sorted(p.name for p in tiny_model_dir.iterdir())
+    monkeypatch.undo()
+    md.load_encoder(tmp_path / "m")
