@@ -212,47 +212,6 @@ def test_finetune_options_check_their_counts_for_every_caller():
 
 
 # -- exports ----------------------------------------------------------------------------------------
-def test_replace_dir_is_old_or_new_whole(tmp_path, monkeypatch):
-    """kbert.model_dir.replace_dir, the step under every export: a failure while writing, or while
-    putting the new folder in place, leaves the old folder as it was and no temporary folder."""
-    import kbert.model_dir as model_dir
-
-    target = tmp_path / "out" / "1"
-    target.mkdir(parents=True)
-    (target / "old.txt").write_text("old")
-    before = tree(tmp_path)
-
-    def half(tmp):
-        tmp.mkdir()
-        (tmp / "new.txt").write_text("half")
-        raise OSError("disk full")
-
-    with pytest.raises(OSError, match="disk full"):
-        model_dir.replace_dir(target, half)
-    assert tree(tmp_path) == before
-    FAULTS["directory replace failing mid-write"] += 1
-
-    def whole(tmp):
-        tmp.mkdir()
-        (tmp / "new.txt").write_text("new")
-
-    renames = []
-    real_rename = os.rename
-
-    def rename(src, dst):  # the old folder moves aside, then putting the new one in fails
-        renames.append(dst)
-        if len(renames) == 2:
-            raise OSError("rename failed")
-        real_rename(src, dst)
-
-    monkeypatch.setattr(model_dir.os, "rename", rename)
-    with pytest.raises(OSError, match="rename failed"):
-        model_dir.replace_dir(target, whole)
-    monkeypatch.setattr(model_dir.os, "rename", real_rename)
-    assert tree(tmp_path) == before
-    model_dir.replace_dir(target, whole)
-    assert tree(target) == {"new.txt": hashlib.sha256(b"new").hexdigest()} and os.listdir(target.parent) == ["1"]
-    FAULTS["directory replace failing at the swap"] += 1
 
 
 def _load_signature_inputs(path):
