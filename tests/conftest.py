@@ -302,7 +302,7 @@ def tiny_encoder_export(tmp_path_factory, tiny_model_dir) -> pathlib.Path:
 def uncased_preprocessor_export(tmp_path_factory) -> pathlib.Path:
     """The bert-base-uncased preprocessor at sequence length 64, exported once through the CLI entry point
     (``python -m kbert.export preprocessor VOCAB OUT --seq-length 64``, in-process): text/test_preprocessor
-    loads it in a fresh process, test_reliability_text feeds it any input."""
+    loads it in a fresh process and feeds it any input."""
     def make(folder):
         from kbert.commands.export import main
 
