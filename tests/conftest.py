@@ -302,7 +302,7 @@ def tiny_encoder_export(tmp_path_factory, tiny_model_dir) -> pathlib.Path:
 def uncased_preprocessor_export(tmp_path_factory) -> pathlib.Path:
     """The bert-base-uncased preprocessor at sequence length 64, exported once through the CLI entry point
     (``python -m kbert.export preprocessor VOCAB OUT --seq-length 64``, in-process): text/test_preprocessor
-    loads it in a fresh process, test_reliability_text feeds it any input."""
+    loads it in a fresh process and feeds it any input."""
     def make(folder):
         from kbert.commands.export import main
 
@@ -566,6 +566,44 @@ def task_exports(task_export_paths) -> dict:
 
     return {name: (load_task_model(model_dir), path) for name, (model_dir, path) in task_export_paths.items()}
 
+
+@pytest.fixture(scope="session")
+def csv_classifiers(tmp_path_factory, tiny_model_dir) -> pathlib.Path:
+    """A folder holding ``cls``, a single-text classifier (labels negative, positive), and ``multi``, a
+    multi-label classifier (art, place): random heads on the tiny encoder, their kbert.json naming the
+    csv columns (text; label or labels) that ``kbert predict`` reads."""
+    import keras
+
+    from kbert.tasks import MultiLabelClassifier, TextClassifier
+
+    keras.utils.set_random_seed(0)
+    root = tmp_path_factory.mktemp("csv_classifiers")
+    TextClassifier.from_model_dir(tiny_model_dir, label_names=["negative", "positive"], seq_length=32) \
+        .save_model_dir(root / "cls", extra_info={"task_name": "csv", "text_columns": ["text"],
+                                                  "label_column": "label"})
+    MultiLabelClassifier.from_model_dir(tiny_model_dir, label_names=["art", "place"], seq_length=32) \
+        .save_model_dir(root / "multi", extra_info={"task_name": "csv", "text_columns": ["text"],
+                                                    "label_column": "labels"})
+    return root
+
+
+@pytest.fixture
+def kbert_cli(monkeypatch, capsys):
+    """kbert_cli(name, argv) -> (status, stderr lines): ``kbert NAME ARGV`` through kbert.cli_support.run
+    in this process (its one-line errors and exit statuses; its stderr filter, which needs a process of
+    its own, left out)."""
+    import kbert.cli_support as cli_support
+    from kbert.cli import load_main
+
+    monkeypatch.setattr(cli_support, "quiet_setup", lambda: None)
+
+    def call(name, argv):
+        command_main = load_main(name)
+        capsys.readouterr()
+        status = cli_support.run(name, command_main, [str(a) for a in argv])
+        return status, capsys.readouterr().err.strip().splitlines()
+
+    return call
 
 # -- the README commands' scratch folder ----------------------------------------------------------
 @pytest.fixture(scope="session")

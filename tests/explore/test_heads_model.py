@@ -1,7 +1,10 @@
 """kbert.explore's fill-mask and next-sentence: numbers against transformers (the converted
 ja-tiny-random-bert), the exported signatures against the Python path in a TensorFlow-only process,
-the [MASK]-in-text tokenization, and ``python -m kbert.explore fill-mask / next-sentence`` against the
-heads' own softmax for a model from a short run of the main job (python -m kbert.pretrain)."""
+the [MASK]-in-text tokenization, ``python -m kbert.explore fill-mask / next-sentence`` against the
+heads' own softmax for a model from a short run of the main job (python -m kbert.pretrain), and what
+the model's cut (128 tokens) drops, said through ``kbert explore``: a [MASK] past the cut is an error
+(exit 1) or, beside one that fits, a note; next-sentence and attention on longer texts say once that
+the text was cut."""
 
 import json
 import subprocess
@@ -249,3 +252,44 @@ def test_cli_errors_name_the_problem(tiny_model_dir, tmp_path):
     run = subprocess.run([*python("-m", "kbert.explore"), "next-sentence", str(tmp_path / "nothing"), "a", "b"],
                          capture_output=True, text=True, timeout=600, env=cli_env(), cwd=REPO)
     assert run.returncode == 1 and "kbert explore: error: " in run.stderr and "model directory not found" in run.stderr
+
+
+# -- what the cut drops (english_dir reads 128 tokens) ---------------------------------------------
+def test_a_mask_past_the_cut_is_reported_as_such(english_dir, capsys):
+    from kbert.commands.explore import main
+
+    # One WordPiece token per word here: 7 x 40 + 4 tokens, and [CLS] [SEP]; the [MASK] is past 128.
+    long_text = "the cat sat on the mat . " * 40 + "the [MASK] ran ."
+    assert main(["fill-mask", str(english_dir), long_text]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"kbert explore: error: the [MASK] in {_short(long_text)} lies past the cut: the model reads 128 tokens and the "
+                   f"text has {7 * 40 + 4 + 2}; shorten the text before the [MASK]"]
+    assert main(["fill-mask", str(english_dir), "a [MASK] b " + long_text, "--json"]) == 0
+    captured = capsys.readouterr()
+    assert [json.loads(line)["position"] for line in captured.out.splitlines()] == [2]  # the first [MASK] ...
+    assert captured.err.strip().splitlines() == [  # ... and the second said to be past the cut
+        f"note: 1 of the 2 [MASK]s in {_short('a [MASK] b ' + long_text)} lie past the cut (128 tokens of "
+        f"{3 + 7 * 40 + 4 + 2}) and are not filled"]
+
+
+def _short(text):
+    from kbert.commands.explore import _short
+
+    return _short(text)
+
+
+@pytest.mark.slow
+def test_next_sentence_and_attention_say_once_that_the_text_was_cut(english_dir, tmp_path, capsys):
+    from kbert.commands.explore import main
+
+    long_text = "the cat sat on the mat . " * 40
+    assert main(["next-sentence", str(english_dir), long_text, "a dog ran .", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert 0 <= json.loads(captured.out)["is_next_probability"] <= 1
+    assert captured.err.strip().splitlines() == [
+        f"note: the texts are cut to 128 tokens (of {7 * 40 + 4 + 3}): the model sees only the first part"]
+    assert main(["attention", str(english_dir), long_text, "--out", str(tmp_path / "a.html")]) == 0
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"note: the text is cut to 128 tokens (of {7 * 40 + 2}): the model sees only the first part"]
+    assert main(["next-sentence", str(english_dir), "a cat .", "a dog ran .", "--json"]) == 0
+    assert capsys.readouterr().err == ""  # a text that fits: nothing said
