@@ -1,7 +1,7 @@
-"""python -m kbert.bench accelerator: its FLOP count, what a line says about the attention that ran, the
-profile table, and a --tiny run on this CPU with TensorFlow unimportable."""
+"""python -m kbert.bench accelerator: its FLOP count, what a line says about the attention that ran, a
+--tiny run on this CPU with TensorFlow unimportable, and the GPU script that runs it (the probe it
+runs first: test_cudnn_probe.py; the profile table: test_profile_table.py)."""
 
-import gzip
 import json
 import os
 import pathlib
@@ -136,28 +136,6 @@ def test_a_line_that_asked_for_cudnn_and_compiled_without_it_is_an_error():
     not_taken = {**refused, "runs": True, "setting": "no-cudnn-command-buffer", "reason": "traced outside one"}
     assert bench.missing_cudnn("auto", True, "plain", "NVIDIA H200", {}, not_taken) is not None
     assert bench.missing_cudnn("auto", True, "plain", "NVIDIA H200", said, None) is not None
-
-
-def test_profile_table_sums_device_ops_per_step(tmp_path):
-    from kbert.bench import profile_table
-
-    events = [{"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/host:CPU"}},
-              {"ph": "M", "pid": 7, "name": "process_name", "args": {"name": "/device:GPU:0"}},
-              {"ph": "X", "pid": 1, "tid": 1, "ts": 0, "dur": 9000.0, "name": "python step"},
-              {"ph": "X", "pid": 7, "tid": 2, "ts": 0, "dur": 300.0, "name": "cutlass_gemm"},
-              {"ph": "X", "pid": 7, "tid": 2, "ts": 400, "dur": 500.0, "name": "cutlass_gemm"},
-              {"ph": "X", "pid": 7, "tid": 3, "ts": 0, "dur": 200.0, "name": "cudnn_fmha|fwd"}]
-    trace = tmp_path / "plugins" / "profile" / "run" / "perfetto_trace.json.gz"
-    trace.parent.mkdir(parents=True)
-    with gzip.open(trace, "wt") as f:
-        json.dump({"traceEvents": events}, f)
-    assert profile_table.find_trace(tmp_path) == trace
-    table = profile_table.top_ops(trace, 15, steps=2)
-    assert table["device_ms"] == pytest.approx(0.5)  # (300 + 500 + 200) us over 2 steps
-    assert [(r["op"], r["calls"], r["ms"]) for r in table["rows"]] == [("cutlass_gemm", 1.0, 0.4),
-                                                                      ("cudnn_fmha|fwd", 0.5, 0.1)]
-    text = profile_table.markdown_table("title", table)
-    assert "| 1 | `cutlass_gemm` | 1 | 0.400 | 80.0% |" in text and "`cudnn_fmha\\|fwd`" in text
 
 
 def _tiny_run(tmp_path, cases, systems, extra=()):
