@@ -1,10 +1,10 @@
 """kbert.explore's fill-mask and next-sentence: numbers against transformers (the converted
 ja-tiny-random-bert), the exported signatures against the Python path in a TensorFlow-only process,
-the [MASK]-in-text tokenization, ``python -m kbert.explore fill-mask / next-sentence`` against the
-heads' own softmax for a model from a short run of the main job (python -m kbert.pretrain), and what
-the model's cut (128 tokens) drops, said through ``kbert explore``: a [MASK] past the cut is an error
-(exit 1) or, beside one that fits, a note; next-sentence and attention on longer texts say once that
-the text was cut."""
+``python -m kbert.explore fill-mask / next-sentence`` against the heads' own softmax for a model from a
+short run of the main job (python -m kbert.pretrain), and what the model's cut (128 tokens) drops,
+said through ``kbert explore``: a [MASK] past the cut is an error (exit 1) or, beside one that fits, a
+note; next-sentence and attention on longer texts say once that the text was cut (the [MASK]-in-text
+tokenization: test_masked_text.py)."""
 
 import json
 import subprocess
@@ -16,7 +16,6 @@ import tensorflow as tf
 from conftest import REFERENCE, REPO, SHARED, UNCASED_VOCAB, cli_env, python, run_fresh_python
 from kbert.explore import fill_mask, fill_mask_ids, next_sentence, next_sentence_ids
 from kbert.explore.heads_model import PretrainingHeads
-from kbert.explore.masked_text import is_sentencepiece_vocab, join_pieces, tokenize_with_masks
 from kbert.export.serving import EXPORT_MARKER
 from kbert.model_dir import ModelDirError
 
@@ -81,30 +80,6 @@ def test_fill_mask_ids_gives_the_top_k_of_the_vocabulary_softmax(ja_heads, ja_re
             assert m["tokens"] == [vocab[i] for i in order]
             np.testing.assert_allclose(m["probabilities"], full[order], rtol=1e-6)
             assert m["probabilities"] == sorted(m["probabilities"], reverse=True)
-
-
-def test_mask_in_text_becomes_the_mask_id_for_every_part():
-    from kbert.text import BertTokenizer
-
-    tokenizer = BertTokenizer(UNCASED_VOCAB)
-    texts = ["the man went to the [MASK] store.", "no mask here", "", "[MASK][MASK] x [MASK]"]
-    got = tokenize_with_masks(tokenizer.tokenize_flat, texts, 103).to_list()
-    for text, row in zip(texts, got):
-        parts = text.split("[MASK]")
-        expected = []
-        for i, part in enumerate(parts):
-            expected += tokenizer.tokenize_flat([part]).to_list()[0] + ([103] if i < len(parts) - 1 else [])
-        assert row == expected, text
-    assert got[0][5] == 103 and tokenizer.tokenize_flat(["[MASK]"]).to_list()[0] != [103]
-
-
-def test_join_pieces():
-    assert join_pieces(["the", "gro", "##cer", "##y", "store", "."]) == "the grocery store."
-    assert join_pieces(["\u2581the", "\u2581gro", "cery"]) == "the grocery"
-    assert join_pieces(["吾", "##輩", "は", "猫", "cat"]) == "吾輩は猫 cat"
-    assert join_pieces(["gro", "[MASK]", "\u2581store"], sentencepiece=True) == "gro [MASK] store"
-    assert is_sentencepiece_vocab(["[PAD]", "\u2581a", "\u2581b", "c"])
-    assert not is_sentencepiece_vocab(UNCASED_VOCAB.read_text(encoding="utf-8").splitlines())
 
 
 # -- text level, and the export ------------------------------------------------------------------
