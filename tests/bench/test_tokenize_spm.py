@@ -7,7 +7,6 @@ import re
 import sys
 
 import numpy as np
-import pytest
 
 from conftest import SHARED, require
 from kbert.bench import tokenize_spm

@@ -3,8 +3,8 @@ ja-tiny-random-bert), the exported signatures against the Python path in a Tenso
 ``python -m kbert.explore fill-mask / next-sentence`` against the heads' own softmax for a model from a
 short run of the main job (python -m kbert.pretrain), and what the model's cut (128 tokens) drops,
 said through ``kbert explore``: a [MASK] past the cut is an error (exit 1) or, beside one that fits, a
-note; next-sentence and attention on longer texts say once that the text was cut (the [MASK]-in-text
-tokenization: test_masked_text.py)."""
+note; next-sentence and attention on longer texts say once that the text was cut (the text API and
+the [MASK]-in-text tokenization: test_predict.py, test_masked_text.py)."""
 
 import json
 import subprocess
@@ -17,7 +17,6 @@ from conftest import REFERENCE, REPO, SHARED, UNCASED_VOCAB, cli_env, python, ru
 from kbert.explore import fill_mask, fill_mask_ids, next_sentence, next_sentence_ids
 from kbert.explore.heads_model import PretrainingHeads
 from kbert.export.serving import EXPORT_MARKER
-from kbert.model_dir import ModelDirError
 
 
 def _softmax(x):
@@ -103,36 +102,6 @@ def english_dir(tmp_path_factory, tiny_model_dir):
 TEXTS = ["the man went to the [MASK] store.", "[MASK] is the capital of [MASK].", "Zürich [MASK] 東京 🎉"]
 PAIRS = (["the man went to the store.", "the man went to the store."],
          ["he bought a gallon of milk.", "penguins are flightless birds."])
-
-
-@pytest.mark.slow
-def test_text_api_equals_the_heads_on_the_tokenized_ids(english_dir):
-    heads = PretrainingHeads.from_model_dir(english_dir)
-    answers = fill_mask(english_dir, TEXTS, top_k=3)
-    packed = {k: v.numpy() for k, v in heads.pack(TEXTS).items()}
-    assert [len(a) for a in answers] == [1, 2, 1]
-    for row, masks in enumerate(answers):
-        assert [m["position"] for m in masks] == np.flatnonzero(packed["input_word_ids"][row] == 103).tolist()
-        # Independently: the encoder and mlm head called directly, numpy softmax and sort.
-        sequence = heads.encoder({k: v[row:row + 1] for k, v in packed.items()})["sequence_output"]
-        logits = heads.mlm_head(sequence, np.array([[m["position"] for m in masks]]), heads.encoder.word_embeddings)
-        probabilities = _softmax(np.asarray(logits[0], np.float64))
-        for m, p in zip(masks, probabilities):
-            assert m["ids"] == np.argsort(-p)[:3].tolist()
-            np.testing.assert_allclose(m["probabilities"], np.sort(p)[::-1][:3], rtol=1e-5)
-    pooled = heads.encoder({k: v for k, v in heads.pack(*PAIRS).items()})["pooled_output"]
-    expected = _softmax(np.asarray(heads.nsp_head(pooled), np.float64))[:, 0]
-    np.testing.assert_allclose(next_sentence(heads, *PAIRS), expected, rtol=1e-5)
-    assert next_sentence(heads, PAIRS[0][0], PAIRS[1][0]) == pytest.approx(expected[0], rel=1e-5)
-    with pytest.raises(ValueError, match="text_a has 2 strings but text_b has 1"):
-        next_sentence(heads, PAIRS[0], PAIRS[1][:1])
-
-
-def test_missing_head_is_named(tiny_model_dir):
-    with pytest.raises(ModelDirError, match="no 'mlm' head"):
-        fill_mask(tiny_model_dir, ["a [MASK]"])
-    with pytest.raises(ModelDirError, match="no 'nsp' head"):
-        next_sentence(tiny_model_dir, "a", "b")
 
 
 @pytest.mark.slow
