@@ -110,7 +110,7 @@ def test_a_model_directory_or_loaded_heads_answer_alike(heads, model_dir):
     loaded = load(str(model_dir))
     assert isinstance(loaded, PretrainingHeads) and loaded is not heads
     assert next_sentence(loaded, "a man .", "a dog .") == pytest.approx(next_sentence(heads, "a man .", "a dog ."))
-    assert fill_mask(model_dir, "the [MASK] store .", top_k=2) == fill_mask(heads, ["the [MASK] store ."], top_k=2)
+    assert fill_mask(loaded, "the [MASK] store .", top_k=2) == fill_mask(heads, ["the [MASK] store ."], top_k=2)
 
 
 def test_empty_input_gives_no_answers(heads):
