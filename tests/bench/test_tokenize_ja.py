@@ -103,12 +103,16 @@ def test_kbert_ids_equal_transformers_bert_japanese_tokenizer(kind):
 
 @pytest.mark.slow
 def test_tokenize_bench_japanese_rows(capsys):
+    """Through ``kbert bench tokenize`` (its default Japanese text and vocab): the rows, and the share
+    line agrees with the two rates printed above it."""
     require("fugashi")
     from kbert.commands.bench import main
 
     assert main(["tokenize", "--tokenizer", "mecab-wordpiece", "--batch-size", "16", "--batches", "2",
                  "--rounds", "1"]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"^kbert mecab-wordpiece\s+[\d,]+ sentences/s", out, re.M)
-    assert re.search(r"^NFKC \+ fugashi alone\s+[\d,]+ sentences/s", out, re.M)
-    assert re.search(r"MeCab \(NFKC \+ fugashi\) share of kbert's time: \d+%", out)
+    rates = {m.group(1): float(m.group(2).replace(",", ""))
+             for m in re.finditer(r"^(kbert mecab-wordpiece|NFKC \+ fugashi alone)\s+([\d,]+) sentences/s", out, re.M)}
+    assert len(rates) == 2, out
+    share = int(re.search(r"^MeCab \(NFKC \+ fugashi\) share of kbert's time: (\d+)%$", out, re.M).group(1))
+    assert share == pytest.approx(100 * rates["kbert mecab-wordpiece"] / rates["NFKC + fugashi alone"], abs=1)
