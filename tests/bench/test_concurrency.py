@@ -157,14 +157,14 @@ def test_closed_loop_clients_have_requests_in_flight_together():
 
 def test_closed_loop_latencies_are_each_request_round_trip():
     def slow(strings):
-        time.sleep(0.2)
+        time.sleep(0.3)
         return [strings]
 
     loop = ClosedLoop(Batcher(slow, concat_lists, split_rows, max_batch=1), [["a"]], clients=2)
     latencies = loop.run_many(4)
     # one row per batch, one batch at a time: each request waits for its own call and at most for
-    # the other client's (2 x 0.2 s), never for the calls before it (the last would be 0.8 s)
-    assert len(latencies) == 4 and all(0.2 <= t < 0.6 for t in latencies), latencies
+    # the other client's (2 x 0.3 s), never for the calls before it (the last would be 1.2 s)
+    assert len(latencies) == 4 and all(0.3 <= t < 0.9 for t in latencies), latencies
 
 
 def test_closed_loop_raises_a_clients_error_in_the_caller():
