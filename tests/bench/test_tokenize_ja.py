@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from conftest import SHARED, require
+from fixtures.bench_cli import run_bench
 from kbert.bench import tokenize_ja
 
 JA_VOCABS = {"mecab-wordpiece": SHARED / "vocab" / "ja-mecab-wordpiece" / "vocab.txt",
@@ -106,11 +107,9 @@ def test_tokenize_bench_japanese_rows(capsys):
     """Through ``kbert bench tokenize`` (its default Japanese text and vocab): the rows, and the share
     line agrees with the two rates printed above it."""
     require("fugashi")
-    from kbert.commands.bench import main
-
-    assert main(["tokenize", "--tokenizer", "mecab-wordpiece", "--batch-size", "16", "--batches", "2",
-                 "--rounds", "1"]) == 0
-    out = capsys.readouterr().out
+    code, out = run_bench(capsys, "tokenize", "--tokenizer", "mecab-wordpiece", "--batch-size", "16", "--batches", "2",
+                          "--rounds", "1")
+    assert code == 0
     rates = {m.group(1): float(m.group(2).replace(",", ""))
              for m in re.finditer(r"^(kbert mecab-wordpiece|NFKC \+ fugashi alone)\s+([\d,]+) sentences/s", out, re.M)}
     assert len(rates) == 2, out

@@ -9,6 +9,7 @@ import sys
 import numpy as np
 
 from conftest import SHARED, require
+from fixtures.bench_cli import run_bench
 from kbert.bench import tokenize_spm
 
 MODEL = SHARED / "vocab" / "ja-sentencepiece" / "spm.model"
@@ -76,11 +77,9 @@ def test_every_candidate_computes_the_packages_ids(monkeypatch, capsys):
 
 def test_tokenize_bench_sentencepiece_rows(capsys):
     require("sentencepiece")
-    from kbert.commands.bench import main
-
-    assert main(["tokenize", "--tokenizer", "sentencepiece", "--batch-size", "16", "--batches", "2",
-                 "--rounds", "1"]) == 0
-    out = capsys.readouterr().out
+    code, out = run_bench(capsys, "tokenize", "--tokenizer", "sentencepiece", "--batch-size", "16", "--batches", "2",
+                          "--rounds", "1")
+    assert code == 0
     # The ids are checked against the sentencepiece package's on every line before timing.
     assert re.search(r"^ids of kbert sentencepiece tokenizer equal sentencepiece's on 32 of 32 lines$", out, re.M)
     assert re.search(r"^kbert sentencepiece tokenizer\+packer\s+[\d,]+ sentences/s", out, re.M)
