@@ -57,11 +57,21 @@ def test_the_signatures_a_directorys_heads_give(loaded, signatures):
     module, found = signatures
     assert sorted(found) == ["fill_mask", "next_sentence"]
     assert module.fill_mask.get_concrete_function() is not None and module.explore.encoder is encoder
-    for present, expected in [({"mlm": heads["mlm"]}, ["fill_mask"]), ({"nsp": heads["nsp"]}, ["next_sentence"]),
-                              ({"mlm": None, "nsp": None}, []), ({}, [])]:
+    for present in ({"mlm": None, "nsp": None}, {}):
+        bare = tf.Module()
+        assert add_head_signatures(bare, encoder, present, model_dir) == {}
+        assert not hasattr(bare, "explore")  # nothing attached for a directory without heads
+
+
+@pytest.mark.slow  # two more modules traced: ~5 s on 2 cores
+def test_one_head_gives_its_own_signature(loaded):
+    model_dir, encoder, heads = loaded
+    for present, expected in [({"mlm": heads["mlm"]}, ["fill_mask"]), ({"nsp": heads["nsp"], "mlm": None},
+                                                                        ["next_sentence"])]:
         bare = tf.Module()
         assert sorted(add_head_signatures(bare, encoder, present, model_dir)) == expected
-        assert hasattr(bare, "explore") == bool(expected)  # nothing attached for a directory without heads
+        assert hasattr(bare, "fill_mask") == ("fill_mask" in expected)
+        assert hasattr(bare, "next_sentence") == ("next_sentence" in expected)
         if "fill_mask" in expected:  # top_k not given: the default
             assert bare.fill_mask(tf.constant(["the [MASK] ."]))["ids"].shape == (1, 1, DEFAULT_TOP_K)
 
