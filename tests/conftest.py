@@ -302,7 +302,7 @@ def tiny_encoder_export(tmp_path_factory, tiny_model_dir) -> pathlib.Path:
 def uncased_preprocessor_export(tmp_path_factory) -> pathlib.Path:
     """The bert-base-uncased preprocessor at sequence length 64, exported once through the CLI entry point
     (``python -m kbert.export preprocessor VOCAB OUT --seq-length 64``, in-process): text/test_preprocessor
-    loads it in a fresh process, test_reliability_text feeds it any input."""
+    loads it in a fresh process and feeds it any input."""
     def make(folder):
         from kbert.commands.export import main
 
@@ -446,8 +446,9 @@ def pretrain_run(tmp_path_factory, pretraining_records, small_vocab) -> Pretrain
     """A short run of the main job's command: PRETRAIN_RUN_STEPS steps (two checkpoint intervals of
     PRETRAIN_RUN_EVERY) with held-out evaluation and fill-mask summaries every interval, in a user's
     environment.
-    test_pretrain_cli checks that it learned, test_explore_training its curves, summaries and the
-    explore CLI on its model, test_cli its output and that rerunning it evaluates to the same numbers."""
+    test_pretrain_cli checks that it learned, tests/explore/test_curves.py its curves,
+    test_fill_mask_callback.py its fill-mask summaries, test_heads_model.py the explore CLI on its
+    model, test_cli its output and that rerunning it evaluates to the same numbers."""
     def command(model_dir):
         return pretrain_command(
             pretraining_records, small_vocab, model_dir, "--steps", str(PRETRAIN_RUN_STEPS),
@@ -467,7 +468,7 @@ def pretrain_run(tmp_path_factory, pretraining_records, small_vocab) -> Pretrain
 @pytest.fixture(scope="session")
 def sst2_finetune_run(tmp_path_factory, tiny_model_dir):
     """(model directory, stdout) of ``python -m kbert.finetune`` on 64 SST-2 sentences for 2 epochs,
-    40 held out: test_finetune_cli checks its files and model, test_explore_training its curves."""
+    40 held out: test_finetune_cli checks its files and model, tests/explore/test_curves.py its curves."""
     def make(folder):
         out = folder / "sst2"
         run = subprocess.run(
@@ -566,13 +567,51 @@ def task_exports(task_export_paths) -> dict:
     return {name: (load_task_model(model_dir), path) for name, (model_dir, path) in task_export_paths.items()}
 
 
+@pytest.fixture(scope="session")
+def csv_classifiers(tmp_path_factory, tiny_model_dir) -> pathlib.Path:
+    """A folder holding ``cls``, a single-text classifier (labels negative, positive), and ``multi``, a
+    multi-label classifier (art, place): random heads on the tiny encoder, their kbert.json naming the
+    csv columns (text; label or labels) that ``kbert predict`` reads."""
+    import keras
+
+    from kbert.tasks import MultiLabelClassifier, TextClassifier
+
+    keras.utils.set_random_seed(0)
+    root = tmp_path_factory.mktemp("csv_classifiers")
+    TextClassifier.from_model_dir(tiny_model_dir, label_names=["negative", "positive"], seq_length=32) \
+        .save_model_dir(root / "cls", extra_info={"task_name": "csv", "text_columns": ["text"],
+                                                  "label_column": "label"})
+    MultiLabelClassifier.from_model_dir(tiny_model_dir, label_names=["art", "place"], seq_length=32) \
+        .save_model_dir(root / "multi", extra_info={"task_name": "csv", "text_columns": ["text"],
+                                                    "label_column": "labels"})
+    return root
+
+
+@pytest.fixture
+def kbert_cli(monkeypatch, capsys):
+    """kbert_cli(name, argv) -> (status, stderr lines): ``kbert NAME ARGV`` through kbert.cli_support.run
+    in this process (its one-line errors and exit statuses; its stderr filter, which needs a process of
+    its own, left out)."""
+    import kbert.cli_support as cli_support
+    from kbert.cli import load_main
+
+    monkeypatch.setattr(cli_support, "quiet_setup", lambda: None)
+
+    def call(name, argv):
+        command_main = load_main(name)
+        capsys.readouterr()
+        status = cli_support.run(name, command_main, [str(a) for a in argv])
+        return status, capsys.readouterr().err.strip().splitlines()
+
+    return call
+
 # -- the README commands' scratch folder ----------------------------------------------------------
 @pytest.fixture(scope="session")
 def readme_scratch(tmp_path_factory):
     """The folder tests/docs/test_readme_commands.py runs README's commands in, and their results
     (readme_scratch.ReadmeScratch)."""
     from fixtures.readme_scratch import ReadmeScratch
-    from docs.test_readme_commands import ENV  # its environment table (a test module: imported when needed)
+    from fixtures.docs_commands import ENV
 
     return ReadmeScratch(run_folder(tmp_path_factory, "readme"), ENV)
 

@@ -1,5 +1,7 @@
 """python -m kbert.features MODEL_DIR --input ROWS.jsonl --output OUT.npz: checked against transformers'
-outputs for all-MiniLM-L6-v2 (../shared/data/reference/minilm_encoder.npz, written by transformers)."""
+outputs for all-MiniLM-L6-v2 (../shared/data/reference/minilm_encoder.npz, written by transformers).
+An existing --output is refused unless --overwrite, and an --output that is the --input always,
+leaving the files as they were."""
 
 import json
 import subprocess
@@ -8,8 +10,8 @@ import numpy as np
 import pytest
 
 from conftest import REFERENCE, REPO, python
-
-pytestmark = pytest.mark.slow  # the whole module: its shared fixture alone outlasts the fast tier
+from fixtures.file_tree import tree
+from fixtures.task_runs import write_jsonl_rows
 
 ROWS = [48, 0, 1, 72, 24, 49]  # pairs and single texts mixed; none truncated at 128
 
@@ -81,3 +83,15 @@ def test_bad_input_is_one_line_naming_file_line_and_field(tmp_path, minilm_model
     missing = _cli(tmp_path / "no_model", "--input", rows, "--output", tmp_path / "o.npz")
     assert missing.returncode == 1
     assert missing.stderr.strip() == f"kbert features: error: model directory {tmp_path / 'no_model'} does not exist"
+
+
+def test_features_refuse_an_existing_output_and_their_input(kbert_cli, tiny_model_dir, tmp_path):
+    rows = write_jsonl_rows(tmp_path / "rows.jsonl", [{"text_a": "a cat"}])
+    out = tmp_path / "out.npz"
+    out.write_bytes(b"earlier arrays")
+    before = tree(tmp_path)
+    status, err = kbert_cli("features", [tiny_model_dir, "--input", rows, "--output", out])
+    assert status == 1 and err == [f"kbert features: error: {out} already exists; pass --overwrite to replace it whole"]
+    status, err = kbert_cli("features", [tiny_model_dir, "--input", out, "--output", out, "--overwrite"])
+    assert status == 1 and len(err) == 1 and "is an input of this command" in err[0]
+    assert tree(tmp_path) == before

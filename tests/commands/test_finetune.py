@@ -1,7 +1,8 @@
 """python -m kbert.finetune end to end on tiny subsets with BERT-Tiny: metrics JSON, predictions in
 the submission format, a model directory that reloads and reproduces the saved predictions, the
-metrics in TensorBoard, and malformed data reported with file and line. Each task type's own runs
-(its Recipe's files and metrics) are in tests/tasks/<family>/test_task.py."""
+metrics in TensorBoard, and malformed data reported with file and line (a --max-train-examples below
+one: one line, nothing written). Each task type's own runs (its Recipe's files and metrics) are in
+tests/tasks/<family>/test_task.py."""
 
 import json
 import subprocess
@@ -14,6 +15,8 @@ from kbert.errors import DataError
 from kbert.commands.finetune import main
 from kbert.tasks import load_task_model
 from conftest import REPO, SHARED, python, read_scalars
+from fixtures.file_tree import tree
+from fixtures.task_runs import write_jsonl_rows
 
 COMMON = ["--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-3", "--seq-length", "32", "--quiet"]
 
@@ -92,3 +95,15 @@ def test_malformed_data_names_file_and_line(tiny_model_dir, tmp_path):
         main(["--task", "conll2003", "--data-dir", str(conll_dir), "--init", str(tiny_model_dir),
               "--model-dir", str(tmp_path / "out")])
     assert not (tmp_path / "out" / "kbert.json").exists()
+
+
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_finetune_max_train_examples_below_one_is_one_line(kbert_cli, tiny_model_dir, tmp_path, value):
+    train = write_jsonl_rows(tmp_path / "train.jsonl", [{"text": "a", "label": "x"}, {"text": "b", "label": "y"}])
+    before = tree(tmp_path)
+    status, err = kbert_cli("finetune", ["--task", "jsonl", "--init", tiny_model_dir, "--model-dir", tmp_path / "run",
+                                         "--train-file", train, "--eval-file", train, "--max-train-examples", value])
+    assert status == 1 and err == [
+        f"kbert finetune: error: max_train_examples (--max-train-examples) must be a positive whole number "
+        f"(leave it out to use every example), got {value}"]
+    assert tree(tmp_path) == before

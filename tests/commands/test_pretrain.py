@@ -1,4 +1,11 @@
-"""python -m kbert.pretrain end to end: learning, SIGKILL resume, SIGTERM checkpoint, bad input."""
+"""python -m kbert.pretrain end to end: learning, SIGKILL resume, SIGTERM checkpoint, bad input.
+
+Bad input, in process (``main([...])`` on a tiny vocabulary and records, tests/fixtures/tiny_records.py):
+a damaged record past the shuffle buffer is named with its file, record and offset after the steps
+so far are checkpointed, and a rerun with --skip-bad-records resumes from that checkpoint; empty or
+missing training and eval data are refused before any work. Divergence: at a learning rate of 1e30
+the run stops naming the step where the loss or the weights stopped being finite and the last good
+checkpoint, and leaves the model directory as it was."""
 
 import json
 import pathlib
@@ -9,8 +16,14 @@ import sys
 import time
 
 import pytest
+import tensorflow as tf
 
 from conftest import PRETRAIN_RUN_STEPS, REPO, cli_env as _env, pretrain_command as _cmd
+from fixtures.tiny_records import write_records, write_vocab
+from kbert.cli_support import is_user_error
+from kbert.data.pretraining import CorruptRecordError
+from kbert.errors import DataError
+from kbert.training.checkpoints import TrainingDiverged
 
 
 @pytest.mark.slow
@@ -127,3 +140,92 @@ def test_a_glob_matching_nothing_fails_before_work(tmp_path, small_vocab):
     assert result.returncode != 0
     assert "no pre-training files match" in result.stderr
     assert not (tmp_path / "m").exists()
+
+
+# -- damaged, empty and missing data, in process -------------------------------------------------------
+@pytest.fixture(scope="module")
+def vocab(tmp_path_factory):
+    return write_vocab(tmp_path_factory.mktemp("vocab") / "vocab.txt")
+
+
+def _pretrain(tmp_path, vocab, data, *extra):
+    """``kbert pretrain`` in this process on ``data`` (a glob), batches of 16, into tmp_path / "m"."""
+    from kbert.commands.pretrain import main
+
+    return main(["--config", "tiny", "--vocab", str(vocab), "--train-data", str(data),
+                 "--model-dir", str(tmp_path / "m"), "--seq-length", "32", "--max-predictions", "5",
+                 "--batch-size", "16", "--seed", "0", "--learning-rate", "1e-3", *extra])
+
+
+@pytest.mark.slow
+def test_pretrain_cli_names_the_file_keeps_the_steps_and_resumes_with_skip(tmp_path, vocab, capfd):
+    """The damaged record lies past the 10,000-record shuffle buffer: training has run some steps
+    when it is reached. Those steps are checkpointed, then a rerun with --skip-bad-records resumes."""
+    data = tmp_path / "data"
+    data.mkdir()
+    offsets = write_records(data / "train-0.tfrecord", 10_300, seed=5)
+    raw = bytearray((data / "train-0.tfrecord").read_bytes())
+    raw[offsets[10_150] + 14] ^= 0xFF
+    (data / "train-0.tfrecord").write_bytes(bytes(raw))
+
+    with pytest.raises(CorruptRecordError) as info:
+        _pretrain(tmp_path, vocab, data / "*.tfrecord", "--steps", "24", "--checkpoint-every", "4")
+    assert is_user_error(info.value)  # the command shows it as one line "kbert pretrain: error: ...", exit 1
+    out = capfd.readouterr()
+    assert str(info.value).startswith(f"{data / 'train-0.tfrecord'}: record 10150 (byte offset {offsets[10_150]}")
+    latest = tf.train.latest_checkpoint(str(tmp_path / "m" / "checkpoints"))
+    step = int(latest.rsplit("-", 1)[1])
+    assert 4 < step < 24 and f"damaged training data: checkpoint written at step {step}" in out.out
+    assert not (tmp_path / "m" / "encoder.weights.h5").exists()
+
+    assert _pretrain(tmp_path, vocab, data / "*.tfrecord", "--steps", "24", "--checkpoint-every", "4",
+                     "--skip-bad-records") == 0
+    out = capfd.readouterr()
+    assert f"resuming from step {step}" in out.out
+    results = json.loads((tmp_path / "m" / "pretrain_results.json").read_text())
+    assert results["steps"] == 24 and results["skipped_bad_records"] >= 1
+    assert "skipping damaged TFRecord data in" in out.err and "damaged TFRecord region(s)" in out.out
+
+
+def test_pretrain_cli_refuses_empty_training_and_eval_data_before_work(tmp_path, vocab, capfd):
+    (tmp_path / "train-0.tfrecord").write_bytes(b"")
+    with pytest.raises(DataError, match=r"all empty \(0 bytes\)"):  # the command shows it as one line
+        _pretrain(tmp_path, vocab, tmp_path / "train-*.tfrecord")
+    write_records(tmp_path / "train-1.tfrecord", 40)
+    with pytest.raises(FileNotFoundError, match="no pre-training files match .*eval-"):
+        _pretrain(tmp_path, vocab, tmp_path / "train-*.tfrecord", "--eval-data", str(tmp_path / "eval-*.tfrecord"))
+    assert not (tmp_path / "m").exists()
+
+
+# -- divergence ------------------------------------------------------------------------------------
+def _pretrain_tiny(tmp_path, *extra):
+    """Pre-training on 300 tiny records written on the first call (batches of 8)."""
+    from kbert.commands.pretrain import main
+
+    if not (tmp_path / "vocab.txt").exists():
+        write_vocab(tmp_path / "vocab.txt")
+        write_records(tmp_path / "train-0.tfrecord", 300)
+    return main(["--config", "tiny", "--vocab", str(tmp_path / "vocab.txt"),
+                 "--train-data", str(tmp_path / "train-*.tfrecord"), "--model-dir", str(tmp_path / "m"),
+                 "--seq-length", "32", "--max-predictions", "5", "--batch-size", "8", "--seed", "0", *extra])
+
+
+@pytest.mark.slow
+def test_pretrain_cli_diverging_at_learning_rate_1e30_exits_naming_the_step(tmp_path, capfd):
+    assert _pretrain_tiny(tmp_path, "--steps", "2", "--checkpoint-every", "2") == 0
+    weights = (tmp_path / "m" / "encoder.weights.h5").read_bytes()
+    capfd.readouterr()
+    with pytest.raises(TrainingDiverged) as info:
+        _pretrain_tiny(tmp_path, "--steps", "10", "--checkpoint-every", "2", "--learning-rate", "1e30",
+                       "--warmup-steps", "0")
+    assert is_user_error(info.value)  # the command shows it as one line "kbert pretrain: error: ...", exit 1
+    line = ["error: " + str(info.value).splitlines()[0]]
+    match = re.search(r"error: (?:loss became (?:nan|inf|-inf) at step (\d+)|the weights are not finite "
+                      r"\(NaN or Inf\) at step (\d+))", line[0])
+    assert match, line[0]
+    step = int(match.group(1) or match.group(2))
+    assert 2 < step <= 10 and "ckpt-2" in line[0]
+    assert tf.train.latest_checkpoint(str(tmp_path / "m" / "checkpoints")).endswith("ckpt-2")
+    assert (tmp_path / "m" / "encoder.weights.h5").read_bytes() == weights  # the model directory is untouched
+    results = json.loads((tmp_path / "m" / "pretrain_results.json").read_text())
+    assert results["steps"] == 2

@@ -1,8 +1,12 @@
 """Hugging Face checkpoints (kbert.convert.hf): weights as in the safetensors file, the round trip through
 Google's format with heads, and clear errors for weights or configs that are not BERT's (Google-only
-cases: tests/convert/test_google.py)."""
+cases: tests/convert/test_google.py). Weights files carrying a pickle payload that would create a
+marker file (``pytorch_model.bin`` and ``model.safetensors`` saved by torch, a raw pickle as
+``pytorch_model.bin``) are refused naming the file, without running it and without advising
+``weights_only=False``."""
 
 import json
+import pickle
 import shutil
 import subprocess
 
@@ -14,8 +18,9 @@ from safetensors.numpy import load_file, save_file
 from kbert.convert import google, hf
 from kbert.convert.names import ConversionError
 from kbert.model_dir import ENCODER_WEIGHTS, load_encoder, load_heads
-from conftest import MINILM_DIR, python
+from conftest import MINILM_DIR, python, require
 from fixtures.hf_tiny import model_weights
+from fixtures.pickle_payload import Payload
 
 
 def _assert_bit_identical(a, b):
@@ -103,3 +108,42 @@ def test_command_line(tmp_path):
     bad = run("google", str(tmp_path / "nothing.ckpt"), str(tmp_path / "x"), "--config",
               str(tmp_path / "m" / "bert_config.json"), "--vocab", str(tmp_path / "m" / "vocab.txt"))
     assert bad.returncode == 1 and "cannot read checkpoint" in bad.stderr
+
+
+# -- payloads that would run code --------------------------------------------------------------------
+def _hf_dir(tmp_path):
+    hf = tmp_path / "hf"
+    hf.mkdir()
+    for name in ("config.json", "vocab.txt"):
+        shutil.copy(MINILM_DIR / name, hf / name)
+    return hf
+
+
+@pytest.mark.parametrize("file", ["pytorch_model.bin", "model.safetensors"])
+def test_hf_weights_with_a_pickle_payload_are_refused_without_running_it(tmp_path, file):
+    torch = require("torch")
+    from kbert.convert import hf
+    from kbert.convert.names import ConversionError
+
+    marker = tmp_path / "PWNED"
+    folder = _hf_dir(tmp_path)
+    torch.save({"embeddings.word_embeddings.weight": Payload(marker)}, folder / file)
+    with pytest.raises(ConversionError) as info:
+        hf.convert(folder, tmp_path / "out")
+    assert str(folder / file) in str(info.value)
+    assert "weights_only=False" not in str(info.value)  # never advise the unsafe way out
+    assert not marker.exists()
+    assert not (tmp_path / "out" / "encoder.weights.h5").exists()
+
+
+def test_a_plain_pickle_as_pytorch_model_bin_is_refused(tmp_path):
+    require("torch")
+    from kbert.convert import hf
+    from kbert.convert.names import ConversionError
+
+    marker = tmp_path / "PWNED"
+    folder = _hf_dir(tmp_path)
+    (folder / "pytorch_model.bin").write_bytes(pickle.dumps(Payload(marker)))
+    with pytest.raises(ConversionError, match="pytorch_model.bin"):
+        hf.convert(folder, tmp_path / "out")
+    assert not marker.exists()

@@ -1,8 +1,13 @@
-"""CoNLL-2003 reader on the real files and malformed inputs."""
+"""CoNLL-2003 reader on the real files and malformed inputs; the real file mutated by hypothesis
+(tests/fixtures/file_mutations.py, columns separated by spaces or tabs) either reads, a tag per word, or
+raises a DataError naming file and line."""
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import SHARED
+from fixtures.file_mutations import check_named, first_lines, mutate, mutations
 from kbert.data.conll import CONLL2003_TAGS, read_conll
 from kbert.errors import DataError
 
@@ -58,3 +63,27 @@ def test_empty(tmp_path):
     path.write_text("-DOCSTART- -X- -X- O\n\n")
     with pytest.raises(DataError, match="empty.txt.*at least one sentence"):
         read_conll(path)
+
+
+# -- mutated files (hypothesis) ------------------------------------------------------------------
+CONLL_SAMPLE = b"".join(first_lines(SHARED / "conll2003" / "valid.txt", 40))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=mutations(), space=st.booleans())
+def test_mutated_conll_files_read_or_name_file_and_line(tmp_path, ops, space):
+    from kbert.data.conll import read_conll
+
+    lines = CONLL_SAMPLE.splitlines(keepends=True)
+    if space:  # CoNLL separates columns by spaces: mutate those
+        lines = [line.replace(b" ", b"\t") for line in lines]
+    data = mutate(lines, ops)
+    if space:
+        data = data.replace(b"\t", b" ")
+    path = tmp_path / "valid.txt"
+    try:
+        result = read_conll(path, data=data)
+    except DataError as e:
+        check_named(e, path)
+        return
+    assert all(len(ex["words"]) == len(ex["tags"]) for ex in result.examples)

@@ -1,8 +1,13 @@
-"""GLUE readers on the real distribution files, plus the registry and malformed rows."""
+"""GLUE readers on the real distribution files, plus the registry and malformed rows; real files mutated
+by hypothesis (tests/fixtures/file_mutations.py: columns dropped or added, labels replaced, lines cut,
+bytes flipped) either read, every label one the task has, or raise a DataError naming file and line."""
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from conftest import SHARED
+from fixtures.file_mutations import check_named, first_lines, mutate, mutations
 from kbert.data.glue import TASKS, get_task, read_glue
 from kbert.errors import DataError
 
@@ -179,3 +184,32 @@ def test_bad_utf8_empty_and_missing(tmp_path):
             read_glue("sst2", "train", path=path)
     with pytest.raises(DataError, match="file not found"):
         read_glue("sst2", "train", tmp_path / "missing")
+
+
+# -- mutated files (hypothesis) ------------------------------------------------------------------
+GLUE_SAMPLES = {  # task -> (directory, split, first lines of the real file)
+    "cola": ("CoLA", "dev", 12), "sst2": ("SST-2", "dev", 12), "mrpc": ("MRPC", "dev", 8), "stsb": ("STS-B", "dev", 8),
+}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                   HealthCheck.too_slow])
+@given(task=st.sampled_from(sorted(GLUE_SAMPLES)), ops=mutations())
+@example(task="sst2", ops=[("bad_label", 1, 0)])  # always tried: SST-2's first label made "2"
+def test_mutated_glue_files_read_or_name_file_and_line(tmp_path, task, ops):
+    from kbert.data.glue import read_glue
+
+    directory, split, n = GLUE_SAMPLES[task]
+    data = mutate(first_lines(SHARED / "glue" / directory / f"{split}.tsv", n), ops)
+    path = tmp_path / f"{task}-{split}.tsv"
+    try:
+        result = read_glue(task, split, path=path, data=data)
+    except DataError as e:
+        check_named(e, path)
+        return
+    for example in result.examples:  # accepted: each label is one the task has (GLUE's definitions)
+        label = example["label"]
+        if task == "stsb":  # a similarity score from 0 to 5
+            assert isinstance(label, float) and 0.0 <= label <= 5.0, example
+        else:  # CoLA, SST-2, MRPC: class 0 or 1
+            assert type(label) is int and label in (0, 1), example

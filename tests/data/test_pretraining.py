@@ -1,14 +1,26 @@
-"""Pre-training records (kbert.data.pretraining.record_dataset): each input pipeline reads the files
+"""Pre-training records (kbert.data.pretraining): each input pipeline reads the files
 ``Dataset.shard(n, i)`` would give it, held-out data once and in order; too few or only empty shards
-for a pipeline fail before any work. (The masked batches: tests/models/test_pretrainer.py, the damage:
-tests/test_reliability_data.py.)"""
+for a pipeline, a glob that matches nothing, empty files or a directory fail before any work.
+Damaged shards (tests/fixtures/tiny_records.py) through the whole pipeline (tokenize, pack, mask)
+with ``skip_bad_records``: every readable record is kept and each damaged file counted and logged.
+(The masked batches: tests/models/test_pretrainer.py; damage named record by record:
+tests/data/test_records.py.)"""
 
+import os
 import pathlib
+import re
 
 import pytest
 import tensorflow as tf
 
-from kbert.data.pretraining import list_files, record_dataset
+from fixtures.tiny_records import DAMAGE, damaged, write_records, write_vocab
+from kbert.data.pretraining import (
+    BadRecordCounter,
+    explain_data_errors,
+    list_files,
+    pretraining_dataset,
+    record_dataset,
+)
 from kbert.errors import DataError
 
 
@@ -54,3 +66,82 @@ def test_pipelines_without_records_fail_before_any_work(tmp_path):
         record_dataset(pattern, input_context=tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1))
     with pytest.raises(FileNotFoundError, match="no pre-training files match"):
         record_dataset(str(tmp_path / "none-*.tfrecord"))
+
+
+# -- the whole pipeline on damaged, empty and missing inputs ------------------------------------------
+@pytest.fixture(scope="module")
+def vocab(tmp_path_factory):
+    return write_vocab(tmp_path_factory.mktemp("vocab") / "vocab.txt")
+
+
+@pytest.fixture(scope="module")
+def text_layers(vocab):
+    from kbert.text import BertPreprocessor, load_vocab
+    from kbert.text.masking import MlmMasker
+
+    tokens = load_vocab(vocab)
+    return BertPreprocessor(tokens, seq_length=32), MlmMasker(tokens, max_predictions=5)
+
+
+def _count_batched_examples(pattern, text_layers, **kwargs):
+    """Through the whole pre-training pipeline (tokenize, pack, mask)."""
+    pre, masker = text_layers
+    ds = pretraining_dataset(pattern, pre, masker, batch_size=4, is_training=False, seed=0, **kwargs)
+    with explain_data_errors():
+        return sum(int(f["input_word_ids"].shape[0]) for f, _ in ds)
+
+
+@pytest.mark.slow
+def test_skip_bad_records_keeps_every_readable_record_and_counts(tmp_path, text_layers, capfd):
+    expected_records = write_records(tmp_path / "a-good.tfrecord", 10, seed=2) and 10
+    bad_files = []
+    for seed, name in enumerate(DAMAGE, start=10):
+        bad, index, _ = damaged(tmp_path, name, seed=seed)
+        bad_files.append(bad)
+        expected_records += index  # the records before the first bad one are read
+    counter = BadRecordCounter()
+    got = _count_batched_examples(str(tmp_path / "*.tfrecord"), text_layers, skip_bad_records=True,
+                                  bad_record_counter=counter)
+    assert got == expected_records
+    assert counter.count == len(DAMAGE)
+    log = capfd.readouterr().err
+    for bad in bad_files:
+        assert re.search(rf"skipping damaged TFRecord data in \"?{re.escape(str(bad))}", log), log[-2000:]
+    assert log.count("skipping damaged TFRecord data") == len(DAMAGE)
+    assert f"Skipped so far: {len(DAMAGE)}" in log
+
+
+def test_the_pretraining_datasets_build_without_warnings(tmp_path, text_layers):
+    """Held-out and training data are built without tf.data's "`deterministic` argument has no
+    effect" warning (it reached the main jobs' output)."""
+    import warnings
+
+    write_records(tmp_path / "a.tfrecord", 8, seed=3)
+    pre, masker = text_layers
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for is_training in (False, True):
+            pretraining_dataset(str(tmp_path / "*.tfrecord"), pre, masker, batch_size=4, is_training=is_training,
+                                seed=0)
+    assert not [str(w.message) for w in caught if "deterministic" in str(w.message)]
+
+
+def test_empty_and_missing_inputs_fail_before_any_work(tmp_path, text_layers):
+    with pytest.raises(FileNotFoundError, match="no pre-training files match"):
+        list_files(str(tmp_path / "none-*.tfrecord"))
+    (tmp_path / "a.tfrecord").write_bytes(b"")
+    (tmp_path / "b.tfrecord").write_bytes(b"")
+    with pytest.raises(DataError, match=r"2 matching file\(s\), all empty \(0 bytes\).*a.tfrecord, .*b.tfrecord"):
+        list_files(str(tmp_path / "*.tfrecord"))
+    (tmp_path / "dir.tfrecord").mkdir()
+    with pytest.raises(DataError, match="dir.tfrecord.*not a directory"):
+        list_files(str(tmp_path / "*.tfrecord"))
+    # A worker whose share of the files is all empty would wait forever: refused up front.
+    os.rmdir(tmp_path / "dir.tfrecord")
+    write_records(tmp_path / "c.tfrecord", 4)
+    pre, masker = text_layers
+    context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=0)  # gets a and c
+    pretraining_dataset(str(tmp_path / "*.tfrecord"), pre, masker, 2, input_context=context)
+    context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1)  # gets b only
+    with pytest.raises(DataError, match="b.tfrecord, its files are all empty.*input pipeline 1 of 2"):
+        pretraining_dataset(str(tmp_path / "*.tfrecord"), pre, masker, 2, input_context=context)

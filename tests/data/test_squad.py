@@ -1,10 +1,15 @@
-"""SQuAD reader on the real v1.1 dev file, a v2.0 fixture, and malformed files."""
+"""SQuAD reader on the real v1.1 dev file, a v2.0 fixture, and malformed files; a sample of the real
+file with bytes flipped and cut by hypothesis either reads (each question an example with all its
+answers, each answer placed at its text or marked unplaced) or raises a DataError naming file and line."""
 
 import json
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from conftest import SHARED
+from fixtures.file_mutations import check_named
 from kbert.data.squad import left_out_of_training, read_squad, training_span
 from kbert.errors import DataError
 
@@ -157,3 +162,59 @@ def test_broken_json_names_line(tmp_path):
     path.write_bytes(b'{"version": "1.1",\n "data": ["\xc3\x28"]}')
     with pytest.raises(DataError, match="line 2.*UTF-8"):
         read_squad(path)
+
+
+# -- mutated files (hypothesis) ------------------------------------------------------------------
+def _squad_sample():
+    doc = json.loads((SHARED / "squad" / "dev-v1.1.json").read_text(encoding="utf-8"))
+    return {"version": "1.1", "data": [{"title": doc["data"][0]["title"],
+                                        "paragraphs": doc["data"][0]["paragraphs"][:2]}]}
+
+
+SQUAD_SAMPLE = json.dumps(_squad_sample(), indent=1).encode("utf-8")
+# The first byte of the first answer's text: a space there leaves valid JSON whose answer is no
+# longer the text at its answer_start.
+_FIRST_ANSWER = SQUAD_SAMPLE.index(b'"text": "') + len(b'"text": "')
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@example(cut=0, flips=[(_FIRST_ANSWER, 32)], truncate=False)
+@given(cut=st.integers(0, len(SQUAD_SAMPLE)), flips=st.lists(st.tuples(st.integers(0, len(SQUAD_SAMPLE) - 1),
+                                                                      st.integers(0, 255)), max_size=3),
+       truncate=st.booleans())
+def test_mutated_squad_json_reads_or_names_file_and_line(tmp_path, cut, flips, truncate):
+    from kbert.data.squad import read_squad
+
+    data = bytearray(SQUAD_SAMPLE)
+    for where, byte in flips:
+        data[where] = byte
+    if truncate:
+        data = data[:cut]
+    path = tmp_path / "dev.json"
+    try:
+        result = read_squad(path, data=bytes(data))
+    except DataError as e:
+        check_named(e, path)
+        return
+    # accepted: the file is JSON by Python's own parser, every question of it is an example with
+    # all its answers, and each answer is either at its text in the context (at the file's
+    # answer_start or at most OFFSET_TOLERANCE off) or marked unplaced (-1: kept for the official
+    # scorer, left out of training) because the file's offset points at no such text
+    from kbert.data.squad import OFFSET_TOLERANCE, UNPLACED
+
+    parsed = json.loads(bytes(data).decode("utf-8"))
+    questions = [(paragraph["context"], q) for article in parsed["data"] for paragraph in article["paragraphs"]
+                 for q in paragraph["qas"]]
+    assert [e["id"] for e in result.examples] == [q["id"] for _, q in questions]
+    for example, (context, question) in zip(result.examples, questions):
+        assert example["context"] == context
+        assert [a["text"] for a in example["answers"]] == [a["text"] for a in question["answers"]], example
+        for answer, given in zip(example["answers"], question["answers"]):
+            start, text, offset = answer["answer_start"], answer["text"], given.get("answer_start")
+            if start == UNPLACED:
+                near = [offset + d for d in range(-OFFSET_TOLERANCE, OFFSET_TOLERANCE + 1)
+                        if isinstance(offset, int) and not isinstance(offset, bool) and offset + d >= 0
+                        and context[offset + d:offset + d + len(text)] == text]
+                assert not near or not text.strip(), (example, given)
+            else:
+                assert context[start:start + len(text)] == text and abs(start - offset) <= OFFSET_TOLERANCE, example

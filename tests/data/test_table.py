@@ -1,9 +1,11 @@
-"""Generic CSV/TSV/JSONL readers (fixtures written here: no such files in shared data; SWAG: tests/data/test_swag.py)."""
+"""Generic CSV/TSV/JSONL readers (fixtures written here: no such files in shared data; SWAG: tests/data/test_swag.py);
+a multi-label row cannot name an empty class (``[""]``), while ``[]`` means none of the labels."""
 
 import pytest
 
 from kbert.data.table import read_table
 from kbert.errors import DataError
+from fixtures.task_runs import write_jsonl_rows
 
 
 def test_csv_tsv_jsonl_agree(tmp_path):
@@ -56,3 +58,12 @@ def test_table_bad_utf8(tmp_path):
     path.write_bytes(b"t,y\na,p\n\xe9t\xe9,p\n")
     with pytest.raises(DataError, match=r"u.csv, line 3: field 'bytes'.*UTF-8"):
         read_table(path, "t", "y")
+
+
+def test_training_labels_cannot_name_an_empty_class(tmp_path):
+    path = write_jsonl_rows(tmp_path / "train.jsonl", [{"text": "a", "labels": ["art", "place"]},
+                                                       {"text": "b", "labels": [""]}, {"text": "c", "labels": []}])
+    with pytest.raises(DataError, match=r"line 2: field 'labels': got ''; expected a non-empty label name"):
+        read_table(path, "text", "labels", multi_label=True)
+    path = write_jsonl_rows(tmp_path / "train.jsonl", [{"text": "a", "labels": ["art"]}, {"text": "c", "labels": []}])
+    assert read_table(path, "text", "labels", multi_label=True).label_names == ("art",)  # [] still means none

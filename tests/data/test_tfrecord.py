@@ -1,13 +1,21 @@
 """Task TFRecords (kbert.data.tfrecord): every kind written with tf.io.TFRecordWriter reads back through
 make_dataset as the example dicts it came from, single records and ragged batches; unlabelled rows
-read as -1 / NaN."""
+read as -1 / NaN. A damaged shard among intact ones (each kind of damage in
+tests/fixtures/tiny_records.py) is named with its record, batched or not, or skipped and counted with
+``skip_bad_records`` (every readable record kept); a glob that matches nothing or only empty shards
+fails before any work."""
 
 import math
+import os
+import re
 
 import pytest
 import tensorflow as tf
 
+from fixtures.tiny_records import DAMAGE, write_task_records
+from kbert.data.records import BadRecordCounter, CorruptRecordError, explain_data_errors
 from kbert.data.tfrecord import KINDS, encode_example, make_dataset
+from kbert.errors import DataError
 
 EXAMPLES = {
     "classification": [{"id": "a", "text_a": "Hé", "text_b": "", "label": 1},
@@ -73,3 +81,39 @@ def test_written_examples_read_back_as_they_were(tmp_path, kind):
 def test_an_unknown_kind_is_refused():
     with pytest.raises(ValueError, match="unknown kind 'ner'"):
         encode_example("ner", {})
+
+
+# -- damaged, missing and empty shards -----------------------------------------------------------------
+@pytest.mark.parametrize("name", list(DAMAGE))
+def test_a_damaged_task_data_shard_is_named_or_skipped(tmp_path, name, capfd):
+    for i in (0, 2):
+        write_task_records(tmp_path / f"sst2-train-0000{i}-of-00003.tfrecord", 10, seed=i)
+    bad = tmp_path / "sst2-train-00001-of-00003.tfrecord"
+    offsets = write_task_records(bad, 12, seed=1)
+    data, index = DAMAGE[name](bad.read_bytes(), offsets)
+    bad.write_bytes(data)
+    pattern = str(tmp_path / "sst2-train-*.tfrecord")
+
+    for batch_size in (None, 4):
+        with pytest.raises(CorruptRecordError) as info, explain_data_errors():
+            list(make_dataset(pattern, "classification", batch_size=batch_size))
+        error = info.value
+        assert (error.file, error.index, error.size) == (str(bad), index, os.path.getsize(bad)), str(error)
+        assert str(bad) in str(error) and f"record {index}" in str(error)
+
+    counter = BadRecordCounter()
+    got = list(make_dataset(pattern, "classification", shuffle=True, seed=0, skip_bad_records=True,
+                            bad_record_counter=counter).as_numpy_iterator())
+    ids = sorted(r["id"].decode() for r in got)
+    assert ids == sorted([f"sst2-train-0000{i}-of-00003-{j}" for i in (0, 2) for j in range(10)]
+                         + [f"sst2-train-00001-of-00003-{j}" for j in range(index)])
+    assert counter.count == 1
+    assert re.search(rf"skipping damaged TFRecord data in \"?{re.escape(str(bad))}", capfd.readouterr().err)
+
+
+def test_task_data_reader_refuses_missing_and_empty_shards_before_work(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no task-data files match .*none-"):
+        make_dataset(str(tmp_path / "none-*.tfrecord"), "classification")
+    (tmp_path / "a.tfrecord").write_bytes(b"")
+    with pytest.raises(DataError, match=r"1 matching file\(s\), all empty"):
+        make_dataset(str(tmp_path / "*.tfrecord"), "classification")

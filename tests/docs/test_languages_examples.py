@@ -11,7 +11,7 @@ import pytest
 
 from conftest import REPO, SHARED
 from fixtures.readme_scratch import user_bin
-from docs.test_readme_commands import readme_commands
+from fixtures.docs_commands import readme_commands
 
 DOC = REPO / "docs" / "languages.md"
 FAST = ["--max-train-examples", "64", "--batch-size", "16", "--learning-rate", "1e-3",

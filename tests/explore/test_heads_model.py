@@ -1,14 +1,19 @@
 """kbert.explore's fill-mask and next-sentence: numbers against transformers (the converted
 ja-tiny-random-bert), the exported signatures against the Python path in a TensorFlow-only process,
-and the [MASK]-in-text tokenization."""
+the [MASK]-in-text tokenization, ``python -m kbert.explore fill-mask / next-sentence`` against the
+heads' own softmax for a model from a short run of the main job (python -m kbert.pretrain), and what
+the model's cut (128 tokens) drops, said through ``kbert explore``: a [MASK] past the cut is an error
+(exit 1) or, beside one that fits, a note; next-sentence and attention on longer texts say once that
+the text was cut."""
 
 import json
+import subprocess
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REFERENCE, SHARED, UNCASED_VOCAB, run_fresh_python
+from conftest import REFERENCE, REPO, SHARED, UNCASED_VOCAB, cli_env, python, run_fresh_python
 from kbert.explore import fill_mask, fill_mask_ids, next_sentence, next_sentence_ids
 from kbert.explore.heads_model import PretrainingHeads
 from kbert.explore.masked_text import is_sentencepiece_vocab, join_pieces, tokenize_with_masks
@@ -198,3 +203,93 @@ def test_export_of_a_directory_without_heads_has_no_head_signatures(tiny_encoder
     assert set(tf.saved_model.load(str(out)).signatures) == {"serving_default"}
     # no warm-up requests (they exercise head signatures); only the marker saying kbert wrote it
     assert sorted(p.name for p in (out / "assets.extra").iterdir()) == [EXPORT_MARKER]
+
+
+# -- the explore CLI on a model from a short run of the main job (python -m kbert.pretrain) --------------
+def _explore(*args):
+    run = subprocess.run([*python("-m", "kbert.explore"), *map(str, args)], capture_output=True, text=True,
+                         timeout=600, env=cli_env(), cwd=REPO)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run.stdout
+
+
+@pytest.mark.slow
+def test_cli_answers_equal_the_heads_softmax_for_a_model_from_the_main_job(pretrain_run):
+    from kbert.explore.heads_model import PretrainingHeads
+
+    model_dir = pretrain_run.model_dir
+    text = "she was the [MASK] of the family, and [MASK] was very fond of her."
+    lines = [json.loads(line) for line in _explore("fill-mask", model_dir, text, "--json", "--top-k", "4").splitlines()]
+    heads = PretrainingHeads.from_model_dir(model_dir)
+    packed = {k: v.numpy() for k, v in heads.pack([text]).items()}
+    positions = np.flatnonzero(packed["input_word_ids"][0] == heads.mask_id)
+    assert [line["position"] for line in lines] == positions.tolist() and len(lines) == 2
+    sequence = heads.encoder(packed)["sequence_output"]
+    probabilities = _softmax(np.asarray(heads.mlm_head(sequence, positions[None], heads.encoder.word_embeddings)[0],
+                                        np.float64))
+    vocab = heads.preprocessor.tokenize.get_vocabulary()
+    for line, p in zip(lines, probabilities):
+        assert set(line) == {"position", "ids", "tokens", "probabilities"}
+        assert line["ids"] == np.argsort(-p)[:4].tolist()
+        assert line["tokens"] == [vocab[i] for i in line["ids"]]
+        np.testing.assert_allclose(line["probabilities"], np.sort(p)[::-1][:4], rtol=1e-5)
+    human = _explore("fill-mask", model_dir, text, "--top-k", "2")
+    assert "[MASK] 1 (position" in human and "[MASK] 2 (position" in human and lines[0]["tokens"][0] in human
+
+    a, b = "the man went to the store.", "he bought a gallon of milk."
+    got = json.loads(_explore("next-sentence", model_dir, a, b, "--json"))
+    pooled = heads.encoder({k: v.numpy() for k, v in heads.pack([a], [b]).items()})["pooled_output"]
+    assert set(got) == {"is_next_probability"}
+    assert got["is_next_probability"] == pytest.approx(_softmax(np.asarray(heads.nsp_head(pooled), np.float64))[0, 0],
+                                                       rel=1e-5)
+
+
+@pytest.mark.slow
+def test_cli_errors_name_the_problem(tiny_model_dir, tmp_path):
+    run = subprocess.run([*python("-m", "kbert.explore"), "fill-mask", str(tiny_model_dir), "no mask"],
+                         capture_output=True, text=True, timeout=600, env=cli_env(), cwd=REPO)
+    assert run.returncode == 1 and "kbert explore: error: " in run.stderr and "no 'mlm' head" in run.stderr
+    run = subprocess.run([*python("-m", "kbert.explore"), "next-sentence", str(tmp_path / "nothing"), "a", "b"],
+                         capture_output=True, text=True, timeout=600, env=cli_env(), cwd=REPO)
+    assert run.returncode == 1 and "kbert explore: error: " in run.stderr and "model directory not found" in run.stderr
+
+
+# -- what the cut drops (english_dir reads 128 tokens) ---------------------------------------------
+def test_a_mask_past_the_cut_is_reported_as_such(english_dir, capsys):
+    from kbert.commands.explore import main
+
+    # One WordPiece token per word here: 7 x 40 + 4 tokens, and [CLS] [SEP]; the [MASK] is past 128.
+    long_text = "the cat sat on the mat . " * 40 + "the [MASK] ran ."
+    assert main(["fill-mask", str(english_dir), long_text]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"kbert explore: error: the [MASK] in {_short(long_text)} lies past the cut: the model reads 128 tokens and the "
+                   f"text has {7 * 40 + 4 + 2}; shorten the text before the [MASK]"]
+    assert main(["fill-mask", str(english_dir), "a [MASK] b " + long_text, "--json"]) == 0
+    captured = capsys.readouterr()
+    assert [json.loads(line)["position"] for line in captured.out.splitlines()] == [2]  # the first [MASK] ...
+    assert captured.err.strip().splitlines() == [  # ... and the second said to be past the cut
+        f"note: 1 of the 2 [MASK]s in {_short('a [MASK] b ' + long_text)} lie past the cut (128 tokens of "
+        f"{3 + 7 * 40 + 4 + 2}) and are not filled"]
+
+
+def _short(text):
+    from kbert.commands.explore import _short
+
+    return _short(text)
+
+
+@pytest.mark.slow
+def test_next_sentence_and_attention_say_once_that_the_text_was_cut(english_dir, tmp_path, capsys):
+    from kbert.commands.explore import main
+
+    long_text = "the cat sat on the mat . " * 40
+    assert main(["next-sentence", str(english_dir), long_text, "a dog ran .", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert 0 <= json.loads(captured.out)["is_next_probability"] <= 1
+    assert captured.err.strip().splitlines() == [
+        f"note: the texts are cut to 128 tokens (of {7 * 40 + 4 + 3}): the model sees only the first part"]
+    assert main(["attention", str(english_dir), long_text, "--out", str(tmp_path / "a.html")]) == 0
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"note: the text is cut to 128 tokens (of {7 * 40 + 2}): the model sees only the first part"]
+    assert main(["next-sentence", str(english_dir), "a cat .", "a dog ran .", "--json"]) == 0
+    assert capsys.readouterr().err == ""  # a text that fits: nothing said

@@ -1,7 +1,19 @@
-"""Task SavedModels: strings in, answers out; fresh-process parity, bad input, REST, warm-up, ops."""
+"""Task SavedModels: strings in, answers out; fresh-process parity, bad input, REST, warm-up, ops.
+
+Writing exports (kbert.export.serving's write_export and write_models_config, through ``kbert export``
+in this process): an export over an earlier one replaces it whole (no old warm-ups or stray file
+left), a folder that is not an export is refused unless --overwrite, the model directory (or a
+folder holding it) always; SIGTERM while an export over an earlier one is being written leaves the
+old version, loadable, and no temporary folder; models.config keeps hand-written entries, lists
+every export, and a damaged one is refused. Every refusal exits 1 with one line on stderr and leaves
+the files byte for byte as they were."""
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -12,6 +24,7 @@ from kbert.export.serving import read_warmup_requests, saved_model_ops
 from kbert.export.task import export_task
 from conftest import REFERENCE, REPO, TAGS, run_fresh_python
 from conftest import TASK_LABELS as LABELS
+from fixtures.file_tree import tree
 
 
 def _reference_texts(n=24):
@@ -240,3 +253,116 @@ def test_each_function_of_a_task_export_is_traced_once(tmp_path, tiny_model_dir,
     # serve and serve_ids once each; endpoint once per input form (the dict and the bare strings)
     assert (traced["serve"], traced["serve_ids"], traced["endpoint"]) == (1, 1, 2), traced
 
+
+# -- writing exports: over earlier ones, over other folders, interrupted; models.config -----------------
+def _load_signature_inputs(path):
+    import tensorflow as tf
+
+    loaded = tf.saved_model.load(str(path))
+    return sorted(loaded.signatures["serving_default"].structured_input_signature[1])
+
+
+@pytest.mark.slow
+def test_an_export_over_an_earlier_one_replaces_it_whole(kbert_cli, csv_classifiers, tmp_path):
+    out = tmp_path / "saved_models" / "cls" / "1"
+    status, _ = kbert_cli("export", ["task", csv_classifiers / "cls", out])
+    assert status == 0
+    first = tree(out)
+    assert "assets.extra/tf_serving_warmup_requests" in first and "fingerprint.pb" in first
+    # Leftovers of an older export (another model's warm-ups, a stray file) must not survive.
+    (out / "assets.extra" / "tf_serving_warmup_requests").write_bytes(b"an old model's warm-up")
+    (out / "stale.txt").write_text("from before")
+    status, _ = kbert_cli("export", ["task", csv_classifiers / "cls", out, "--no-warmup"])
+    assert status == 0
+    second = tree(out)
+    assert "stale.txt" not in second and "assets.extra/tf_serving_warmup_requests" not in second
+    assert second["fingerprint.pb"] and sorted(p.name for p in out.parent.iterdir()) == ["1"]  # no temp folder
+    assert _load_signature_inputs(out) == ["text"]
+
+
+@pytest.mark.slow
+def test_an_export_refuses_a_folder_it_did_not_make_and_the_model_itself(kbert_cli, tiny_model_dir, tmp_path):
+    out = tmp_path / "saved_models" / "enc" / "1"
+    out.mkdir(parents=True)
+    (out / "notes.txt").write_text("not an export")
+    before, model_before = tree(tmp_path), tree(tiny_model_dir)
+    status, err = kbert_cli("export", ["preprocessor", tiny_model_dir, out])
+    assert status == 1 and err == [f"kbert export: error: {out} already exists; pass --overwrite to replace it whole"]
+    for target in (tiny_model_dir, tiny_model_dir.parent):
+        status, err = kbert_cli("export", ["encoder", tiny_model_dir, target, "--overwrite"])
+        also = "" if target == tiny_model_dir else f" ({tiny_model_dir})"
+        assert status == 1 and err == [f"kbert export: error: {target} is an input of this command{also}: "
+                                       "writing it would destroy that input; choose another output"]
+    assert tree(tmp_path) == before and tree(tiny_model_dir) == model_before
+    status, _ = kbert_cli("export", ["preprocessor", tiny_model_dir, out, "--overwrite"])
+    assert status == 0 and not (out / "notes.txt").exists() and (out / "saved_model.pb").exists()
+
+
+@pytest.mark.slow
+def test_models_config_keeps_hand_edits_and_lists_every_export(kbert_cli, tiny_model_dir, tmp_path):
+    from kbert.export.serving import write_models_config
+
+    root = tmp_path / "saved_models"
+    (root / "old" / "3").mkdir(parents=True)
+    (root / "old" / "3" / "saved_model.pb").write_bytes(b"")
+    hand = ('# my server\nmodel_config_list {\n  config {\n    name: "old"\n    base_path: "/srv/old"\n'
+            '    model_platform: "tensorflow"\n    model_version_policy { all {} }\n  }\n}\n# the end\n')
+    (root / "models.config").write_text(hand)
+    (root / "batching_parameters.txt").write_text("max_batch_size { value: 4 }\n")
+    status, err = kbert_cli("export", ["preprocessor", tiny_model_dir, root / "pre" / "1"])
+    assert status == 0, err
+    text = (root / "models.config").read_text()
+    assert text.startswith(hand[:hand.index("  }\n}") + 4]) and text.endswith("}\n# the end\n")
+    assert 'name: "pre"' in text and text.count("config {") == 2
+    assert (root / "batching_parameters.txt").read_text() == "max_batch_size { value: 4 }\n"
+    from google.protobuf import text_format
+    from tensorflow_serving.config import model_server_config_pb2
+
+    parsed = text_format.Parse(text, model_server_config_pb2.ModelServerConfig())
+    assert [(c.name, c.base_path) for c in parsed.model_config_list.config] == [("old", "/srv/old"),
+                                                                                 ("pre", "/models/pre")]
+    assert write_models_config(root).read_text() == text  # nothing new: the file is left as it is
+    (root / "models.config").write_text("model_config_list { config { name: ")  # damaged by hand
+    (root / "pre" / "2").mkdir()
+    (root / "pre" / "2" / "saved_model.pb").write_bytes(b"")
+    before = tree(root)
+    with pytest.raises(ValueError, match="models.config is not a TF Serving model config"):
+        write_models_config(root)
+    assert tree(root) == before
+
+
+@pytest.mark.slow
+def test_sigterm_during_an_export_leaves_the_old_version_loadable(csv_classifiers, tmp_path):
+    """The export is stopped while its new version is half written (its warm-up step made to wait):
+    the old version is untouched and loads; no temporary folder is left."""
+    import tensorflow as tf
+
+    out = tmp_path / "saved_models" / "cls" / "1"
+    from kbert.export.task import export_task
+
+    export_task(csv_classifiers / "cls", out, warmup=False)
+    before = tree(out)
+    code = ("import sys, time\n"
+            "import kbert.export.task as task\n"
+            "def slow(*args, **kwargs):\n"
+            "    print('writing', flush=True)\n"
+            "    time.sleep(600)\n"
+            "task.write_warmup_requests = slow\n"
+            "from kbert.cli_support import run\n"
+            "from kbert.commands.export import main\n"
+            f"sys.exit(run('export', main, ['task', {str(csv_classifiers / 'cls')!r}, {str(out)!r}]))\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=tmp_path, env=env)
+    try:
+        assert proc.stdout.readline().strip() == "writing"  # the new saved_model.pb is on disk beside it now
+        temporary = [p for p in out.parent.iterdir() if p.name.startswith(".tmp-")]
+        assert temporary and (temporary[0] / "saved_model.pb").exists()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "kbert export: interrupted"
+    assert tree(out) == before and sorted(p.name for p in out.parent.iterdir()) == ["1"]
+    assert sorted(tf.saved_model.load(str(out)).signatures) == ["serving_default", "serving_ids"]

@@ -1,4 +1,5 @@
-"""The Beam pre-training data pipeline: documents, NSP instances, TFRecords, metrics."""
+"""The Beam pre-training data pipeline: documents, NSP instances, TFRecords, metrics; an empty corpus
+refused before any work."""
 
 import collections
 import random
@@ -99,3 +100,12 @@ def test_pipeline_reports_beam_metrics(tmp_path):
 def test_a_glob_that_matches_nothing_fails_before_any_work(tmp_path):
     with pytest.raises(FileNotFoundError, match="matches no file"):
         run(["--input", str(tmp_path / "*.txt"), "--output", str(tmp_path / "o"), "--vocab", str(UNCASED_VOCAB)])
+
+
+def test_the_beam_pipeline_refuses_an_empty_corpus_before_any_work(tmp_path):
+    """It used to run and write empty shards."""
+    (tmp_path / "a.txt").write_bytes(b"")
+    (tmp_path / "b.txt").write_bytes(b"")
+    with pytest.raises(ValueError, match=r"corpus is empty: 2 file\(s\) matching .*\*.txt.*all 0 bytes"):
+        run(["--input", str(tmp_path / "*.txt"), "--output", str(tmp_path / "out"), "--vocab", str(UNCASED_VOCAB)])
+    assert not list(tmp_path.glob("out*"))

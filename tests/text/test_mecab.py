@@ -3,9 +3,14 @@
 The reference (``shared/data/reference/ja_tokenizers.jsonl``) was made with transformers 5.24.0 and
 fugashi + unidic-lite (see ``shared/data/README-japanese.md``); these tests need fugashi and unidic-lite
 (``pip install 'kbert[ja]'``) and are skipped without them.
+
+One line of 250,000 characters (MeCab alone segfaults from ~190,000, exit 139, no message) is
+tokenized by ``kbert tokenize`` with mecab-wordpiece, every letter kept, in a process of its own.
 """
 
 import json
+import os
+import subprocess
 import sys
 import unicodedata
 
@@ -16,7 +21,7 @@ import tensorflow as tf
 
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
-from conftest import SHARED, require
+from conftest import REPO, SHARED, python, require
 require("fugashi")
 require("unidic_lite")
 from kbert.text import mecab  # noqa: E402
@@ -274,3 +279,19 @@ def test_graph_part_runs_from_a_savedmodel_in_a_tensorflow_only_process(tmp_path
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads(result.stdout.strip().splitlines()[-1]) == [r[key] for r in subset]
+
+
+@pytest.mark.slow
+def test_one_huge_line_through_a_mecab_tokenizer_is_tokenized(tmp_path):
+    """250,000 characters of one letter in one line: MeCab alone segfaults from ~190,000 (exit 139,
+    no message); kbert gives it pieces and answers."""
+    line = "a" * 250_000
+    run = subprocess.run([*python("-m", "kbert.tokenize"), str(SHARED / "vocab" / "ja-mecab-wordpiece" /
+                                                                      "vocab.txt"), "--tokenizer", "mecab-wordpiece"],
+                         input=line + "\nok\n", capture_output=True, text=True, cwd=REPO, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert run.returncode == 0, run.stderr[-2000:]
+    rows = [json.loads(r) for r in run.stdout.splitlines()]
+    assert len(rows) == 2 and len(rows[0]["ids"]) > 1000
+    assert "".join(t.removeprefix("##") for t in rows[0]["tokens"]) == line  # every letter is there, in order
+    assert "".join(t.removeprefix("##") for t in rows[1]["tokens"]) == "ok"  # and the next line is its own

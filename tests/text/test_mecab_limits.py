@@ -21,3 +21,11 @@ def test_pieces_join_back_and_keep_to_the_limit():
     pieces = mecab_pieces(text, limit=37)
     assert "".join(pieces) == text
     assert all(0 < len(p) <= 37 for p in pieces)
+
+
+def test_mecab_pieces_cut_long_text_where_it_can():
+    text = ("吾輩は猫である。" * 20_000) + ("a" * 120_000)
+    pieces = mecab_pieces(text)
+    assert "".join(pieces) == text and all(len(p) <= MECAB_MAX_CHARS for p in pieces)
+    assert all(p.endswith("。") for p in pieces[:3])  # after a sentence end where there is one
+    assert mecab_pieces("short") == ["short"]

@@ -53,7 +53,7 @@ def small_model_dir(tmp_path_factory):
 
     from kbert import BertConfig, BertEncoder
     from kbert.model_dir import save_model_dir
-    from test_reliability_data import write_vocab
+    from fixtures.tiny_records import write_vocab
 
     root = tmp_path_factory.mktemp("backends")
     vocab = write_vocab(root / "vocab.txt")
@@ -153,7 +153,7 @@ def test_jax_fine_tuning_learns_and_its_tensorflow_export_answers_the_same(small
 
 @pytest.mark.slow
 def test_jax_pretraining_learns_and_resumes_from_its_checkpoint(tmp_path):
-    from test_reliability_data import write_records, write_vocab
+    from fixtures.tiny_records import write_records, write_vocab
 
     data = tmp_path / "data"
     data.mkdir()

@@ -1,11 +1,17 @@
 """kbert.tasks.core.base: a task model saved and reloaded by load_task_model (the same answers, its
-info, one head), and the directories it refuses, named. Damaged head files: tests/test_reliability_model_files.py."""
+info, one head), and the directories it refuses, named: a task head file (<head>.weights.h5)
+truncated, empty or random bytes, and the head of a classifier with another number of classes, each
+listing what differs, through load_task_model and from_model_dir alike."""
 
 import json
+import os
+import re
+import shutil
 
 import numpy as np
 import pytest
 
+from fixtures.small_model_dir import copy_dir
 from kbert.tasks import TaskModelError, TextClassifier, load_task_model
 
 
@@ -34,3 +40,45 @@ def test_refused_directories_name_the_file_and_field(tiny_model_dir, tmp_path):
     (saved / "kbert.json").write_text(json.dumps(metadata), encoding="utf-8")
     with pytest.raises(TaskModelError, match=r"field 'task.type' is 'poem_writer'; expected one of .*text_classifier"):
         load_task_model(saved)
+
+
+# -- damaged task head files -------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def classifier_dirs(tiny_model_dir, tmp_path_factory):
+    """Fine-tuned-model directories of a 2-class and a 3-class TextClassifier (untrained heads)."""
+    from kbert.tasks import TextClassifier
+
+    out = tmp_path_factory.mktemp("classifiers")
+    for n in (2, 3):
+        TextClassifier.from_model_dir(tiny_model_dir, num_classes=n, seq_length=16).save_model_dir(out / f"c{n}")
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", ["truncated", "empty", "random bytes"])
+def test_a_damaged_task_head_file_is_named(classifier_dirs, tmp_path, damage):
+    from kbert.tasks import TaskModelError, load_task_model
+
+    m = copy_dir(classifier_dirs / "c2", tmp_path)
+    path = m / "classifier.weights.h5"
+    data = path.read_bytes()
+    path.write_bytes({"truncated": data[: len(data) // 2], "empty": b"", "random bytes": os.urandom(4096)}[damage])
+    with pytest.raises(TaskModelError) as info:
+        load_task_model(m)
+    message = str(info.value)
+    assert str(path) in message and "not a readable Keras .weights.h5 file" in message, message
+
+
+def test_a_task_head_of_another_number_of_classes_lists_what_differs(classifier_dirs, tmp_path):
+    from kbert.tasks import TaskModelError, TextClassifier, load_task_model
+
+    m = copy_dir(classifier_dirs / "c2", tmp_path)
+    shutil.copyfile(classifier_dirs / "c3" / "classifier.weights.h5", m / "classifier.weights.h5")
+    for load in (load_task_model, TextClassifier.from_model_dir):
+        with pytest.raises(TaskModelError) as info:
+            load(m)
+        message = str(info.value)
+        assert str(m / "classifier.weights.h5") in message, message
+        assert "does not fit the text_classifier head that" in message and "kbert.json" in message, message
+        assert re.search(r"2 difference\(s\):.*shape differs: dense/vars/0: file \[128, 3\], config \[128, 2\]"
+                         r".*shape differs: dense/vars/1: file \[3\], config \[2\]", message, re.S), message

@@ -1,5 +1,5 @@
 """Fine-tuning options: one dataclass definition behind kbert.finetune's and kbert.bench
-finetune's flags; the task registry behind --task."""
+finetune's flags; the task registry behind --task; counts below one refused for every caller."""
 
 import dataclasses
 
@@ -67,3 +67,12 @@ def test_task_lookup():
         get_task("glue/sst3")
     with pytest.raises(TypeError, match="takes SquadOptions options, got TableOptions"):
         get_task("squad/v1.1").task_type.options(TableOptions())
+
+
+def test_finetune_options_check_their_counts_for_every_caller():
+    from kbert.tasks.core.options import FinetuneOptions, OptionsError
+
+    for name in ("max_train_examples", "max_eval_examples", "batch_size", "eval_batch_size"):
+        with pytest.raises(OptionsError, match=f"{name} .* got 0"):
+            FinetuneOptions(task="x", init="x", model_dir="x", **{name: 0})
+    assert FinetuneOptions(task="x", init="x", model_dir="x", max_train_examples=1).max_train_examples == 1

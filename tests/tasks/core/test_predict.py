@@ -1,7 +1,13 @@
 """python -m kbert.predict (issue 17 item 3): every task type's model directory on unlabelled rows;
 one prediction per input row, in input order, each equal to the model's answer for that row alone;
 the GLUE and SQuAD submission formats; bad rows named by file and line before anything is written;
-the output replaced atomically."""
+the output replaced atomically.
+
+Nothing lost: ``kbert predict`` (in this process, through kbert.cli_support.run) refuses an --output
+that is its --input (by name or through a symbolic link) or a file of the model directory, and an
+existing output unless --overwrite (then replaced whole); odd rows (a JSON line holding a lone
+surrogate, two rows with one id, a multi-label row ``[""]``) are one line naming file, line and
+field. Each refusal exits 1 and leaves every file byte for byte as it was."""
 
 import json
 import subprocess
@@ -15,6 +21,8 @@ from kbert.tasks.core.predict import predict_file
 from kbert.tasks import load_task_model
 from kbert.tasks.core.prediction import PredictOptions
 from conftest import REPO, python
+from fixtures.file_tree import tree
+from fixtures.task_runs import write_jsonl_rows
 
 TEXTS = ["a gripping film", "dull and overlong, with a plot that never arrives anywhere at all", "ok",
          "the actors are wonderful and the music is too", "", "caf\u00e9 \u4e2d\u6587 \U0001F600"]
@@ -259,3 +267,75 @@ def test_command_line_one_line_errors_and_a_run(dirs, tmp_path, capsys):
     assert "3 predictions (multi_label_classifier" in capsys.readouterr().out
     lines = (tmp_path / "o.tsv").read_text().splitlines()
     assert lines[0] == "id\tlabels\tprobabilities.art\tprobabilities.cinema\tprobabilities.place" and len(lines) == 4
+
+
+# -- outputs that would destroy data, odd rows ------------------------------------------------------
+def test_predict_never_writes_over_its_input_or_the_model(kbert_cli, csv_classifiers, tmp_path):
+    cls = csv_classifiers / "cls"
+    same = write_jsonl_rows(tmp_path / "same.jsonl", [{"text": "a fine film"}, {"text": "dull"}])
+    before, model_before = tree(tmp_path), tree(cls)
+    status, err = kbert_cli("predict", [cls, "--input", same, "--output", same, "--overwrite"])
+    assert status == 1 and err == [f"kbert predict: error: {same} is an input of this command: writing it would "
+                                   "destroy that input; choose another output"]
+    # The same file under another name (a symbolic link) is the same input.
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(same)
+    before = tree(tmp_path)
+    status, err = kbert_cli("predict", [cls, "--input", same, "--output", link, "--overwrite"])
+    assert status == 1 and len(err) == 1 and "is an input of this command" in err[0]
+    target = cls / "kbert.json"
+    status, err = kbert_cli("predict", [cls, "--input", same, "--output", target, "--overwrite"])
+    assert status == 1 and err == [f"kbert predict: error: {target} is an input of this command: writing it would "
+                                   "destroy that input; choose another output"]
+    assert tree(tmp_path) == before and tree(cls) == model_before
+
+
+def test_predict_refuses_an_existing_output_unless_overwrite(kbert_cli, csv_classifiers, tmp_path):
+    cls = csv_classifiers / "cls"
+    src = write_jsonl_rows(tmp_path / "in.jsonl", [{"text": "a fine film"}, {"text": "dull"}])
+    out = tmp_path / "out.jsonl"
+    out.write_text("someone's notes\n")
+    before = tree(tmp_path)
+    status, err = kbert_cli("predict", [cls, "--input", src, "--output", out, "--quiet"])
+    assert status == 1 and err == [f"kbert predict: error: {out} already exists; pass --overwrite to replace it whole"]
+    assert tree(tmp_path) == before
+    status, _ = kbert_cli("predict", [cls, "--input", src, "--output", out, "--quiet", "--overwrite"])
+    assert status == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["1", "2"] and all(r["label"] in ("negative", "positive") for r in rows)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]  # no temporary file left
+
+
+@pytest.mark.parametrize("case", ["surrogate", "duplicate id", "empty label name"])
+def test_odd_rows_are_one_line_naming_file_line_and_field(kbert_cli, csv_classifiers, tmp_path, case):
+    src = tmp_path / "in.jsonl"
+    if case == "surrogate":  # valid JSON, but no text: json.loads gives a str that cannot be encoded
+        src.write_text('{"text": "fine"}\n{"text": "caf\\u00e9 \\ud800 bar"}\n', encoding="utf-8")
+        model, extra = "cls", []
+        expected = (f"{src}, line 2: field 'text': got 'café \\ud800 bar'; expected text without lone surrogates "
+                    "(a \\ud800-\\udfff escape that is not half of a pair)")
+    elif case == "duplicate id":
+        write_jsonl_rows(src, [{"id": "q1", "text": "a"}, {"id": "q2", "text": "b"}, {"id": "q1", "text": "c"}])
+        model, extra = "cls", ["--id-column", "id"]
+        expected = f"{src}, line 3: field 'id': got 'q1'; expected a unique id (line 1 has the same one)"
+    else:
+        write_jsonl_rows(src, [{"text": "a", "labels": ["art"]}, {"text": "b", "labels": [""]}])
+        model, extra = "multi", []
+        expected = (f"{src}, line 2: field 'labels': got ''; expected a non-empty label name (an empty list [] "
+                    "means none of the labels)")
+    before = tree(tmp_path)
+    status, err = kbert_cli("predict", [csv_classifiers / model, "--input", src, "--output", tmp_path / "out.jsonl",
+                                        *extra])
+    assert status == 1 and err == [f"kbert predict: error: {expected}"]
+    assert tree(tmp_path) == before
+
+
+def test_every_reader_refuses_two_rows_with_one_id(tmp_path):
+    """Readers whose ids come from the file itself (here SQuAD-like rows through the generic check of
+    kbert.predict): two rows with one id would be two predictions under one name."""
+    from kbert.errors import DataError
+    from kbert.tasks.core.predict import check_unique_ids as _check_unique_ids
+
+    with pytest.raises(DataError, match=r"x\.jsonl \(whole file\): field 'id': got 'b'; expected a unique id per "
+                                        r"row \(rows 2 and 4 share it\)"):
+        _check_unique_ids(tmp_path / "x.jsonl", [{"id": "a"}, {"id": "b"}, {"id": "c"}, {"id": "b"}])

@@ -1,5 +1,7 @@
-"""The training library's option checks: each refusal is an error naming the option and value,
-raised before any work (the commands show it as one line)."""
+"""Fine-tuning's option checks (kbert/training/finetune.py's resolve_options): each refusal is an error
+naming the option and value, raised before any work (the commands show it as one line), and the task
+type's defaults filled in. The backend's refusals too: a task type not ready for JAX (resolve_options,
+in a JAX process) and a second backend in one process (kbert.cli_support.use_backend)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,6 @@ from kbert.cli_support import UserError, is_user_error, use_backend
 from kbert.errors import OptionsError
 from kbert.tasks.core.options import FinetuneOptions
 from kbert.training.finetune import resolve_options
-from kbert.training.pretrain import PretrainOptions, check_options
 
 
 def test_finetune_refuses_jax_only_options_under_tensorflow(tmp_path):
@@ -30,18 +31,8 @@ def test_finetune_fills_in_the_task_types_sequence_length(tmp_path):
     assert options.seq_length is None and resolve_options(options).seq_length == 128
 
 
-def test_pretrain_option_checks():
-    options = PretrainOptions(train_data="x-*.tfrecord", model_dir="m", vocab="vocab.txt")
-    check_options(options, "tensorflow")
-    check_options(options, "jax")
-    with pytest.raises(OptionsError, match="--strategy mirrored is a TensorFlow strategy"):
-        check_options(PretrainOptions(train_data="x", model_dir="m", vocab="v", strategy="mirrored"), "jax")
-    with pytest.raises(OptionsError, match="--vocab or --tokenizer-dir is required"):
-        check_options(PretrainOptions(train_data="x", model_dir="m"), "tensorflow")
-    with pytest.raises(OptionsError, match="--coordinator-address and --num-processes are for --backend jax"):
-        check_options(PretrainOptions(train_data="x", model_dir="m", vocab="v", num_processes=2), "tensorflow")
-
-
+# kbert/cli_support.py's use_backend: the first refusal a fine-tuning command meets (it picks the
+# backend before anything imports Keras), checked here beside resolve_options' own.
 def test_a_second_backend_in_one_process_is_refused():
     import keras
 
@@ -58,7 +49,7 @@ def test_a_task_type_not_ready_for_jax_is_one_line_naming_it(tmp_path):
     import subprocess
     import sys
 
-    root = pathlib.Path(__file__).resolve().parents[1]
+    root = pathlib.Path(__file__).resolve().parents[2]
     env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": str(root)}
     # Every built-in type runs under JAX: a plug-in type that declares TensorFlow only stands in.
     code = ("import sys\n"

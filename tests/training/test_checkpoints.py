@@ -1,26 +1,24 @@
-"""Issue 8, training faults: checkpoints survive kills, bad writes, full disks and divergence.
+"""Checkpoints (kbert.training.checkpoints) survive kills, bad writes, full disks and divergence.
 
-Faults injected (counted in FAULTS, printed by report_faults):
+On a small Keras regression model (tests/fixtures/small_regression.py), faults injected:
+- a crash between two checkpoints: a resume restores step, weights and optimizer state, and the
+  steps since the last checkpoint are the only loss;
 - a process killed (SIGXFSZ, by a file-size limit) half way through writing a checkpoint's data;
 - a real failed write (EFBIG from the same limit, signal ignored) and a disk full (ENOSPC,
-  injected into the writer after it wrote half a file);
-- the latest checkpoint damaged after it was written (data truncated, index deleted), and all of
-  them damaged;
-- a NaN and an Inf loss from poisoned batches, non-finite weights at a checkpoint, and
-  ``python -m kbert.pretrain`` at a learning rate of 1e30;
-- a crash between two checkpoints (the steps since the last one are the only loss);
-- the model directory's final ``*.weights.h5`` write failing half way (disk full).
-SIGTERM and SIGKILL of the CLI are in tests/commands/test_pretrain.py (not repeated here).
+  injected into the writer after it wrote half a file): a clear error, the previous checkpoint kept;
+- the latest checkpoint damaged after it was written (data truncated, index deleted): restore falls
+  back to the one before; all of them damaged: an error listing each;
+- a NaN and an Inf loss from poisoned batches, NaN weights behind a finite loss, non-finite weights
+  at a checkpoint: training stops naming the step, and nothing non-finite is checkpointed.
+``python -m kbert.pretrain`` at a learning rate of 1e30 is in tests/commands/test_pretrain.py, and
+SIGTERM and SIGKILL of the CLI there too.
 """
 
 from __future__ import annotations
 
-import collections
 import errno
-import json
 import os
 import resource
-import shutil
 import signal
 import subprocess
 import sys
@@ -31,6 +29,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import REPO
+from fixtures.small_regression import assert_same, data, make_model, snapshot
 from kbert.training.checkpoints import (
     CheckpointCallback,
     CheckpointRestoreError,
@@ -38,35 +37,6 @@ from kbert.training.checkpoints import (
     CheckpointWriteError,
     TrainingDiverged,
 )
-
-FAULTS = collections.Counter()
-
-
-def make_model(seed=0, width=64, activation="tanh"):
-    keras.utils.set_random_seed(seed)
-    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(width, activation=activation), keras.layers.Dense(1)])
-    optimizer = keras.optimizers.AdamW(1e-2)
-    model.compile(optimizer, "mse")
-    optimizer.build(model.trainable_variables)
-    return model, optimizer
-
-
-def data(n=64, poison_at=None, value=np.nan):
-    x = np.random.default_rng(0).normal(size=(n, 8)).astype("float32")
-    y = x.sum(axis=1, keepdims=True)
-    if poison_at is not None:
-        x[poison_at * 8:(poison_at + 1) * 8] = value
-    return x, y
-
-
-def snapshot(model, optimizer):
-    return [v.numpy().copy() for v in model.variables] + [v.numpy().copy() for v in optimizer.variables]
-
-
-def assert_same(a, b):
-    assert len(a) == len(b)
-    for x, y in zip(a, b):
-        np.testing.assert_array_equal(x, y)
 
 
 def test_resume_restores_step_weights_and_optimizer_and_loses_only_later_steps(tmp_path):
@@ -77,7 +47,6 @@ def test_resume_restores_step_weights_and_optimizer_and_loses_only_later_steps(t
     state.save()
     saved = snapshot(model, optimizer)
     model.fit(x, y, batch_size=8, epochs=1, steps_per_epoch=3, verbose=0)  # lost in the "crash"
-    FAULTS["crash between checkpoints (steps lost = steps since the last one)"] += 1
 
     model2, optimizer2 = make_model(seed=1)
     state2 = CheckpointState(tmp_path, model2, optimizer2)
@@ -89,7 +58,7 @@ CHILD = r"""
 import os, resource, signal, sys
 import numpy as np
 sys.path.insert(0, {tests!r})
-from test_reliability_training import make_model, data, snapshot
+from fixtures.small_regression import make_model, data, snapshot
 from kbert.training.checkpoints import CheckpointState
 model, optimizer = make_model(width=4096)
 state = CheckpointState({directory!r}, model, optimizer)
@@ -117,7 +86,6 @@ def test_process_killed_half_way_through_a_checkpoint_write(tmp_path):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
     assert result.returncode == -signal.SIGXFSZ, result.stdout + result.stderr[-3000:]
     assert "saving" in result.stdout and "not killed" not in result.stdout
-    FAULTS["process killed half way through a checkpoint write"] += 1
     partial = list(directory.glob("ckpt-4_temp/*"))
     assert partial and not (directory / "ckpt-4.index").exists()  # it did die mid-write
     assert tf.train.latest_checkpoint(str(directory)).endswith("ckpt-2")
@@ -154,7 +122,6 @@ def test_disk_full_while_saving_is_a_clear_error_and_keeps_the_previous_checkpoi
     monkeypatch.setattr(state.checkpoint, "_write", disk_full)
     with pytest.raises(CheckpointWriteError) as info:
         state.save()
-    FAULTS["disk full while writing a checkpoint (ENOSPC)"] += 1
     message = str(info.value)
     assert info.value.errno == errno.ENOSPC
     assert f"no space left on device while writing checkpoint at step 4 to {tmp_path}" in message
@@ -184,7 +151,6 @@ def test_a_real_failed_write_from_tensorflows_writer(tmp_path):
             state.save()
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, old)
-    FAULTS["real failed checkpoint write (EFBIG from the C++ writer)"] += 1
     assert not list(tmp_path.glob("ckpt-4*"))
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("ckpt-2")
 
@@ -201,7 +167,6 @@ def test_a_damaged_latest_checkpoint_falls_back_to_the_one_before(tmp_path):
     data_file = tmp_path / "ckpt-6.data-00000-of-00001"
     data_file.write_bytes(data_file.read_bytes()[: data_file.stat().st_size // 2])  # truncated on disk
     (tmp_path / "ckpt-4.index").unlink()  # and one lost
-    FAULTS["latest checkpoint damaged after writing (truncated data, lost index)"] += 2
     logs = []
     model2, optimizer2 = make_model(seed=7)
     assert CheckpointState(tmp_path, model2, optimizer2, log=logs.append).restore() == 2
@@ -210,7 +175,6 @@ def test_a_damaged_latest_checkpoint_falls_back_to_the_one_before(tmp_path):
     assert "ckpt-4" in logs[1] and "restored" in logs[2] and "ckpt-2" in logs[2]
 
     (tmp_path / "ckpt-2.index").unlink()
-    FAULTS["every checkpoint damaged"] += 1
     with pytest.raises(CheckpointRestoreError, match=r"no checkpoint in .* could be restored:\n  .*ckpt-6.*\n"
                                                      r"  .*ckpt-4.*\n  .*ckpt-2"):
         CheckpointState(tmp_path, *make_model(seed=8), log=lambda *a: None).restore()
@@ -229,7 +193,6 @@ def test_nan_or_inf_loss_stops_naming_the_step_and_keeps_the_last_good_checkpoin
     callback = CheckpointCallback(state, log=lambda *a: None)
     with pytest.raises(TrainingDiverged) as info:
         model.fit(_poisoned(value), epochs=5, steps_per_epoch=2, callbacks=[callback], verbose=0)
-    FAULTS[f"{shown} loss (poisoned batch)"] += 1
     message = str(info.value)
     assert f"loss became {shown} at step 7" in message
     assert f"last good checkpoint is {tmp_path / 'ckpt-6'} (step 6)" in message
@@ -252,7 +215,6 @@ def test_nan_weights_behind_a_finite_loss_are_never_checkpointed(tmp_path):
     callback = CheckpointCallback(state, log=lambda *a: None)
     with pytest.raises(TrainingDiverged) as info:
         model.fit(_poisoned(np.nan), epochs=5, steps_per_epoch=2, callbacks=[callback], verbose=0)
-    FAULTS["NaN weights behind a finite loss (poisoned batch)"] += 1
     assert "weights are not finite (NaN or Inf) at step 8: checkpoint not written" in str(info.value)
     assert f"last good checkpoint is {tmp_path / 'ckpt-6'}" in str(info.value)
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("ckpt-6")
@@ -263,76 +225,6 @@ def test_non_finite_weights_are_never_checkpointed(tmp_path):
     state = CheckpointState(tmp_path, model, optimizer)
     state.save()
     model.layers[0].kernel.assign(tf.fill(model.layers[0].kernel.shape, np.inf))
-    FAULTS["non-finite weights at a checkpoint"] += 1
     with pytest.raises(TrainingDiverged, match=r"weights are not finite \(NaN or Inf\) at step 0: checkpoint not "
                                                r"written.*ckpt-0"):
         state.save()
-
-
-def _pretrain(tmp_path, *extra):
-    from kbert.commands.pretrain import main
-    from test_reliability_data import write_records, write_vocab
-
-    if not (tmp_path / "vocab.txt").exists():
-        write_vocab(tmp_path / "vocab.txt")
-        write_records(tmp_path / "train-0.tfrecord", 300)
-    return main(["--config", "tiny", "--vocab", str(tmp_path / "vocab.txt"),
-                 "--train-data", str(tmp_path / "train-*.tfrecord"), "--model-dir", str(tmp_path / "m"),
-                 "--seq-length", "32", "--max-predictions", "5", "--batch-size", "8", "--seed", "0", *extra])
-
-
-@pytest.mark.slow
-def test_pretrain_cli_diverging_at_learning_rate_1e30_exits_naming_the_step(tmp_path, capfd):
-    assert _pretrain(tmp_path, "--steps", "2", "--checkpoint-every", "2") == 0
-    weights = (tmp_path / "m" / "encoder.weights.h5").read_bytes()
-    capfd.readouterr()
-    with pytest.raises(TrainingDiverged) as info:
-        _pretrain(tmp_path, "--steps", "10", "--checkpoint-every", "2", "--learning-rate", "1e30",
-                  "--warmup-steps", "0")
-    FAULTS["pretrain CLI at learning rate 1e30"] += 1
-    from kbert.cli_support import is_user_error
-
-    assert is_user_error(info.value)  # the command shows it as one line "kbert pretrain: error: ...", exit 1
-    line = ["error: " + str(info.value).splitlines()[0]]
-    import re
-
-    match = re.search(r"error: (?:loss became (?:nan|inf|-inf) at step (\d+)|the weights are not finite "
-                      r"\(NaN or Inf\) at step (\d+))", line[0])
-    assert match, line[0]
-    step = int(match.group(1) or match.group(2))
-    assert 2 < step <= 10 and "ckpt-2" in line[0]
-    assert tf.train.latest_checkpoint(str(tmp_path / "m" / "checkpoints")).endswith("ckpt-2")
-    assert (tmp_path / "m" / "encoder.weights.h5").read_bytes() == weights  # the model directory is untouched
-    results = json.loads((tmp_path / "m" / "pretrain_results.json").read_text())
-    assert results["steps"] == 2
-
-
-def test_model_directory_weights_write_failing_half_way_keeps_the_old_file(tmp_path, tiny_model_dir, monkeypatch):
-    from kbert import model_dir as md
-
-    shutil.copytree(tiny_model_dir, tmp_path / "m")
-    before = (tmp_path / "m" / "encoder.weights.h5").read_bytes()
-    encoder = md.load_encoder(tmp_path / "m")
-
-    def disk_full(layer, path):
-        with open(path, "wb") as f:
-            f.write(before[: len(before) // 2])
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
-
-    monkeypatch.setattr(md, "save_weights", disk_full)
-    with pytest.raises(OSError) as info:
-        md.save_model_dir(tmp_path / "m", encoder, vocab_file=tmp_path / "m" / "vocab.txt")
-    FAULTS["model directory weights write failing half way (ENOSPC)"] += 1
-    assert info.value.errno == errno.ENOSPC
-    assert (tmp_path / "m" / "encoder.weights.h5").read_bytes() == before
-    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == sorted(p.name for p in tiny_model_dir.iterdir())
-    monkeypatch.undo()
-    md.load_encoder(tmp_path / "m")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def report_faults():
-    """Prints the faults this module's tests injected, after the last of them, whichever ran
-    (pytest -s shows it). Each test asserts its own outcome; this only reports."""
-    yield
-    print("\nfaults injected (training):", dict(FAULTS), "total", sum(FAULTS.values()))
