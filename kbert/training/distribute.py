@@ -88,7 +88,8 @@ def resolve_strategy(name: str = "auto", tpu: str | None = None):
             resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
             tf.config.experimental_connect_to_cluster(resolver)
             tf.tpu.experimental.initialize_tpu_system(resolver)
-        except (ValueError, tf.errors.OpError, RuntimeError) as e:
+        # OSError: off Google Cloud the resolver's look-up of a TPU name fails in urllib (URLError).
+        except (ValueError, tf.errors.OpError, RuntimeError, OSError) as e:
             raise StrategyError(f"no TPU answered at --tpu={tpu!r}: {e}") from None
         return tf.distribute.TPUStrategy(resolver)
     if name == "multi_worker" or (name == "auto" and len(json.loads(os.environ.get("TF_CONFIG", "{}"))

@@ -15,7 +15,6 @@ from __future__ import annotations
 import collections
 import functools
 import json
-import shutil
 
 import numpy as np
 import pytest
@@ -24,7 +23,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import CHINESE_VOCAB, UNCASED_VOCAB, run_fresh_python
-from kbert.export.preprocessor import resolve_tokenizer
 from kbert.text import BertPreprocessor
 from fixtures.google_bert_oracle import expected_ids, minilm_rows, reference_lines, to_lists
 
@@ -109,27 +107,6 @@ def test_in_a_keras_model_and_its_export(preprocessor, tmp_path):
     again = reloaded.serve(tf.constant(["hello world"]))
     for key in KEYS:
         np.testing.assert_array_equal(again[key].numpy(), out[key].numpy())
-
-
-def test_resolve_tokenizer(tmp_path):
-    """A model directory's spec (legacy do_lower_case or "tokenizer"), a bare vocab file, overrides."""
-    shutil.copyfile(UNCASED_VOCAB, tmp_path / "vocab.txt")
-
-    def described(path, **kw):
-        tok = resolve_tokenizer(path, **kw)
-        return tok.spec.type, tok.lower_case, tok.asset_files
-
-    files = {"vocab.txt": str(tmp_path / "vocab.txt")}
-    assert described(tmp_path) == ("wordpiece", True, files)
-    (tmp_path / "kbert.json").write_text(json.dumps({"do_lower_case": False, "heads": {}}), encoding="utf-8")
-    assert described(tmp_path) == ("wordpiece", False, files)
-    assert described(tmp_path, lower_case=True)[1] is True
-    assert described(tmp_path / "vocab.txt") == ("wordpiece", True, {"vocab.txt": str((tmp_path / "vocab.txt").resolve())})
-    with pytest.raises(FileNotFoundError, match="neither"):
-        resolve_tokenizer(tmp_path / "missing")
-    (tmp_path / "vocab.txt").unlink()
-    with pytest.raises(FileNotFoundError, match="no vocab.txt"):
-        resolve_tokenizer(tmp_path)
 
 
 @pytest.mark.slow

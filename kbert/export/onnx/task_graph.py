@@ -52,8 +52,3 @@ def keras_outputs(model, feeds: dict) -> dict:
     if task_type == "span_qa":
         return {k: np.asarray(out[k]) for k in ("start_logits", "end_logits")}
     return {"scores" if task_type == "text_regressor" else "logits": np.asarray(out)}
-
-
-def per_position(name: str) -> bool:
-    """Whether output ``name`` has a value per position (compared at real positions only)."""
-    return name in ("sequence_output", "start_logits", "end_logits", "logits_per_token")
