@@ -17,45 +17,9 @@ import pytest
 from kbert.convert import google, hf
 from kbert.commands.convert import main as convert_main
 from kbert.convert.hub import is_hub_name, split_name
-from kbert.model_dir import METADATA_FILE, load_encoder
-from fixtures.hf_tiny import hf_cache_entry, make_hf_folder, model_weights
-
-NAME = "kbert-tests/tiny-bert"
-COMMIT = "89abcdef0123456789abcdef0123456789abcdef"
-
-
-def _same_model(a, b, google_rules=False):
-    """Same weights, heads, vocabulary and tokenizer; ``google_rules``: ``b`` came through a Google
-    release, which records google-research/bert's tokenizer rules where ``a`` (from a Hugging Face
-    folder) records transformers' (the type and casing must still agree)."""
-    wa, wb = model_weights(a), model_weights(b)
-    assert sorted(wa) == sorted(wb)
-    for k in wa:
-        assert np.array_equal(wa[k], wb[k]), k
-    ja, jb = (json.loads((d / METADATA_FILE).read_text()) for d in (a, b))
-    ta, tb = ja["tokenizer"], jb["tokenizer"]
-    if google_rules:
-        assert ta["rules"] == "transformers" and "rules" not in tb
-        ta, tb = ({k: t[k] for k in ("type", "lower_case", "vocab_file")} for t in (ta, tb))
-    assert ta == tb and ja["heads"].keys() == jb["heads"].keys()
-    assert (a / "vocab.txt").read_bytes() == (b / "vocab.txt").read_bytes()
-
-
-@pytest.fixture(scope="module")
-def tiny_hf(tmp_path_factory):
-    return make_hf_folder(tmp_path_factory.mktemp("hf") / "tiny", heads=True)
-
-
-@pytest.fixture
-def offline_cache(tmp_path, monkeypatch):
-    """An empty Hugging Face cache, offline (what HF_HOME=... HF_HUB_OFFLINE=1 give a fresh process)."""
-    from huggingface_hub import constants
-
-    cache = tmp_path / "hf_home" / "hub"
-    cache.mkdir(parents=True)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    return cache
+from kbert.model_dir import load_encoder
+from fixtures.hf_tiny import COMMIT, NAME, hf_cache_entry, make_hf_folder, same_model
+from fixtures.hf_tiny import offline_cache, tiny_hf  # noqa: F401 (fixtures)
 
 
 def test_names_and_folders_are_told_apart(tmp_path, monkeypatch):
@@ -71,10 +35,10 @@ def test_a_name_converts_from_the_cache_offline_to_the_folders_model(tmp_path, t
     hf_cache_entry(offline_cache, NAME, tiny_hf, commit=COMMIT)
     from_folder = hf.convert(tiny_hf, tmp_path / "from_folder")
     assert convert_main(["hf", NAME, str(tmp_path / "by_name")]) == 0, capsys.readouterr().err
-    _same_model(from_folder, tmp_path / "by_name")
+    same_model(from_folder, tmp_path / "by_name")
     # a revision: the commit itself, read from the cache's snapshots
     assert convert_main(["hf", f"{NAME}@{COMMIT}", str(tmp_path / "by_commit")]) == 0, capsys.readouterr().err
-    _same_model(from_folder, tmp_path / "by_commit")
+    same_model(from_folder, tmp_path / "by_commit")
 
 
 def test_a_cached_pytorch_bin_is_the_fallback_loaded_weights_only(tmp_path, offline_cache, capsys):
@@ -186,7 +150,7 @@ def test_a_release_zip_by_url_downloads_resumes_checks_and_converts(tmp_path, re
         assert convert_main(["google", url, str(tmp_path / "out"), "--sha256", digest]) == 0, capsys.readouterr().err
         assert server.requests[0] is None and server.requests[1] == f"bytes={len(data) // 2}-"  # resumed
         assert f"sha256: {digest}" in capsys.readouterr().out
-        _same_model(model, tmp_path / "out", google_rules=True)
+        same_model(model, tmp_path / "out", google_rules=True)
         # a wrong checksum is refused (the file is already complete in the cache: no new request)
         n = len(server.requests)
         assert convert_main(["google", url, str(tmp_path / "out2"), "--sha256", "0" * 64]) == 1
@@ -200,11 +164,11 @@ def test_a_release_zip_by_url_downloads_resumes_checks_and_converts(tmp_path, re
 def test_a_release_zip_path_and_its_unpacked_folder_convert_alike(tmp_path, release, capsys):
     archive, model = release
     assert convert_main(["google", str(archive), str(tmp_path / "from_zip")]) == 0, capsys.readouterr().err
-    _same_model(model, tmp_path / "from_zip", google_rules=True)
+    same_model(model, tmp_path / "from_zip", google_rules=True)
     with zipfile.ZipFile(archive) as z:
         z.extractall(tmp_path / "unpacked")
     assert convert_main(["google", str(tmp_path / "unpacked"), str(tmp_path / "from_dir")]) == 0
-    _same_model(model, tmp_path / "from_dir", google_rules=True)
+    same_model(model, tmp_path / "from_dir", google_rules=True)
     # google-research/bert's uncased release asked to convert as cased: refused by name
     assert convert_main(["google", str(archive), str(tmp_path / "cased"), "--cased"]) == 0  # unknown size: allowed
     (tmp_path / "uncased_L-12_H-768_A-12").mkdir()
@@ -299,8 +263,8 @@ def test_online_a_name_downloads_safetensors_only_and_a_bin_only_when_there_is_n
     assert ("org/both", "model.safetensors") in fetched and ("org/both", "pytorch_model.bin") not in fetched
     assert ("org/both", "README.md") not in fetched
     assert ("org/bin-only", "pytorch_model.bin") in fetched
-    _same_model(hf.convert(tiny_hf, tmp_path / "folder_a"), tmp_path / "a")
-    _same_model(hf.convert(pt, tmp_path / "folder_b"), tmp_path / "b")
+    same_model(hf.convert(tiny_hf, tmp_path / "folder_a"), tmp_path / "a")
+    same_model(hf.convert(pt, tmp_path / "folder_b"), tmp_path / "b")
     # and the cache is huggingface_hub's: the same names convert offline now
     snapshots = list((tmp_path / "hf_home" / "hub" / "models--org--both" / "snapshots").iterdir())
     assert [s.name for s in snapshots] == [COMMIT] and (snapshots[0] / "model.safetensors").is_symlink()

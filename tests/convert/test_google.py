@@ -12,8 +12,7 @@ from kbert.convert import google
 from kbert.convert.names import ConversionError
 from kbert.model_dir import ENCODER_WEIGHTS
 from conftest import MINILM_DIR
-from fixtures.hf_tiny import model_weights
-from convert.test_hf import _assert_bit_identical
+from fixtures.hf_tiny import assert_bit_identical, model_weights
 
 
 @pytest.mark.slow
@@ -46,7 +45,7 @@ def test_checkpoint_written_by_tf1_saver_under_original_names_loads(tmp_path, mi
         "intermediate_size", "max_position_embeddings", "num_attention_heads", "num_hidden_layers",
         "type_vocab_size", "vocab_size")} | {"hidden_act": "gelu_exact"}))
     out = google.convert(tmp_path / "bert_model.ckpt", tmp_path / "out", vocab_file=MINILM_DIR / "vocab.txt")
-    _assert_bit_identical(model_weights(out), model_weights(minilm_model_dir))
+    assert_bit_identical(model_weights(out), model_weights(minilm_model_dir))
 
 
 def _google_ckpt(tmp_path, arrays):

@@ -19,14 +19,8 @@ from kbert.convert import google, hf
 from kbert.convert.names import ConversionError
 from kbert.model_dir import ENCODER_WEIGHTS, load_encoder, load_heads
 from conftest import MINILM_DIR, python, require
-from fixtures.hf_tiny import model_weights
+from fixtures.hf_tiny import assert_bit_identical, model_weights
 from fixtures.pickle_payload import Payload
-
-
-def _assert_bit_identical(a, b):
-    assert sorted(a) == sorted(b)
-    for k in a:
-        assert a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k]), k
 
 
 @pytest.mark.slow
@@ -76,7 +70,7 @@ def test_round_trip_hf_google_kbert_is_bit_identical_with_heads(tmp_path):
     assert shapes["cls/seq_relationship/output_weights"] == [2, 384]  # Google's [2, H] layout
     assert shapes["bert/encoder/layer_5/intermediate/dense/kernel"] == [384, 1536]
     second = google.convert(tmp_path / "google" / "bert_model.ckpt", tmp_path / "kbert2")
-    _assert_bit_identical(model_weights(first), model_weights(second))
+    assert_bit_identical(model_weights(first), model_weights(second))
 
 
 def test_unknown_hf_weight_and_missing_files_are_errors(tmp_path):

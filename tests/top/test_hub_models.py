@@ -10,7 +10,7 @@ import pytest
 import kbert
 from kbert.convert import hf
 from kbert.hub_models import CHECKED, converted_root
-from convert.test_by_name import COMMIT, NAME, _same_model, offline_cache, tiny_hf  # noqa: F401 (fixtures)
+from fixtures.hf_tiny import COMMIT, NAME, offline_cache, same_model, tiny_hf  # noqa: F401 (fixtures)
 from fixtures.hf_tiny import hf_cache_entry
 
 
@@ -21,7 +21,7 @@ def test_a_name_is_converted_once_checked_and_reused(tmp_path, tiny_hf, offline_
     # beside the Hugging Face cache, one folder per snapshot (commit)
     assert model_dir == offline_cache.parent / "kbert" / f"models--{NAME.replace('/', '--')}" / COMMIT
     assert converted_root() == offline_cache.parent / "kbert"
-    _same_model(hf.convert(tiny_hf, tmp_path / "from_folder"), model_dir)
+    same_model(hf.convert(tiny_hf, tmp_path / "from_folder"), model_dir)
     report = (model_dir.parent / f"{COMMIT}.{CHECKED}").read_text()
     assert "ids equal" in report and "against transformers" in report
 
