@@ -126,8 +126,15 @@ COLLECT_ALL = """
 import glob, importlib, os, sys
 sys.path.insert(0, os.getcwd())
 from tensorflow.python.eager import context
-for path in sorted(glob.glob("test_*.py")):
-    importlib.import_module(os.path.basename(path)[:-3])
+paths = sorted(glob.glob("**/test_*.py", recursive=True))
+assert len(paths) > 150, paths  # every test module of the tree, not an empty glob
+for path in paths:
+    folder, name = os.path.split(path[:-3])
+    if os.path.exists(os.path.join(folder, "__init__.py")):  # a test package: tasks.span_qa.test_graph
+        name = folder.replace(os.sep, ".") + "." + name
+    elif folder:  # tests/pipelines/ (no __init__.py: pytest puts the folder itself on the path)
+        sys.path.insert(0, os.path.abspath(folder))
+    importlib.import_module(name)
     if context.context()._context_handle is not None:
         sys.exit("importing " + path + " started TensorFlow's runtime")
 """
