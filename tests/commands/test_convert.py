@@ -13,8 +13,8 @@ from fixtures.cli import run_command
 from fixtures.hf_tiny import model_weights
 
 
-def _convert(monkeypatch, capsys, *argv):
-    return run_command(monkeypatch, capsys, "convert", *argv)
+def _convert(*argv):
+    return run_command("convert", *argv)
 
 
 @pytest.fixture(scope="module")
@@ -25,9 +25,9 @@ def heads_dir(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_to_google_and_back_with_config_vocab_and_cased_flags(monkeypatch, capsys, tmp_path, heads_dir):
+def test_to_google_and_back_with_config_vocab_and_cased_flags(tmp_path, heads_dir):
     prefix = tmp_path / "google" / "bert_model.ckpt"
-    done = _convert(monkeypatch, capsys, "to-google", heads_dir, prefix)
+    done = _convert("to-google", heads_dir, prefix)
     assert (done.status, done.out) == (0, f"written: {prefix}\n"), done.err
     # the checkpoint alone in its folder: its config and vocabulary only where the flags say
     elsewhere = tmp_path / "elsewhere"
@@ -35,10 +35,10 @@ def test_to_google_and_back_with_config_vocab_and_cased_flags(monkeypatch, capsy
     for name, new in (("bert_config.json", "config.json"), ("vocab.txt", "words.txt")):
         shutil.move(prefix.parent / name, elsewhere / new)
     out = tmp_path / "back"
-    missing = _convert(monkeypatch, capsys, "google", prefix, out)
+    missing = _convert("google", prefix, out)
     assert missing.status == 1 and len(missing.err.splitlines()) == 1, missing.err
     assert missing.err.startswith("kbert convert: error: ") and "bert_config.json" in missing.err
-    done = _convert(monkeypatch, capsys, "google", prefix, out, "--config", elsewhere / "config.json",
+    done = _convert("google", prefix, out, "--config", elsewhere / "config.json",
                     "--vocab", elsewhere / "words.txt", "--cased")
     assert (done.status, done.out) == (0, f"written: {out}\n"), done.err
     assert json.loads((out / "kbert.json").read_text())["do_lower_case"] is False  # --cased
@@ -57,9 +57,9 @@ def test_to_google_and_back_with_config_vocab_and_cased_flags(monkeypatch, capsy
     (["google", "{tmp}/ckpt/bert_model.ckpt", "{tmp}/out", "--tokenizer", "juman"], "unknown tokenizer type 'juman'"),
     (["hf", "{tmp}/none", "{tmp}/out", "--sha256", "0"], "unrecognized arguments: --sha256 0"),
 ])
-def test_user_errors_are_one_line_and_write_nothing(monkeypatch, capsys, tmp_path, argv, message):
+def test_user_errors_are_one_line_and_write_nothing(tmp_path, argv, message):
     (tmp_path / "ckpt").mkdir()
-    result = _convert(monkeypatch, capsys, *[a.format(tmp=tmp_path) for a in argv])
+    result = _convert(*[a.format(tmp=tmp_path) for a in argv])
     assert result.status == 1 and result.out == ""
     (line,) = result.err.splitlines()
     assert line.startswith("kbert convert: error: ") and message.format(tmp=tmp_path) in line, line

@@ -19,23 +19,23 @@ def heads_dir(tmp_path_factory):
     return kbert.random_model_dir(tmp_path_factory.mktemp("explore_cli") / "tiny")
 
 
-def _explore(monkeypatch, capsys, *argv):
-    result = run_command(monkeypatch, capsys, "explore", *argv)
+def _explore(*argv):
+    result = run_command("explore", *argv)
     assert result.status == 0, result.err
     return result.out
 
 
 @pytest.mark.slow
-def test_fill_mask_lines_show_the_json_answers_in_the_text(monkeypatch, capsys, heads_dir):
+def test_fill_mask_lines_show_the_json_answers_in_the_text(heads_dir):
     from kbert.explore.masked_text import join_pieces
 
     texts = ["the [MASK] sat on the mat", "[MASK] went home"]
     answers = [json.loads(line) for line in
-               _explore(monkeypatch, capsys, "fill-mask", heads_dir, *texts, "--json", "--top-k", "3").splitlines()]
+               _explore("fill-mask", heads_dir, *texts, "--json", "--top-k", "3").splitlines()]
     assert [a["position"] for a in answers] == [2, 1]  # one object per [MASK], in order ([CLS] is 0)
     assert all(len(a["ids"]) == len(a["tokens"]) == len(a["probabilities"]) == 3 for a in answers)
 
-    lines = _explore(monkeypatch, capsys, "fill-mask", heads_dir, *texts, "--top-k", "3").splitlines()
+    lines = _explore("fill-mask", heads_dir, *texts, "--top-k", "3").splitlines()
     words = [["the", "[MASK]", "sat", "on", "the", "mat"], ["[MASK]", "went", "home"]]
     expected = []
     for text, answer, tokens in zip(texts, answers, words):
@@ -47,16 +47,16 @@ def test_fill_mask_lines_show_the_json_answers_in_the_text(monkeypatch, capsys, 
 
 
 @pytest.mark.slow
-def test_next_sentence_line_agrees_with_its_json(monkeypatch, capsys, heads_dir):
+def test_next_sentence_line_agrees_with_its_json(heads_dir):
     a, b = "the man went to the store.", "he bought a gallon of milk."
-    p = json.loads(_explore(monkeypatch, capsys, "next-sentence", heads_dir, a, b, "--json"))["is_next_probability"]
-    line = _explore(monkeypatch, capsys, "next-sentence", heads_dir, a, b)
+    p = json.loads(_explore("next-sentence", heads_dir, a, b, "--json"))["is_next_probability"]
+    line = _explore("next-sentence", heads_dir, a, b)
     assert line == f"P(IsNext) = {p:.4f}  ({'IsNext' if p >= 0.5 else 'NotNext'})\n"
 
 
-def test_attention_writes_its_page_into_a_new_folder_and_says_where(monkeypatch, capsys, heads_dir, tmp_path):
+def test_attention_writes_its_page_into_a_new_folder_and_says_where(heads_dir, tmp_path):
     out = tmp_path / "pages" / "deeper" / "attention.html"
-    assert _explore(monkeypatch, capsys, "attention", heads_dir, "hello there", "general kenobi", "--out", out,
+    assert _explore("attention", heads_dir, "hello there", "general kenobi", "--out", out,
                     "--layer", "1", "--head", "0") == f"attention page: {out}\n"
     page = out.read_text(encoding="utf-8")
     assert "Attention of tiny: hello there | general kenobi" in page
@@ -74,9 +74,9 @@ def test_attention_writes_its_page_into_a_new_folder_and_says_where(monkeypatch,
     (["workshop-data", "{tmp}/ene", "--corpus", "{tmp}/none.txt"],
      "no corpus at {tmp}/none.txt (give --corpus: JSQuAD's jsquad_wikipedia.txt)"),
 ])
-def test_user_errors_are_one_line(monkeypatch, capsys, heads_dir, tmp_path, argv, message):
+def test_user_errors_are_one_line(heads_dir, tmp_path, argv, message):
     argv = [a.format(model=heads_dir, tmp=tmp_path) for a in argv]
-    result = run_command(monkeypatch, capsys, "explore", *argv)
+    result = run_command("explore", *argv)
     assert result.status == 1 and result.out == ""
     (line,) = result.err.splitlines()
     assert line.startswith("kbert explore: error: ") and message.format(tmp=tmp_path) in line, line

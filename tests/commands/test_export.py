@@ -13,8 +13,8 @@ from conftest import UNCASED_VOCAB
 from fixtures.cli import run_command
 
 
-def _export(monkeypatch, capsys, *argv):
-    return run_command(monkeypatch, capsys, "export", *argv)
+def _export(*argv):
+    return run_command("export", *argv)
 
 
 @pytest.fixture(scope="module")
@@ -26,18 +26,18 @@ def heads_dir(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_preprocessor_flags_reach_the_savedmodel_and_its_version_folder_is_served(monkeypatch, capsys, tmp_path):
+def test_preprocessor_flags_reach_the_savedmodel_and_its_version_folder_is_served(tmp_path):
     out = tmp_path / "saved_models" / "pre" / "1"
     out.mkdir(parents=True)
     (out / "notes.txt").write_text("mine")  # not a kbert export: refused, left as it was, unless --overwrite
     args = ("preprocessor", UNCASED_VOCAB, out, "--seq-length", "12", "--cased")
-    refused = _export(monkeypatch, capsys, *args)
+    refused = _export(*args)
     assert refused.status == 1
     assert refused.err.splitlines() == [f"kbert export: error: {out} already exists; pass --overwrite to replace "
                                         "it whole"]
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
 
-    done = _export(monkeypatch, capsys, *args, "--overwrite")
+    done = _export(*args, "--overwrite")
     assert done.status == 0, done.err
     root = tmp_path / "saved_models"
     assert done.out.splitlines() == [
@@ -53,9 +53,9 @@ def test_preprocessor_flags_reach_the_savedmodel_and_its_version_folder_is_serve
 
 
 @pytest.mark.slow
-def test_encoder_flags_choose_the_signatures(monkeypatch, capsys, tmp_path, heads_dir):
+def test_encoder_flags_choose_the_signatures(tmp_path, heads_dir):
     out = tmp_path / "encoder"  # not a version folder: no models.config
-    done = _export(monkeypatch, capsys, "encoder", heads_dir, out, "--no-head-signatures", "--xla-signature")
+    done = _export("encoder", heads_dir, out, "--no-head-signatures", "--xla-signature")
     assert done.status == 0, done.err
     assert done.out.splitlines() == [f"SavedModel written to {out}"]
     assert not (tmp_path / "models.config").exists()
@@ -64,11 +64,11 @@ def test_encoder_flags_choose_the_signatures(monkeypatch, capsys, tmp_path, head
 
 
 @pytest.mark.slow
-def test_task_no_warmup_writes_no_warmup_requests(monkeypatch, capsys, tmp_path, task_export_paths):
+def test_task_no_warmup_writes_no_warmup_requests(tmp_path, task_export_paths):
     model_dir, with_warmup = task_export_paths["sst2"]  # exported with warm-up requests by the library
     assert (with_warmup / "assets.extra" / "tf_serving_warmup_requests").exists()
     out = tmp_path / "saved_models" / "sst2" / "3"
-    done = _export(monkeypatch, capsys, "task", model_dir, out, "--no-warmup")
+    done = _export("task", model_dir, out, "--no-warmup")
     assert done.status == 0, done.err
     assert done.out.splitlines()[0] == f"SavedModel written to {out}"
     assert sorted(p.name for p in (out / "assets.extra").iterdir()) == ["kbert_export.json"]  # no warm-up file
@@ -77,30 +77,30 @@ def test_task_no_warmup_writes_no_warmup_requests(monkeypatch, capsys, tmp_path,
 
 
 @pytest.mark.parametrize("what", ["encoder", "task", "onnx"])
-def test_a_missing_model_directory_is_one_line(monkeypatch, capsys, tmp_path, what):
+def test_a_missing_model_directory_is_one_line(tmp_path, what):
     missing = tmp_path / "no_model"
-    result = _export(monkeypatch, capsys, what, missing, tmp_path / "out")
+    result = _export(what, missing, tmp_path / "out")
     assert (result.status, result.err.splitlines()) == (
         1, [f"kbert export: error: model directory {missing} does not exist"])
     assert not (tmp_path / "out").exists()
 
 
-def test_preprocessor_errors_name_the_source_and_the_flag(monkeypatch, capsys, tmp_path):
+def test_preprocessor_errors_name_the_source_and_the_flag(tmp_path):
     missing = tmp_path / "vocab.txt"
-    result = _export(monkeypatch, capsys, "preprocessor", missing, tmp_path / "out")
+    result = _export("preprocessor", missing, tmp_path / "out")
     assert (result.status, result.err.splitlines()) == (
         1, [f"kbert export: error: model directory or vocab {missing} does not exist"])
-    result = _export(monkeypatch, capsys, "preprocessor", UNCASED_VOCAB, tmp_path / "out", "--seq-length", "0")
+    result = _export("preprocessor", UNCASED_VOCAB, tmp_path / "out", "--seq-length", "0")
     assert (result.status, result.err.splitlines()) == (1, ["kbert export: error: --seq-length must be positive, got 0"])
-    result = _export(monkeypatch, capsys, "preprocessor", UNCASED_VOCAB, tmp_path / "out", "--seq-length", "x")
+    result = _export("preprocessor", UNCASED_VOCAB, tmp_path / "out", "--seq-length", "x")
     assert result.status == 1 and len(result.err.splitlines()) == 1
     assert "argument --seq-length: invalid int value: 'x'" in result.err
     assert not (tmp_path / "out").exists()
 
 
-def test_an_output_holding_the_model_directory_is_refused_even_with_overwrite(monkeypatch, capsys, heads_dir):
+def test_an_output_holding_the_model_directory_is_refused_even_with_overwrite(heads_dir):
     out = heads_dir.parent
-    result = _export(monkeypatch, capsys, "encoder", heads_dir, out, "--overwrite")
+    result = _export("encoder", heads_dir, out, "--overwrite")
     assert result.status == 1
     assert result.err.splitlines() == [f"kbert export: error: {out} is an input of this command ({heads_dir}): "
                                        "writing it would destroy that input; choose another output"]

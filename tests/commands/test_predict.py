@@ -42,16 +42,16 @@ def comments(tmp_path):
     return path
 
 
-def _predict(monkeypatch, capsys, *argv):
-    return run_command(monkeypatch, capsys, "predict", *argv)
+def _predict(*argv):
+    return run_command("predict", *argv)
 
 
 @pytest.mark.slow
-def test_columns_ids_format_and_probabilities_reach_the_file(monkeypatch, capsys, tmp_path, classifier_dir, comments):
+def test_columns_ids_format_and_probabilities_reach_the_file(tmp_path, classifier_dir, comments):
     from kbert.tasks import load_task_model
 
     out = tmp_path / "out.tsv"
-    done = _predict(monkeypatch, capsys, classifier_dir, "--input", comments, "--output", out, "--format", "tsv",
+    done = _predict(classifier_dir, "--input", comments, "--output", out, "--format", "tsv",
                     "--probabilities", "--text-columns", "comment", "--id-column", "key", "--batch-size", "2",
                     "--quiet")
     assert done.status == 0, done.err
@@ -67,14 +67,14 @@ def test_columns_ids_format_and_probabilities_reach_the_file(monkeypatch, capsys
                                atol=1e-4)
 
     # Without --text-columns the model's own column is read: missing here, named with file and line.
-    again = _predict(monkeypatch, capsys, classifier_dir, "--input", comments, "--output", tmp_path / "o.jsonl",
+    again = _predict(classifier_dir, "--input", comments, "--output", tmp_path / "o.jsonl",
                      "--quiet")
     assert again.status == 1 and len(again.err.splitlines()) == 1, again.err
     assert again.err.startswith(f"kbert predict: error: {comments}") and "'review'" in again.err
     assert not (tmp_path / "o.jsonl").exists()
 
 
-def test_flags_become_the_options_and_settings_of_predict_file(monkeypatch, capsys, tmp_path, classifier_dir):
+def test_flags_become_the_options_and_settings_of_predict_file(monkeypatch, tmp_path, classifier_dir):
     import kbert.tasks.core.predict as library
     from kbert.tasks.core.prediction import PredictOptions
 
@@ -86,7 +86,7 @@ def test_flags_become_the_options_and_settings_of_predict_file(monkeypatch, caps
 
     monkeypatch.setattr(library, "predict_file", predict_file)
     src, out = tmp_path / "in.txt", tmp_path / "out.json"
-    done = _predict(monkeypatch, capsys, classifier_dir, "--input", src, "--output", out, "--format", "glue",
+    done = _predict(classifier_dir, "--input", src, "--output", out, "--format", "glue",
                     "--task-format", "tsv", "--text-columns", " a, b ", "--long-documents", "windows",
                     "--doc-stride", "8", "--attention", "plain", "--mixed-precision", "mixed_bfloat16",
                     "--overwrite", "--quiet")
@@ -97,18 +97,18 @@ def test_flags_become_the_options_and_settings_of_predict_file(monkeypatch, caps
         {"show_progress": False, "overwrite": True, "attention": "plain", "mixed_precision": "mixed_bfloat16",
          "network": None})]
     calls.clear()
-    assert _predict(monkeypatch, capsys, classifier_dir, "--input", src, "--output", out).status == 0
+    assert _predict(classifier_dir, "--input", src, "--output", out).status == 0
     (_, _, _, fmt, options, settings), = calls
     assert fmt is None and options == PredictOptions()  # the defaults are the library's
     assert settings == {"show_progress": True, "overwrite": False, "attention": "auto", "mixed_precision": "float32",
                         "network": None}
 
 
-def test_user_errors_are_one_line_naming_the_flag_or_file(monkeypatch, capsys, tmp_path, classifier_dir, comments):
+def test_user_errors_are_one_line_naming_the_flag_or_file(monkeypatch, tmp_path, classifier_dir, comments):
     out = tmp_path / "out.jsonl"
 
     def error(*argv):
-        result = _predict(monkeypatch, capsys, *argv)
+        result = _predict(*argv)
         assert result.status == 1 and result.out == "", result
         (line,) = result.err.splitlines()
         assert line.startswith("kbert predict: error: "), line
