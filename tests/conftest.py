@@ -467,18 +467,18 @@ def pretrain_run(tmp_path_factory, pretraining_records, small_vocab) -> Pretrain
 
 @pytest.fixture(scope="session")
 def sst2_finetune_run(tmp_path_factory, tiny_model_dir):
-    """(model directory, stdout) of ``python -m kbert.finetune`` on 64 SST-2 sentences for 2 epochs,
-    40 held out: test_finetune_cli checks its files and model, tests/explore/test_curves.py its curves."""
+    """(model directory, stdout) of ``kbert finetune`` (in-process) on 64 SST-2 sentences for 2 epochs,
+    40 held out: commands/test_finetune checks its files and model, tests/explore/test_curves.py its curves."""
     def make(folder):
+        from fixtures.cli import run_command
+
         out = folder / "sst2"
-        run = subprocess.run(
-            [*python("-m", "kbert.finetune"), "--task", "glue/sst2", "--data-dir",
-             str(SHARED / "glue" / "SST-2"), "--init", str(tiny_model_dir), "--model-dir", str(out),
-             "--max-train-examples", "64", "--max-eval-examples", "40", "--epochs", "2", "--batch-size", "8",
-             "--learning-rate", "1e-3", "--seq-length", "32", "--quiet"],
-            capture_output=True, text=True, cwd=REPO, timeout=600, env=cli_env())
-        assert run.returncode == 0, run.stderr[-3000:]
-        return {"model_dir": str(out), "stdout": run.stdout}
+        run = run_command(
+            "finetune", "--task", "glue/sst2", "--data-dir", SHARED / "glue" / "SST-2", "--init", tiny_model_dir,
+            "--model-dir", out, "--max-train-examples", "64", "--max-eval-examples", "40", "--epochs", "2",
+            "--batch-size", "8", "--learning-rate", "1e-3", "--seq-length", "32", "--quiet")
+        assert run.status == 0, run.err[-3000:]
+        return {"model_dir": str(out), "stdout": run.out}
 
     made = made_once(tmp_path_factory, "sst2_finetune_run", make)
     return pathlib.Path(made["model_dir"]), made["stdout"]

@@ -4,21 +4,22 @@ An existing --output is refused unless --overwrite, and an --output that is the 
 leaving the files as they were."""
 
 import json
-import subprocess
 
 import numpy as np
 import pytest
 
-from conftest import REFERENCE, REPO, python
 from fixtures.file_tree import tree
 from fixtures.task_runs import write_jsonl_rows
+from conftest import REFERENCE
+from fixtures.cli import run_command
+
+pytestmark = pytest.mark.slow  # the whole module: its shared fixture alone outlasts the fast tier
 
 ROWS = [48, 0, 1, 72, 24, 49]  # pairs and single texts mixed; none truncated at 128
 
 
-def _cli(*args, cwd=REPO):
-    return subprocess.run([*python("-m", "kbert.features"), *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd, timeout=600)
+def _cli(*args):
+    return run_command("features", *args)  # in this process, as `kbert features ARGS` runs it
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +37,8 @@ def features(minilm_model_dir, minilm_reference, tmp_path_factory):
     result = _cli(minilm_model_dir, "--input", tmp / "rows.jsonl", "--output", tmp / "out.npz",
                   "--seq-length", "128", "--batch-size", "4", "--projector", tmp / "projector",
                   "--projector-level", "sentence")
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "wrote 6 rows" in result.stdout and f"tensorboard --logdir {tmp / 'projector'}" in result.stdout
+    assert result.status == 0, result.err[-3000:]
+    assert "wrote 6 rows" in result.out and f"tensorboard --logdir {tmp / 'projector'}" in result.out
     arrays = dict(np.load(tmp / "out.npz"))
     arrays["projector_dir"] = tmp / "projector"
     return arrays
@@ -78,11 +79,11 @@ def test_bad_input_is_one_line_naming_file_line_and_field(tmp_path, minilm_model
     rows = tmp_path / "rows.jsonl"
     rows.write_text('{"text_a": "fine"}\n{"text_a": 3}\n', encoding="utf-8")
     result = _cli(minilm_model_dir, "--input", rows, "--output", tmp_path / "o.npz")
-    assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert f"kbert features: error: {rows}, line 2: field 'text_a': got 3; expected a string" in result.stderr
+    assert result.status == 1 and "Traceback" not in result.err
+    assert f"kbert features: error: {rows}, line 2: field 'text_a': got 3; expected a string" in result.err
     missing = _cli(tmp_path / "no_model", "--input", rows, "--output", tmp_path / "o.npz")
-    assert missing.returncode == 1
-    assert missing.stderr.strip() == f"kbert features: error: model directory {tmp_path / 'no_model'} does not exist"
+    assert missing.status == 1
+    assert missing.err.strip() == f"kbert features: error: model directory {tmp_path / 'no_model'} does not exist"
 
 
 def test_features_refuse_an_existing_output_and_their_input(kbert_cli, tiny_model_dir, tmp_path):

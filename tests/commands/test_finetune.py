@@ -5,7 +5,6 @@ one: one line, nothing written). Each task type's own runs (its Recipe's files a
 tests/tasks/<family>/test_task.py."""
 
 import json
-import subprocess
 
 import numpy as np
 import pytest
@@ -14,9 +13,10 @@ from kbert.data.glue import read_glue
 from kbert.errors import DataError
 from kbert.commands.finetune import main
 from kbert.tasks import load_task_model
-from conftest import REPO, SHARED, python, read_scalars
 from fixtures.file_tree import tree
 from fixtures.task_runs import write_jsonl_rows
+from conftest import SHARED, read_scalars
+from fixtures.cli import run_command
 
 COMMON = ["--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-3", "--seq-length", "32", "--quiet"]
 
@@ -72,7 +72,6 @@ def test_ner_metrics_reach_tensorboard(tiny_model_dir, tmp_path):
         assert [step for step, _ in train[tag]] == [*range(2, 41, 2), 41], tag
 
 
-@pytest.mark.slow
 def test_malformed_data_names_file_and_line(tiny_model_dir, tmp_path):
     glue_dir = tmp_path / "SST-2"
     glue_dir.mkdir()
@@ -82,11 +81,10 @@ def test_malformed_data_names_file_and_line(tiny_model_dir, tmp_path):
             "--model-dir", str(tmp_path / "out")]
     with pytest.raises(DataError, match=r"train\.tsv, line 3: field 'label': got 'positive'"):
         main(args)
-    # On the command line: a one-line error naming the file and line, exit status 1, no traceback.
-    result = subprocess.run([*python("-m", "kbert.finetune"), *args], capture_output=True, text=True,
-                            cwd=REPO, timeout=300)
-    assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert f"error: {glue_dir / 'train.tsv'}, line 3: field 'label'" in result.stderr
+    # As `kbert finetune` reports it: a one-line error naming the file and line, exit status 1, no traceback.
+    result = run_command("finetune", *args)
+    assert result.status == 1 and "Traceback" not in result.err
+    assert f"error: {glue_dir / 'train.tsv'}, line 3: field 'label'" in result.err
     conll_dir = tmp_path / "conll"
     conll_dir.mkdir()
     (conll_dir / "train.txt").write_text("EU NNP B-NP B-ORG\nrejects VBZ B-VP\n")

@@ -1,4 +1,5 @@
-"""python -m kbert.pretrain end to end: learning, SIGKILL resume, SIGTERM checkpoint, bad input.
+"""python -m kbert.pretrain end to end: learning, SIGKILL resume, SIGTERM checkpoint (in processes of their
+own: the signals are sent to them), bad input (in this process).
 
 Bad input, in process (``main([...])`` on a tiny vocabulary and records, tests/fixtures/tiny_records.py):
 a damaged record past the shuffle buffer is named with its file, record and offset after the steps
@@ -12,7 +13,6 @@ import pathlib
 import re
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
@@ -24,17 +24,18 @@ from kbert.cli_support import is_user_error
 from kbert.data.pretraining import CorruptRecordError
 from kbert.errors import DataError
 from kbert.training.checkpoints import TrainingDiverged
+from fixtures.cli import run_command
 
 
 @pytest.mark.slow
 def test_it_learns_and_writes_a_model_directory(tmp_path, pretraining_records, small_vocab, pretrain_run):
     model_dir = pretrain_run.model_dir  # PRETRAIN_RUN_STEPS, evaluated on the held-out records
-    # Step 0 baseline: evaluate the untrained model (1 step at learning rate ~0), as the run does.
-    base = subprocess.run(_cmd(pretraining_records, small_vocab, tmp_path / "base", "--steps", "1",
-                               "--eval-data", str(pretraining_records / "eval-*.tfrecord"), "--eval-steps", "10",
-                               "--learning-rate", "2e-3", "--warmup-steps", "20"),
-                          capture_output=True, text=True, timeout=600, env=_env(), cwd=REPO)
-    assert base.returncode == 0, base.stderr[-3000:]
+    # Step 0 baseline: evaluate the untrained model (1 step at learning rate ~0), as the run does; the
+    # same command line, in this process.
+    base = run_command("pretrain", *_cmd(pretraining_records, small_vocab, tmp_path / "base", "--steps", "1",
+                                         "--eval-data", str(pretraining_records / "eval-*.tfrecord"),
+                                         "--eval-steps", "10", "--learning-rate", "2e-3", "--warmup-steps", "20")[3:])
+    assert base.status == 0, base.err[-3000:]
     before = json.loads((tmp_path / "base" / "pretrain_results.json").read_text())
     after = json.loads((model_dir / "pretrain_results.json").read_text())
     assert after["steps"] == PRETRAIN_RUN_STEPS
@@ -99,9 +100,9 @@ def test_sigkill_then_rerun_resumes_from_the_last_checkpoint(tmp_path, pretraini
     assert saved_step >= 20
     logs = model_dir / "logs" / "train"
     before = set(logs.glob("events.out.tfevents.*"))
-    rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=_env(), cwd=REPO)
-    assert rerun.returncode == 0, rerun.stderr[-3000:]
-    assert f"resuming from step {saved_step}" in rerun.stdout
+    rerun = run_command("pretrain", *cmd[3:])  # the same command again, in this process
+    assert rerun.status == 0, rerun.err[-3000:]
+    assert f"resuming from step {saved_step}" in rerun.out
     assert json.loads((model_dir / "pretrain_results.json").read_text())["steps"] == 60
     # The rerun trained only the remaining steps: its own TensorBoard file (the optimizer's step,
     # logged every 10) has the steps after the checkpoint, up to 60, and no others.
@@ -134,11 +135,11 @@ def test_sigterm_writes_a_checkpoint_before_exit(tmp_path, pretraining_records, 
 
 @pytest.mark.slow
 def test_a_glob_matching_nothing_fails_before_work(tmp_path, small_vocab):
-    result = subprocess.run([sys.executable, "-m", "kbert.pretrain", "--config", "tiny", "--vocab", str(small_vocab),
-                             "--train-data", str(tmp_path / "none-*.tfrecord"), "--model-dir", str(tmp_path / "m")],
-                            capture_output=True, text=True, timeout=300, env=_env(), cwd=REPO)
-    assert result.returncode != 0
-    assert "no pre-training files match" in result.stderr
+    result = run_command("pretrain", "--config", "tiny", "--vocab", small_vocab, "--train-data",
+                         tmp_path / "none-*.tfrecord", "--model-dir", tmp_path / "m")
+    assert result.status == 1
+    assert result.err.startswith("kbert pretrain: error: ") and "no pre-training files match" in result.err
+    assert len(result.err.splitlines()) == 1 and result.out == ""
     assert not (tmp_path / "m").exists()
 
 

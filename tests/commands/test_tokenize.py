@@ -1,4 +1,5 @@
-"""python -m kbert.tokenize: one JSON object per stdin line, the ids of every tokenizer type, exactly."""
+"""python -m kbert.tokenize: one JSON object per stdin line, the ids of every tokenizer type, exactly (the
+command's main in this process: stdin and stdout swapped for buffers)."""
 
 import io
 import json
@@ -7,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import MINILM_DIR, REPO, SHARED, UNCASED_VOCAB, python, require
+from conftest import MINILM_DIR, REPO, SHARED, UNCASED_VOCAB, require
 
 REFERENCE = SHARED / "reference" / "ja_tokenizers.jsonl"
 
@@ -15,13 +16,6 @@ REFERENCE = SHARED / "reference" / "ja_tokenizers.jsonl"
 def _rows():
     with open(REFERENCE, encoding="utf-8") as f:
         return [json.loads(line) for line in f]
-
-
-def _run(args, text: str):
-    result = subprocess.run([*python("-m", "kbert.tokenize"), *args], input=text.encode("utf-8"),
-                            capture_output=True, cwd=REPO, timeout=600)
-    assert result.returncode == 0, result.stderr.decode("utf-8", "replace")[-2000:]
-    return [json.loads(line) for line in result.stdout.decode("utf-8").splitlines()]
 
 
 @pytest.mark.parametrize("tokenizer, vocab, key", [
@@ -40,7 +34,6 @@ def test_every_reference_line_through_the_command_line(tokenizer, vocab, key):
     assert all(o["tokens"] == [vocab_tokens[i] for i in o["ids"]] for o in out)
 
 
-@pytest.mark.slow
 def test_sentencepiece_model_through_the_command_line():
     rows = _rows()
     out = _run([str(SHARED / "vocab" / "ja-sentencepiece" / "spm.model")], "".join(r["text"] + "\n" for r in rows))
@@ -58,6 +51,12 @@ def _main(args, stdin: bytes):
     finally:
         sys.stdin, sys.stdout = old
     return code, [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def _run(args, text: str):
+    code, rows = _main(args, text.encode("utf-8"))
+    assert code == 0
+    return rows
 
 
 @pytest.mark.slow

@@ -8,7 +8,6 @@ marker file (``pytorch_model.bin`` and ``model.safetensors`` saved by torch, a r
 import json
 import pickle
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -18,9 +17,10 @@ from safetensors.numpy import load_file, save_file
 from kbert.convert import google, hf
 from kbert.convert.names import ConversionError
 from kbert.model_dir import ENCODER_WEIGHTS, load_encoder, load_heads
-from conftest import MINILM_DIR, python, require
+from conftest import MINILM_DIR, require
 from fixtures.hf_tiny import assert_bit_identical, model_weights
 from fixtures.pickle_payload import Payload
+from fixtures.cli import run_command
 
 
 @pytest.mark.slow
@@ -94,14 +94,12 @@ def test_hf_config_that_is_not_bert_is_refused(tmp_path):
 
 @pytest.mark.slow
 def test_command_line(tmp_path):
-    run = lambda *a: subprocess.run([*python("-m", "kbert.convert"), *a],  # noqa: E731
-                                    capture_output=True, text=True, timeout=300)
-    ok = run("hf", str(MINILM_DIR), str(tmp_path / "m"))
-    assert ok.returncode == 0, ok.stderr
+    ok = run_command("convert", "hf", MINILM_DIR, tmp_path / "m")
+    assert ok.status == 0, ok.err
     assert (tmp_path / "m" / ENCODER_WEIGHTS).exists()
-    bad = run("google", str(tmp_path / "nothing.ckpt"), str(tmp_path / "x"), "--config",
-              str(tmp_path / "m" / "bert_config.json"), "--vocab", str(tmp_path / "m" / "vocab.txt"))
-    assert bad.returncode == 1 and "cannot read checkpoint" in bad.stderr
+    bad = run_command("convert", "google", tmp_path / "nothing.ckpt", tmp_path / "x", "--config",
+                      tmp_path / "m" / "bert_config.json", "--vocab", tmp_path / "m" / "vocab.txt")
+    assert bad.status == 1 and "cannot read checkpoint" in bad.err
 
 
 # -- payloads that would run code --------------------------------------------------------------------

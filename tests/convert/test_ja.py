@@ -6,14 +6,14 @@ what transformers gives for the rows of ``reference/ja_tiny_bert_inputs.json`` (
 
 import json
 import shutil
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REFERENCE, REPO, SHARED, python, require
+from conftest import REFERENCE, SHARED, require
+from fixtures.cli import run_command
 
 require("fugashi")
 require("unidic_lite")
@@ -141,10 +141,8 @@ def test_google_converter_takes_the_tokenizer_type(tmp_path, ja_model_dir):
     prefix = google.to_google(ja_model_dir, tmp_path / "ckpt" / "bert_model.ckpt")
     out = google.convert(prefix, tmp_path / "back", tokenizer="mecab-wordpiece")
     assert read_tokenizer_spec(out).to_json() == read_tokenizer_spec(ja_model_dir).to_json()
-    result = subprocess.run(
-        [*python("-m", "kbert.convert"), "google", str(prefix), str(tmp_path / "bad"), "--tokenizer", "juman"],
-        capture_output=True, text=True, cwd=REPO, timeout=300)
-    assert result.returncode == 1 and "unknown tokenizer type 'juman'" in result.stderr
+    result = run_command("convert", "google", prefix, tmp_path / "bad", "--tokenizer", "juman")
+    assert result.status == 1 and "unknown tokenizer type 'juman'" in result.err
 
 
 @pytest.mark.slow
@@ -154,10 +152,9 @@ def test_features_cli_reproduces_transformers_from_raw_japanese(ja_model_dir, tm
     rows_file = tmp_path / "rows.jsonl"
     rows_file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in spec["rows"]), encoding="utf-8")
     out = tmp_path / "features.npz"
-    result = subprocess.run([*python("-m", "kbert.features"), str(ja_model_dir), "--input", str(rows_file),
-                             "--output", str(out), "--seq-length", str(spec["seq_length"])],
-                            capture_output=True, text=True, cwd=REPO, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = run_command("features", ja_model_dir, "--input", rows_file, "--output", out,
+                         "--seq-length", spec["seq_length"])
+    assert result.status == 0, result.err[-3000:]
     got, ref = np.load(out), np.load(REFERENCE / "ja_tiny_bert.npz")
     for key in ("input_word_ids", "input_mask", "input_type_ids"):
         np.testing.assert_array_equal(got[key], ref[key], err_msg=key)

@@ -5,12 +5,11 @@ evaluation, kbert predict and the task SavedModel; truncate reports the texts it
 one line and write nothing."""
 
 import json
-import subprocess
 
 import numpy as np
 import pytest
 
-from conftest import REPO, cli_env, python
+from fixtures.cli import run_command
 from fixtures.long_documents_data import documents, label_pools, write_jsonl
 
 pytestmark = pytest.mark.slow
@@ -95,10 +94,8 @@ def test_predict_and_export_answer_once_per_document(runs, tmp_path):
     answers = {}
     for mode in ("truncate", "windows"):
         out = tmp_path / f"{mode}.jsonl"
-        run = subprocess.run([*python("-m", "kbert"), "predict", str(root / mode), "--input",
-                              str(root / "eval.jsonl"), "--output", str(out), "--quiet"],
-                             capture_output=True, text=True, cwd=REPO, env=cli_env(), timeout=600)
-        assert run.returncode == 0, run.stderr[-2000:]
+        run = run_command("predict", root / mode, "--input", root / "eval.jsonl", "--output", out, "--quiet")
+        assert run.status == 0, run.err[-2000:]
         answers[mode] = [json.loads(line)["label"] for line in out.read_text().splitlines()]
         assert len(answers[mode]) == len(rows)
     accuracy = {m: np.mean([a == r["label"] for a, r in zip(answers[m], rows)]) for m in answers}
@@ -127,10 +124,9 @@ def test_bad_settings_are_one_line_and_write_nothing(tmp_path, tiny_model_dir, a
                          "label": "y"}])
     out = tmp_path / "model"
     argv = [a.replace("{pairs}", str(pairs)) for a in argv]
-    run = subprocess.run([*python("-m", "kbert"), "finetune", "--init", str(tiny_model_dir), "--model-dir",
-                          str(out), *argv], capture_output=True, text=True, cwd=REPO, env=cli_env(), timeout=600)
-    lines = [line for line in run.stderr.splitlines() if line.strip()]
-    assert run.returncode == 1 and len(lines) == 1 and lines[0].startswith("kbert finetune: error: "), run.stderr
+    run = run_command("finetune", "--init", tiny_model_dir, "--model-dir", out, *argv)
+    lines = [line for line in run.err.splitlines() if line.strip()]
+    assert run.status == 1 and len(lines) == 1 and lines[0].startswith("kbert finetune: error: "), run.err
     assert message in lines[0]
     assert not out.exists()
 

@@ -10,7 +10,6 @@ surrogate, two rows with one id, a multi-label row ``[""]``) are one line naming
 field. Each refusal exits 1 and leaves every file byte for byte as it was."""
 
 import json
-import subprocess
 
 import keras
 import numpy as np
@@ -20,9 +19,9 @@ from kbert.errors import DataError
 from kbert.tasks.core.predict import predict_file
 from kbert.tasks import load_task_model
 from kbert.tasks.core.prediction import PredictOptions
-from conftest import REPO, python
 from fixtures.file_tree import tree
 from fixtures.task_runs import write_jsonl_rows
+from fixtures.cli import run_command
 
 TEXTS = ["a gripping film", "dull and overlong, with a plot that never arrives anywhere at all", "ok",
          "the actors are wonderful and the music is too", "", "caf\u00e9 \u4e2d\u6587 \U0001F600"]
@@ -250,21 +249,18 @@ def test_bad_row_is_named_and_nothing_is_written(dirs, loaded, predict, tmp_path
 
 
 @pytest.mark.slow
-def test_command_line_one_line_errors_and_a_run(dirs, tmp_path, capsys):
+def test_command_line_one_line_errors_and_a_run(dirs, tmp_path):
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps({"text": t}) + "\n" for t in TEXTS[:3]) + '{"text": 3}\n')
-    run = [*python("-m", "kbert.predict"), str(dirs / "multi"), "--input", str(src)]
-    bad = subprocess.run(run + ["--output", str(tmp_path / "o.jsonl")], capture_output=True, text=True, cwd=REPO,
-                         timeout=300)
-    assert bad.returncode == 1
-    assert bad.stderr.strip().splitlines() == [
+    bad = run_command("predict", dirs / "multi", "--input", src, "--output", tmp_path / "o.jsonl")
+    assert bad.status == 1
+    assert bad.err.strip().splitlines() == [
         f"kbert predict: error: {src}, line 4: field 'text': got 3; expected a string"]
     src.write_text("".join(json.dumps({"text": t}) + "\n" for t in TEXTS[:3]))
-    from kbert.commands.predict import main  # the same command in this process (a second TensorFlow start-up costs ~20 s)
-
-    assert main([str(dirs / "multi"), "--input", str(src), "--output", str(tmp_path / "o.tsv"), "--format", "tsv",
-                 "--probabilities", "--quiet"]) == 0
-    assert "3 predictions (multi_label_classifier" in capsys.readouterr().out
+    run = run_command("predict", dirs / "multi", "--input", src, "--output", tmp_path / "o.tsv", "--format", "tsv",
+                      "--probabilities", "--quiet")
+    assert run.status == 0, run.err
+    assert "3 predictions (multi_label_classifier" in run.out
     lines = (tmp_path / "o.tsv").read_text().splitlines()
     assert lines[0] == "id\tlabels\tprobabilities.art\tprobabilities.cinema\tprobabilities.place" and len(lines) == 4
 

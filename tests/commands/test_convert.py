@@ -1,0 +1,66 @@
+"""``kbert convert`` (kbert/commands/convert.py) in this process: ``to-google`` and ``google`` through the
+command (their flags reach the converters: the files named by --config/--vocab, --cased in kbert.json),
+the line naming what was written, and a user's error as one line naming the file or flag. The
+converters, ``hf`` by folder and by name, --check and --overwrite are checked in tests/convert/."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from fixtures.cli import run_command
+from fixtures.hf_tiny import model_weights
+
+
+def _convert(*argv):
+    return run_command("convert", *argv)
+
+
+@pytest.fixture(scope="module")
+def heads_dir(tmp_path_factory):
+    import kbert
+
+    return kbert.random_model_dir(tmp_path_factory.mktemp("convert_cli") / "tiny")
+
+
+@pytest.mark.slow
+def test_to_google_and_back_with_config_vocab_and_cased_flags(tmp_path, heads_dir):
+    prefix = tmp_path / "google" / "bert_model.ckpt"
+    done = _convert("to-google", heads_dir, prefix)
+    assert (done.status, done.out) == (0, f"written: {prefix}\n"), done.err
+    # the checkpoint alone in its folder: its config and vocabulary only where the flags say
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for name, new in (("bert_config.json", "config.json"), ("vocab.txt", "words.txt")):
+        shutil.move(prefix.parent / name, elsewhere / new)
+    out = tmp_path / "back"
+    missing = _convert("google", prefix, out)
+    assert missing.status == 1 and len(missing.err.splitlines()) == 1, missing.err
+    assert missing.err.startswith("kbert convert: error: ") and "bert_config.json" in missing.err
+    done = _convert("google", prefix, out, "--config", elsewhere / "config.json",
+                    "--vocab", elsewhere / "words.txt", "--cased")
+    assert (done.status, done.out) == (0, f"written: {out}\n"), done.err
+    assert json.loads((out / "kbert.json").read_text())["do_lower_case"] is False  # --cased
+    assert (out / "vocab.txt").read_bytes() == (heads_dir / "vocab.txt").read_bytes()  # --vocab
+    before, after = model_weights(heads_dir), model_weights(out)
+    assert sorted(before) == sorted(after)
+    for name, value in before.items():
+        np.testing.assert_array_equal(after[name], value, err_msg=name)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["to-google", "{tmp}/none", "{tmp}/ckpt/bert_model.ckpt"], "model directory {tmp}/none does not exist"),
+    (["hf", "{tmp}/none", "{tmp}/out"], "Hugging Face model directory {tmp}/none does not exist"),
+    (["google", "{tmp}/ckpt/bert_model.ckpt", "{tmp}/out", "--sha256", "0" * 64],
+     "--sha256 checks a release zip (a URL or a .zip path)"),
+    (["google", "{tmp}/ckpt/bert_model.ckpt", "{tmp}/out", "--tokenizer", "juman"], "unknown tokenizer type 'juman'"),
+    (["hf", "{tmp}/none", "{tmp}/out", "--sha256", "0"], "unrecognized arguments: --sha256 0"),
+])
+def test_user_errors_are_one_line_and_write_nothing(tmp_path, argv, message):
+    (tmp_path / "ckpt").mkdir()
+    result = _convert(*[a.format(tmp=tmp_path) for a in argv])
+    assert result.status == 1 and result.out == ""
+    (line,) = result.err.splitlines()
+    assert line.startswith("kbert convert: error: ") and message.format(tmp=tmp_path) in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"] and not any((tmp_path / "ckpt").iterdir())
