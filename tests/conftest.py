@@ -260,6 +260,16 @@ def tiny_model_dir(tmp_path_factory) -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_heads_dir(tmp_path_factory) -> pathlib.Path:
+    """``kbert.random_model_dir``: a random BERT-Tiny with its MLM and NSP heads, for the commands that read
+    or export them (tests/commands/test_explore.py, test_export.py, test_convert.py). Read only: a test that
+    changes a model directory writes its own."""
+    from kbert import random_model_dir
+
+    return random_model_dir(tmp_path_factory.mktemp("tiny_heads") / "model")
+
+
+@pytest.fixture(scope="session")
 def ja_model_dirs(tmp_path_factory) -> dict:
     """{tokenizer type: model directory} for the two MeCab types: ``mecab-wordpiece`` is
     ../shared/data/weights/ja-tiny-random-bert converted (kbert.convert hf); ``mecab-character`` a

@@ -13,21 +13,10 @@ from fixtures.cli import run_command
 from fixtures.hf_tiny import model_weights
 
 
-def _convert(*argv):
-    return run_command("convert", *argv)
-
-
-@pytest.fixture(scope="module")
-def heads_dir(tmp_path_factory):
-    import kbert
-
-    return kbert.random_model_dir(tmp_path_factory.mktemp("convert_cli") / "tiny")
-
-
 @pytest.mark.slow
-def test_to_google_and_back_with_config_vocab_and_cased_flags(tmp_path, heads_dir):
+def test_to_google_and_back_with_config_vocab_and_cased_flags(tmp_path, tiny_heads_dir):
     prefix = tmp_path / "google" / "bert_model.ckpt"
-    done = _convert("to-google", heads_dir, prefix)
+    done = run_command("convert", "to-google", tiny_heads_dir, prefix)
     assert (done.status, done.out) == (0, f"written: {prefix}\n"), done.err
     # the checkpoint alone in its folder: its config and vocabulary only where the flags say
     elsewhere = tmp_path / "elsewhere"
@@ -35,15 +24,15 @@ def test_to_google_and_back_with_config_vocab_and_cased_flags(tmp_path, heads_di
     for name, new in (("bert_config.json", "config.json"), ("vocab.txt", "words.txt")):
         shutil.move(prefix.parent / name, elsewhere / new)
     out = tmp_path / "back"
-    missing = _convert("google", prefix, out)
+    missing = run_command("convert", "google", prefix, out)
     assert missing.status == 1 and len(missing.err.splitlines()) == 1, missing.err
     assert missing.err.startswith("kbert convert: error: ") and "bert_config.json" in missing.err
-    done = _convert("google", prefix, out, "--config", elsewhere / "config.json",
+    done = run_command("convert", "google", prefix, out, "--config", elsewhere / "config.json",
                     "--vocab", elsewhere / "words.txt", "--cased")
     assert (done.status, done.out) == (0, f"written: {out}\n"), done.err
     assert json.loads((out / "kbert.json").read_text())["do_lower_case"] is False  # --cased
-    assert (out / "vocab.txt").read_bytes() == (heads_dir / "vocab.txt").read_bytes()  # --vocab
-    before, after = model_weights(heads_dir), model_weights(out)
+    assert (out / "vocab.txt").read_bytes() == (tiny_heads_dir / "vocab.txt").read_bytes()  # --vocab
+    before, after = model_weights(tiny_heads_dir), model_weights(out)
     assert sorted(before) == sorted(after)
     for name, value in before.items():
         np.testing.assert_array_equal(after[name], value, err_msg=name)
@@ -59,7 +48,7 @@ def test_to_google_and_back_with_config_vocab_and_cased_flags(tmp_path, heads_di
 ])
 def test_user_errors_are_one_line_and_write_nothing(tmp_path, argv, message):
     (tmp_path / "ckpt").mkdir()
-    result = _convert(*[a.format(tmp=tmp_path) for a in argv])
+    result = run_command("convert", *[a.format(tmp=tmp_path) for a in argv])
     assert result.status == 1 and result.out == ""
     (line,) = result.err.splitlines()
     assert line.startswith("kbert convert: error: ") and message.format(tmp=tmp_path) in line, line

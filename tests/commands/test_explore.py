@@ -1,7 +1,7 @@
 """``kbert explore`` (kbert/commands/explore.py) in this process, on a random BERT-Tiny with its MLM and
 NSP heads: the lines each subcommand prints (the human forms agree with the --json forms of the same
 call), where its flags land, and its user errors as one line. The answers themselves are checked
-against the heads' softmax in tests/test_explore_training.py, the pages in tests/test_explore_attention.py,
+against the heads' softmax in tests/explore/test_heads_model.py, the pages in tests/explore/test_attention.py,
 the workshop data and score in tests/explore/test_ene_workshop.py."""
 
 import json
@@ -12,13 +12,6 @@ import pytest
 from fixtures.cli import run_command
 
 
-@pytest.fixture(scope="module")
-def heads_dir(tmp_path_factory):
-    import kbert
-
-    return kbert.random_model_dir(tmp_path_factory.mktemp("explore_cli") / "tiny")
-
-
 def _explore(*argv):
     result = run_command("explore", *argv)
     assert result.status == 0, result.err
@@ -26,16 +19,16 @@ def _explore(*argv):
 
 
 @pytest.mark.slow
-def test_fill_mask_lines_show_the_json_answers_in_the_text(heads_dir):
+def test_fill_mask_lines_show_the_json_answers_in_the_text(tiny_heads_dir):
     from kbert.explore.masked_text import join_pieces
 
     texts = ["the [MASK] sat on the mat", "[MASK] went home"]
     answers = [json.loads(line) for line in
-               _explore("fill-mask", heads_dir, *texts, "--json", "--top-k", "3").splitlines()]
+               _explore("fill-mask", tiny_heads_dir, *texts, "--json", "--top-k", "3").splitlines()]
     assert [a["position"] for a in answers] == [2, 1]  # one object per [MASK], in order ([CLS] is 0)
     assert all(len(a["ids"]) == len(a["tokens"]) == len(a["probabilities"]) == 3 for a in answers)
 
-    lines = _explore("fill-mask", heads_dir, *texts, "--top-k", "3").splitlines()
+    lines = _explore("fill-mask", tiny_heads_dir, *texts, "--top-k", "3").splitlines()
     words = [["the", "[MASK]", "sat", "on", "the", "mat"], ["[MASK]", "went", "home"]]
     expected = []
     for text, answer, tokens in zip(texts, answers, words):
@@ -47,19 +40,19 @@ def test_fill_mask_lines_show_the_json_answers_in_the_text(heads_dir):
 
 
 @pytest.mark.slow
-def test_next_sentence_line_agrees_with_its_json(heads_dir):
+def test_next_sentence_line_agrees_with_its_json(tiny_heads_dir):
     a, b = "the man went to the store.", "he bought a gallon of milk."
-    p = json.loads(_explore("next-sentence", heads_dir, a, b, "--json"))["is_next_probability"]
-    line = _explore("next-sentence", heads_dir, a, b)
+    p = json.loads(_explore("next-sentence", tiny_heads_dir, a, b, "--json"))["is_next_probability"]
+    line = _explore("next-sentence", tiny_heads_dir, a, b)
     assert line == f"P(IsNext) = {p:.4f}  ({'IsNext' if p >= 0.5 else 'NotNext'})\n"
 
 
-def test_attention_writes_its_page_into_a_new_folder_and_says_where(heads_dir, tmp_path):
+def test_attention_writes_its_page_into_a_new_folder_and_says_where(tiny_heads_dir, tmp_path):
     out = tmp_path / "pages" / "deeper" / "attention.html"
-    assert _explore("attention", heads_dir, "hello there", "general kenobi", "--out", out,
+    assert _explore("attention", tiny_heads_dir, "hello there", "general kenobi", "--out", out,
                     "--layer", "1", "--head", "0") == f"attention page: {out}\n"
     page = out.read_text(encoding="utf-8")
-    assert "Attention of tiny: hello there | general kenobi" in page
+    assert f"Attention of {tiny_heads_dir.name}: hello there | general kenobi" in page
     data = json.loads(page.split('id="attention-data">')[1].split("</script>")[0])
     assert data["layers"] == [1] and data["heads"] == [0]
     assert [p.name for p in out.parent.iterdir()] == ["attention.html"]  # written whole, no temporary left
@@ -74,8 +67,8 @@ def test_attention_writes_its_page_into_a_new_folder_and_says_where(heads_dir, t
     (["workshop-data", "{tmp}/ene", "--corpus", "{tmp}/none.txt"],
      "no corpus at {tmp}/none.txt (give --corpus: JSQuAD's jsquad_wikipedia.txt)"),
 ])
-def test_user_errors_are_one_line(heads_dir, tmp_path, argv, message):
-    argv = [a.format(model=heads_dir, tmp=tmp_path) for a in argv]
+def test_user_errors_are_one_line(tiny_heads_dir, tmp_path, argv, message):
+    argv = [a.format(model=tiny_heads_dir, tmp=tmp_path) for a in argv]
     result = run_command("explore", *argv)
     assert result.status == 1 and result.out == ""
     (line,) = result.err.splitlines()

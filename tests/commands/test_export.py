@@ -3,6 +3,7 @@ exported SavedModel (its signatures, its packed length, its warm-up requests, TF
 models.config beside a version folder), its lines say what it wrote, and a user's error is one line
 naming the file or flag. The exports themselves are checked in tests/export/ (ONNX: tests/export/onnx)."""
 
+import shutil
 import signal
 
 import numpy as np
@@ -13,31 +14,19 @@ from conftest import UNCASED_VOCAB
 from fixtures.cli import run_command
 
 
-def _export(*argv):
-    return run_command("export", *argv)
-
-
-@pytest.fixture(scope="module")
-def heads_dir(tmp_path_factory):
-    """A random BERT-Tiny model directory with the MLM and NSP heads (kbert.random_model_dir)."""
-    import kbert
-
-    return kbert.random_model_dir(tmp_path_factory.mktemp("export_cli") / "tiny")
-
-
 @pytest.mark.slow
 def test_preprocessor_flags_reach_the_savedmodel_and_its_version_folder_is_served(tmp_path):
     out = tmp_path / "saved_models" / "pre" / "1"
     out.mkdir(parents=True)
     (out / "notes.txt").write_text("mine")  # not a kbert export: refused, left as it was, unless --overwrite
     args = ("preprocessor", UNCASED_VOCAB, out, "--seq-length", "12", "--cased")
-    refused = _export(*args)
+    refused = run_command("export", *args)
     assert refused.status == 1
     assert refused.err.splitlines() == [f"kbert export: error: {out} already exists; pass --overwrite to replace "
                                         "it whole"]
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
 
-    done = _export(*args, "--overwrite")
+    done = run_command("export", *args, "--overwrite")
     assert done.status == 0, done.err
     root = tmp_path / "saved_models"
     assert done.out.splitlines() == [
@@ -53,9 +42,9 @@ def test_preprocessor_flags_reach_the_savedmodel_and_its_version_folder_is_serve
 
 
 @pytest.mark.slow
-def test_encoder_flags_choose_the_signatures(tmp_path, heads_dir):
+def test_encoder_flags_choose_the_signatures(tmp_path, tiny_heads_dir):
     out = tmp_path / "encoder"  # not a version folder: no models.config
-    done = _export("encoder", heads_dir, out, "--no-head-signatures", "--xla-signature")
+    done = run_command("export", "encoder", tiny_heads_dir, out, "--no-head-signatures", "--xla-signature")
     assert done.status == 0, done.err
     assert done.out.splitlines() == [f"SavedModel written to {out}"]
     assert not (tmp_path / "models.config").exists()
@@ -68,7 +57,7 @@ def test_task_no_warmup_writes_no_warmup_requests(tmp_path, task_export_paths):
     model_dir, with_warmup = task_export_paths["sst2"]  # exported with warm-up requests by the library
     assert (with_warmup / "assets.extra" / "tf_serving_warmup_requests").exists()
     out = tmp_path / "saved_models" / "sst2" / "3"
-    done = _export("task", model_dir, out, "--no-warmup")
+    done = run_command("export", "task", model_dir, out, "--no-warmup")
     assert done.status == 0, done.err
     assert done.out.splitlines()[0] == f"SavedModel written to {out}"
     assert sorted(p.name for p in (out / "assets.extra").iterdir()) == ["kbert_export.json"]  # no warm-up file
@@ -79,7 +68,7 @@ def test_task_no_warmup_writes_no_warmup_requests(tmp_path, task_export_paths):
 @pytest.mark.parametrize("what", ["encoder", "task", "onnx"])
 def test_a_missing_model_directory_is_one_line(tmp_path, what):
     missing = tmp_path / "no_model"
-    result = _export(what, missing, tmp_path / "out")
+    result = run_command("export", what, missing, tmp_path / "out")
     assert (result.status, result.err.splitlines()) == (
         1, [f"kbert export: error: model directory {missing} does not exist"])
     assert not (tmp_path / "out").exists()
@@ -87,27 +76,27 @@ def test_a_missing_model_directory_is_one_line(tmp_path, what):
 
 def test_preprocessor_errors_name_the_source_and_the_flag(tmp_path):
     missing = tmp_path / "vocab.txt"
-    result = _export("preprocessor", missing, tmp_path / "out")
+    result = run_command("export", "preprocessor", missing, tmp_path / "out")
     assert (result.status, result.err.splitlines()) == (
         1, [f"kbert export: error: model directory or vocab {missing} does not exist"])
-    result = _export("preprocessor", UNCASED_VOCAB, tmp_path / "out", "--seq-length", "0")
+    result = run_command("export", "preprocessor", UNCASED_VOCAB, tmp_path / "out", "--seq-length", "0")
     assert (result.status, result.err.splitlines()) == (1, ["kbert export: error: --seq-length must be positive, got 0"])
-    result = _export("preprocessor", UNCASED_VOCAB, tmp_path / "out", "--seq-length", "x")
+    result = run_command("export", "preprocessor", UNCASED_VOCAB, tmp_path / "out", "--seq-length", "x")
     assert result.status == 1 and len(result.err.splitlines()) == 1
     assert "argument --seq-length: invalid int value: 'x'" in result.err
     assert not (tmp_path / "out").exists()
 
 
-def test_an_output_holding_the_model_directory_is_refused_even_with_overwrite(heads_dir):
-    out = heads_dir.parent
-    result = _export("encoder", heads_dir, out, "--overwrite")
+def test_an_output_holding_the_model_directory_is_refused_even_with_overwrite(tmp_path, tiny_heads_dir):
+    model_dir = shutil.copytree(tiny_heads_dir, tmp_path / "model")
+    result = run_command("export", "encoder", model_dir, tmp_path, "--overwrite")
     assert result.status == 1
-    assert result.err.splitlines() == [f"kbert export: error: {out} is an input of this command ({heads_dir}): "
+    assert result.err.splitlines() == [f"kbert export: error: {tmp_path} is an input of this command ({model_dir}): "
                                        "writing it would destroy that input; choose another output"]
-    assert (heads_dir / "kbert.json").exists()
+    assert sorted(p.name for p in model_dir.iterdir()) == sorted(p.name for p in tiny_heads_dir.iterdir())
 
 
-def test_sigterm_while_exporting_is_an_interrupt_and_the_handler_is_restored(monkeypatch, tmp_path, heads_dir):
+def test_sigterm_while_exporting_is_an_interrupt_and_the_handler_is_restored(monkeypatch, tmp_path, tiny_heads_dir):
     """A supervisor's SIGTERM during the export unwinds as Ctrl-C (the temporary folder goes); the
     process's own handler is back afterwards. The handler is called here, no signal is sent."""
     from kbert.commands import export
@@ -122,6 +111,6 @@ def test_sigterm_while_exporting_is_an_interrupt_and_the_handler_is_restored(mon
     before = signal.getsignal(signal.SIGTERM)
     monkeypatch.setattr(export, "_export", fake_export)
     with pytest.raises(KeyboardInterrupt):
-        export.main(["encoder", str(heads_dir), str(tmp_path / "out")])
+        export.main(["encoder", str(tiny_heads_dir), str(tmp_path / "out")])
     assert seen and seen[0] is not before
     assert signal.getsignal(signal.SIGTERM) is before
