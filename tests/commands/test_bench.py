@@ -1,6 +1,6 @@
-"""``kbert bench NAME ARGS``: the dispatcher of kbert/commands/bench.py (the benchmarks' own tables
-are checked in tests/bench/ and tests/test_bench.py). In-process, no benchmark runs: the named
-module's ``main`` gets the rest of the line and its exit status is the command's."""
+"""``kbert bench NAME ARGS``: the dispatcher of kbert/commands/bench.py (the benchmarks' own tables are
+checked in tests/bench/). In-process, no benchmark runs: the named module's ``main`` gets the rest of
+the line and its exit status is the command's."""
 
 import pathlib
 import sys

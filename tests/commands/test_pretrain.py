@@ -19,12 +19,12 @@ import pytest
 import tensorflow as tf
 
 from conftest import PRETRAIN_RUN_STEPS, REPO, cli_env as _env, pretrain_command as _cmd
+from fixtures.cli import run_command
 from fixtures.tiny_records import write_records, write_vocab
 from kbert.cli_support import is_user_error
 from kbert.data.pretraining import CorruptRecordError
 from kbert.errors import DataError
 from kbert.training.checkpoints import TrainingDiverged
-from fixtures.cli import run_command
 
 
 @pytest.mark.slow
