@@ -7,13 +7,13 @@ note; next-sentence and attention on longer texts say once that the text was cut
 the [MASK]-in-text tokenization: test_predict.py, test_masked_text.py)."""
 
 import json
-import subprocess
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REFERENCE, REPO, SHARED, UNCASED_VOCAB, cli_env, python, run_fresh_python
+from conftest import REFERENCE, SHARED, UNCASED_VOCAB, run_fresh_python
+from fixtures.cli import run_command
 from kbert.explore import fill_mask, fill_mask_ids, next_sentence, next_sentence_ids
 from kbert.explore.heads_model import PretrainingHeads
 from kbert.export.serving import EXPORT_MARKER
@@ -151,10 +151,9 @@ def test_export_of_a_directory_without_heads_has_no_head_signatures(tiny_encoder
 
 # -- the explore CLI on a model from a short run of the main job (python -m kbert.pretrain) --------------
 def _explore(*args):
-    run = subprocess.run([*python("-m", "kbert.explore"), *map(str, args)], capture_output=True, text=True,
-                         timeout=600, env=cli_env(), cwd=REPO)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return run.stdout
+    run = run_command("explore", *args)  # in this process, as `kbert explore ARGS` runs it
+    assert run.status == 0, run.err[-3000:]
+    return run.out
 
 
 @pytest.mark.slow
@@ -188,14 +187,11 @@ def test_cli_answers_equal_the_heads_softmax_for_a_model_from_the_main_job(pretr
                                                        rel=1e-5)
 
 
-@pytest.mark.slow
 def test_cli_errors_name_the_problem(tiny_model_dir, tmp_path):
-    run = subprocess.run([*python("-m", "kbert.explore"), "fill-mask", str(tiny_model_dir), "no mask"],
-                         capture_output=True, text=True, timeout=600, env=cli_env(), cwd=REPO)
-    assert run.returncode == 1 and "kbert explore: error: " in run.stderr and "no 'mlm' head" in run.stderr
-    run = subprocess.run([*python("-m", "kbert.explore"), "next-sentence", str(tmp_path / "nothing"), "a", "b"],
-                         capture_output=True, text=True, timeout=600, env=cli_env(), cwd=REPO)
-    assert run.returncode == 1 and "kbert explore: error: " in run.stderr and "model directory not found" in run.stderr
+    run = run_command("explore", "fill-mask", tiny_model_dir, "no mask")
+    assert run.status == 1 and "kbert explore: error: " in run.err and "no 'mlm' head" in run.err
+    run = run_command("explore", "next-sentence", tmp_path / "nothing", "a", "b")
+    assert run.status == 1 and "kbert explore: error: " in run.err and "model directory not found" in run.err
 
 
 # -- what the cut drops (english_dir reads 128 tokens) ---------------------------------------------
