@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import SHARED
+from conftest import REPO
 from kbert.bench import pretrain_bench as bench
 
 
@@ -120,8 +120,11 @@ def test_a_small_run_trains_both_models_on_the_same_records(tmp_path, capsys, pr
 
 
 def test_defaults_read_the_shared_corpus_and_vocab():
+    """The defaults are the shared data beside the checkout (``../shared/data``), wherever the test
+    harness itself finds its data (KBERT_SHARED_DATA may point elsewhere)."""
+    beside = REPO.parent / "shared" / "data"
     args = bench.parse_args([])
-    assert args.vocab == str(SHARED / "vocab" / "bert-base-uncased" / "vocab.txt")
-    assert args.train == str(SHARED / "corpus" / "en" / "[a-o]*.txt")
-    assert args.eval == str(SHARED / "corpus" / "en" / "[p-z]*.txt")
+    assert args.vocab == str(beside / "vocab" / "bert-base-uncased" / "vocab.txt")
+    assert args.train == str(beside / "corpus" / "en" / "[a-o]*.txt")
+    assert args.eval == str(beside / "corpus" / "en" / "[p-z]*.txt")
     assert (args.config, args.steps, args.chunk, args.batch_size) == ("mini", 300, 25, 32)

@@ -36,6 +36,7 @@ CHILD = textwrap.dedent("""
     from kbert.tasks.core.prediction import PredictOptions
     from kbert.training.optimization import create_optimizer
     assert keras.backend.backend() == "jax"
+    keras.utils.set_random_seed(0)  # the head's draw and fit's shuffle: the same run every time
     init, out_dir, out_file = sys.argv[1:4]
     model = TextClassifier.from_model_dir(init, num_classes=2, seq_length=32, load_head=False,
                                           encoder_overrides=NO_DROPOUT, attention="fused")
