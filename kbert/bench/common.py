@@ -299,8 +299,13 @@ def model_garden_peer(args, peers, notes: list, **spec):
         raise SystemExit(f"error: --model-garden-python {python!r} does not exist")
     xla = {"auto": [False, True], "both": [False, True], "on": [True], "off": [False]}[args.xla]
     print("  building the Model Garden peer ...", file=sys.stderr, flush=True)
-    return SubprocessPeer("kbert.bench.mg_peer", dict(spec, threads=args.threads, warmup=args.warmup, xla=xla),
-                          args.threads, python=python)
+    try:
+        return SubprocessPeer("kbert.bench.mg_peer", dict(spec, threads=args.threads, warmup=args.warmup, xla=xla),
+                              args.threads, python=python)
+    except RuntimeError as e:
+        # The usual cause is a Python without tf-models-official: one line naming it, not a traceback.
+        raise SystemExit(f"error: the Model Garden peer could not start in --model-garden-python {python!r} "
+                         f"({e}); that Python needs tf-models-official (see kbert/bench/mg_peer.py)") from None
 
 
 class _ChildRunner(Runner):

@@ -68,6 +68,21 @@ def test_model_garden_peer_is_skipped_with_a_note_or_refused(tmp_path):
         common.model_garden_peer(_args("--model-garden-python", missing), {"model-garden"}, [])
 
 
+def test_a_model_garden_python_without_tf_models_is_one_line(tmp_path):
+    """A Python whose child answers as mg_peer does without tf-models-official (the child's first line):
+    the bench ends with one line naming that Python and the package, not a RuntimeError traceback."""
+    python = tmp_path / "python"
+    python.write_text("#!/bin/sh\necho '{\"error\": \"ModuleNotFoundError: No module named official\"}'\n")
+    python.chmod(0o755)
+    with pytest.raises(SystemExit) as e:
+        common.model_garden_peer(_args("--model-garden-python", str(python), "--threads", "1"), {"model-garden"},
+                                 [], task="encoder")
+    message = str(e.value)
+    assert message.startswith(f"error: the Model Garden peer could not start in --model-garden-python {str(python)!r}")
+    assert "No module named official" in message and "needs tf-models-official" in message
+    assert "\n" not in message
+
+
 # -- environment ----------------------------------------------------------------------------------
 def test_machine_line_names_the_cpu_threads_onednn_and_load(monkeypatch):
     monkeypatch.setattr(common.os, "getloadavg", lambda: (1.234, 0.5, 0.0))
