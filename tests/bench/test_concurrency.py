@@ -1,9 +1,7 @@
 """kbert.bench.concurrency: the in-process batcher (TF Serving's --enable_batching) and the closed loop
 of clients behind ``kbert bench serve --concurrency N``. How a batch is cut and split, when it closes
-(rows, timeout), where errors go, and that the clients really run at once.
-
-(tests/export/test_fast_serving.py checks the batcher's answers on many threads and the grouping of
-the requests queued while a batch runs.)"""
+(rows, timeout), where errors go, that each of many threads gets its own rows back, that requests
+queued while a batch runs go together into the next, and that the clients really run at once."""
 
 from __future__ import annotations
 
@@ -174,3 +172,68 @@ def test_closed_loop_raises_a_clients_error_in_the_caller():
     loop = ClosedLoop(Batcher(fn, concat_lists, split_rows), [["a"]], clients=3)
     with pytest.raises(RuntimeError, match="model failed"):
         loop.run_many(6)
+
+
+def test_batcher_answers_every_request_with_its_own_rows():
+    calls = []
+
+    def fn(batch):
+        calls.append(len(batch["x"]))
+        return {"y": batch["x"] * 2.0, "s": batch["x"].sum(axis=1)}
+
+    batcher = Batcher(fn, concat_dicts, split_rows, max_batch=8)
+    requests = [{"x": np.full((1 + i % 2, 3), float(i))} for i in range(12)]
+    results = {}
+
+    def client(i):
+        results[i] = batcher(requests[i])
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, request in enumerate(requests):
+        np.testing.assert_array_equal(results[i]["y"], request["x"] * 2.0)
+        np.testing.assert_array_equal(results[i]["s"], request["x"].sum(axis=1))
+    assert sum(calls) == sum(len(r["x"]) for r in requests)
+    assert max(calls) <= 8 + 1  # a batch closes at max_batch (the last request may bring one row more)
+    latencies = ClosedLoop(batcher, requests, clients=4).run(20)
+    assert len(latencies) == 20 and all(t > 0 for t in latencies)
+
+
+def test_batcher_combines_the_requests_queued_while_a_batch_runs():
+    """Requests that arrive while the function runs wait, and go together into its next call, up to
+    max_batch rows: the point of server-side batching. The first call is held until the others are
+    queued, so the grouping does not depend on thread timing."""
+    calls, entered, gate = [], threading.Event(), threading.Event()
+
+    def fn(batch):
+        calls.append(batch["x"][:, 0].tolist())
+        entered.set()
+        gate.wait(timeout=60)
+        return {"y": batch["x"] * 2.0}
+
+    batcher = Batcher(fn, concat_dicts, split_rows, max_batch=8)
+    requests = [{"x": np.full((1, 3), float(i))} for i in range(11)]
+    results = {}
+
+    def client(i):
+        results[i] = batcher(requests[i])
+
+    threads = [threading.Thread(target=client, args=(0,))]
+    threads[0].start()
+    assert entered.wait(timeout=60)
+    threads += [threading.Thread(target=client, args=(i,)) for i in range(1, 11)]
+    for t in threads[1:]:
+        t.start()
+    deadline = time.monotonic() + 60
+    while batcher._queue.qsize() < 10 and time.monotonic() < deadline:  # all ten waiting behind the first
+        time.sleep(0.01)
+    gate.set()
+    for t in threads:
+        t.join(timeout=60)
+    assert [len(c) for c in calls] == [1, 8, 2], calls
+    assert sorted(x for c in calls for x in c) == list(range(11))
+    for i, request in enumerate(requests):
+        np.testing.assert_array_equal(results[i]["y"], request["x"] * 2.0)

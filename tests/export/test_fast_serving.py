@@ -2,16 +2,14 @@
 with --concurrency and its ONNX Runtime peer.
 
 The XLA signature is checked against the plain serving_default of the same export and against
-the Keras encoder itself; the batcher against calling the function on each request alone, and shown to combine queued
-requests into one call; the
-batching file against TF Serving's BatchingParameters message (tests/fixtures/tf_serving_protos.py).
+the Keras encoder itself; the batching file against TF Serving's BatchingParameters message
+(tests/fixtures/tf_serving_protos.py). The batcher's own tests are in tests/bench/test_concurrency.py.
 """
 
 from __future__ import annotations
 
 import re
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -90,87 +88,6 @@ def test_tfsmlayer_calls_both_endpoints(xla_export, endpoint):
     layer = keras.layers.TFSMLayer(str(xla_export[0]), call_endpoint=endpoint)
     x = _inputs(2, 16, pad_from=5)
     np.testing.assert_allclose(layer(x)["pooled_output"], encoder(x)["pooled_output"], atol=1e-5, rtol=0)
-
-
-# -- server-side batching -------------------------------------------------------------------------
-def test_batcher_answers_every_request_with_its_own_rows():
-    from kbert.bench.concurrency import Batcher, ClosedLoop, concat_dicts, split_rows
-
-    calls = []
-
-    def fn(batch):
-        calls.append(len(batch["x"]))
-        return {"y": batch["x"] * 2.0, "s": batch["x"].sum(axis=1)}
-
-    batcher = Batcher(fn, concat_dicts, split_rows, max_batch=8)
-    requests = [{"x": np.full((1 + i % 2, 3), float(i))} for i in range(12)]
-    results = {}
-
-    def client(i):
-        results[i] = batcher(requests[i])
-
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(12)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    for i, request in enumerate(requests):
-        np.testing.assert_array_equal(results[i]["y"], request["x"] * 2.0)
-        np.testing.assert_array_equal(results[i]["s"], request["x"].sum(axis=1))
-    assert sum(calls) == sum(len(r["x"]) for r in requests)
-    assert max(calls) <= 8 + 1  # a batch closes at max_batch (the last request may bring one row more)
-    latencies = ClosedLoop(batcher, requests, clients=4).run(20)
-    assert len(latencies) == 20 and all(t > 0 for t in latencies)
-
-
-def test_batcher_combines_the_requests_queued_while_a_batch_runs():
-    """Requests that arrive while the function runs wait, and go together into its next call, up to
-    max_batch rows: the point of server-side batching. The first call is held until the others are
-    queued, so the grouping does not depend on thread timing."""
-    from kbert.bench.concurrency import Batcher, concat_dicts, split_rows
-
-    calls, entered, gate = [], threading.Event(), threading.Event()
-
-    def fn(batch):
-        calls.append(batch["x"][:, 0].tolist())
-        entered.set()
-        gate.wait(timeout=60)
-        return {"y": batch["x"] * 2.0}
-
-    batcher = Batcher(fn, concat_dicts, split_rows, max_batch=8)
-    requests = [{"x": np.full((1, 3), float(i))} for i in range(11)]
-    results = {}
-
-    def client(i):
-        results[i] = batcher(requests[i])
-
-    threads = [threading.Thread(target=client, args=(0,))]
-    threads[0].start()
-    assert entered.wait(timeout=60)
-    threads += [threading.Thread(target=client, args=(i,)) for i in range(1, 11)]
-    for t in threads[1:]:
-        t.start()
-    deadline = time.monotonic() + 60
-    while batcher._queue.qsize() < 10 and time.monotonic() < deadline:  # all ten waiting behind the first
-        time.sleep(0.01)
-    gate.set()
-    for t in threads:
-        t.join(timeout=60)
-    assert [len(c) for c in calls] == [1, 8, 2], calls
-    assert sorted(x for c in calls for x in c) == list(range(11))
-    for i, request in enumerate(requests):
-        np.testing.assert_array_equal(results[i]["y"], request["x"] * 2.0)
-
-
-def test_batcher_hands_an_error_to_every_request_of_the_batch():
-    from kbert.bench.concurrency import Batcher, concat_lists, split_rows
-
-    def fn(strings):
-        raise ValueError(f"bad batch of {len(strings)}")
-
-    batcher = Batcher(fn, concat_lists, split_rows)
-    with pytest.raises(ValueError, match="bad batch of 1"):
-        batcher(["a"])
 
 
 def test_models_config_and_batching_parameters_parse_as_tf_serving_protos(tmp_path):
