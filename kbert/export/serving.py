@@ -76,7 +76,7 @@ def write_warmup_requests_for(export_dir, model_name: str, requests: list[tuple[
                 model_spec=model_pb2.ModelSpec(name=model_name, signature_name=signature_name)
             )
             for name, value in inputs.items():
-                request.inputs[name].CopyFrom(tf.make_tensor_proto(_as_array(value)))
+                request.inputs[name].CopyFrom(tf.make_tensor_proto(np.asarray(value)))
             log = prediction_log_pb2.PredictionLog(predict_log=prediction_log_pb2.PredictLog(request=request))
             writer.write(log.SerializeToString())
     return path
@@ -90,13 +90,6 @@ def read_warmup_requests(export_dir) -> list:
     for record in tf.data.TFRecordDataset(str(path)):
         logs.append(prediction_log_pb2.PredictionLog.FromString(record.numpy()))
     return logs
-
-
-def _as_array(value):
-    array = np.asarray(value)
-    if array.dtype.kind == "U":
-        array = np.char.encode(array, "utf-8")
-    return array
 
 
 def write_models_config(root="saved_models") -> pathlib.Path:
