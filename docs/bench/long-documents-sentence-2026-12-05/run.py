@@ -3,15 +3,15 @@ against per-window windows, truncate, and the sentence alone (the ceiling), with
 
     python docs/bench/long-documents-sentence-2026-12-05/run.py OUT_DIR [RUN ...] [--seeds 0,1,2]
 
-Documents (tests/fixtures/long_documents_data.py, ``sentence_documents``): 190-230 words of narrative sentences
-from Austen novels with one SST-2 sentence (8 words or more, its label the document's) at a random
-sentence boundary after the first 126 words, so never in the first window of --seq-length 128; 700
-for training (SST-2's train file, four Austen novels), 240 for evaluation (SST-2's dev file, other
-books). RUN names (default: all): doc-mean, doc-max, doc-logmeanexp, doc-attention (document-level
-training, pooling), per-window, truncate, signal (the sentences alone). Each (run, seed) appends a line to
-OUT_DIR/results.jsonl: eval accuracy by epoch, training seconds (wall and CPU); seed 0 of doc-mean and
-doc-attention also
-checks that kbert predict and the exported SavedModel give the evaluation's labels.
+Documents (tests/fixtures/long_documents_data.py, ``sentence_documents``): 190-230 words of narrative
+sentences from Austen novels with one SST-2 sentence (8 words or more, its label the document's) at a
+random sentence boundary after the first 126 words, so never in the first window of --seq-length 128;
+700 for training (SST-2's train file, four Austen novels; --train-documents N for more, the 700 among
+them), 240 for evaluation (SST-2's dev file, other books). RUN names (default: all): doc-mean,
+doc-max, doc-logmeanexp, doc-attention (document-level training, pooling), per-window, truncate,
+signal (the sentences alone). Each (run, seed) appends a line to OUT_DIR/results.jsonl: eval accuracy
+by epoch, training seconds (wall and CPU); seed 0 of doc-mean and doc-attention also checks that
+kbert predict and the exported SavedModel give the evaluation's labels.
 """
 
 import json
@@ -36,11 +36,11 @@ RUNS = {
 }
 
 
-def write_data(out):
+def write_data(out, train_documents=700):
     from conftest import SHARED
     from fixtures.long_documents_data import sentence_documents, write_jsonl
 
-    for split, n in (("train", 700), ("eval", 240)):
+    for split, n in (("train", train_documents), ("eval", 240)):
         rows = sentence_documents(SHARED, n, split, seed=0)
         write_jsonl(out / f"{split}.jsonl", [{"text": r["text"], "label": str(r["label"])} for r in rows])
         write_jsonl(out / f"{split}-signal.jsonl", [{"text": r["sentence"], "label": str(r["label"])} for r in rows])
@@ -104,13 +104,14 @@ def main(argv):
     p.add_argument("--max-windows", type=int, default=None)
     p.add_argument("--seq-length", type=int, default=COMMON["seq_length"])
     p.add_argument("--doc-stride", type=int, default=COMMON["doc_stride"])
+    p.add_argument("--train-documents", type=int, default=700, help="when OUT_DIR has no data yet")
     args = p.parse_args(argv)
     out = args.out
     COMMON.update(learning_rate=args.learning_rate, batch_size=args.batch_size, epochs=args.epochs,
                   seq_length=args.seq_length, doc_stride=args.doc_stride)
     out.mkdir(parents=True, exist_ok=True)
     if not (out / "train.jsonl").exists():
-        write_data(out)
+        write_data(out, args.train_documents)
     if not (out / "minilm").exists():
         from conftest import SHARED
         from kbert.convert.api import convert_hf
