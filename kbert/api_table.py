@@ -13,6 +13,7 @@ PUBLIC = {
     "kbert.to_google": "kbert.convert.google",
     "kbert.ConversionError": "kbert.convert.names",
     "kbert.DataError": "kbert.errors",
+    "kbert.Error": "kbert.errors",
     "kbert.OptionsError": "kbert.errors",
     "kbert.text_attentions": "kbert.explore.attention",
     "kbert.render_attention_html": "kbert.explore.attention_html",

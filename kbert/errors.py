@@ -1,4 +1,10 @@
-"""Errors for bad input data, shared by every reader in kbert.
+"""kbert's errors: one family, ``kbert.Error``, for everything a user fixes by changing the input.
+
+Every error kbert raises for a user to act on (a malformed file, an option that cannot work, a model
+directory that does not fit, a tokenizer it cannot build) is a ``kbert.Error``; the commands print it
+as one line and exit with status 1 (``kbert.cli_support.run``), and show a traceback only for anything
+else, which is a bug. Each subclass also derives from the built-in exception its callers caught
+before (``ValueError``, ``RuntimeError``, ``OSError``), so ``except ValueError`` keeps working.
 
 A DataError always says where (file and 1-based line, or a record such as a SQuAD question id),
 which field, what value was found and what was expected, so a user can fix the file without a
@@ -22,8 +28,35 @@ def _show(value) -> str:
     return text
 
 
+@kbert_export("kbert.Error")
+class Error(Exception):
+    """The base of every error kbert raises for a user to act on; shown by the commands as one line.
+
+    Attributes (None where they do not apply; subclasses set those they know):
+      file: the file the problem is in (path or name).
+      line: its 1-based line.
+      record: a record that lines do not identify (``question id 56be...``, ``data[3]``).
+      field: the column, key or setting that is wrong.
+      option: the option (``--seq-length`` / ``seq_length``) that is wrong.
+      value: the value found.
+
+    Examples:
+        >>> import kbert
+        >>> issubclass(kbert.DataError, kbert.Error), issubclass(kbert.OptionsError, kbert.Error)
+        (True, True)
+    """
+
+    file = None
+    line = None
+    record = None
+    field = None
+    option = None
+    value = None
+    exit_status = 1
+
+
 @kbert_export("kbert.DataError")
-class DataError(ValueError):
+class DataError(Error, ValueError):
     """A malformed input file: bad row, bad field value, bad encoding, empty file.
 
     Args:
@@ -68,9 +101,15 @@ class DataError(ValueError):
 
 
 @kbert_export("kbert.OptionsError")
-class OptionsError(ValueError):
-    """A training option that cannot work (a missing required option, a value out of range, one
-    the current backend cannot run); the message names the option and its value.
+class OptionsError(Error, ValueError):
+    """An option that cannot work (a missing required option, a value out of range, one the current
+    backend cannot run, one that does not apply to the task); the message names the option and its
+    value, and ``option`` holds its name as the dataclass field spells it (``seq_length``).
+
+    Args:
+      message: the one line a user reads.
+      option: the option's field name, where one option is at fault.
+      value: the value given.
 
     Examples:
         >>> import kbert
@@ -80,8 +119,14 @@ class OptionsError(ValueError):
         kbert.errors.OptionsError: ...
     """
 
+    def __init__(self, message: str, *, option: str | None = None, value=_MISSING):
+        super().__init__(message)
+        self.option = option
+        if value is not _MISSING:
+            self.value = value
 
-class TrainingStopped(Exception):
+
+class TrainingStopped(Error):
     """Training stopped on request (SIGTERM) after writing a checkpoint at ``step``; running the same
     training again resumes from it. Commands exit with ``exit_status`` (128 + SIGTERM)."""
 
