@@ -126,6 +126,19 @@ class OptionsError(Error, ValueError):
             self.value = value
 
 
+@kbert_export("kbert.tasks.TaskModelError")
+class TaskModelError(Error, ValueError):
+    """A task model directory or setting that does not fit: names the file, field and value.
+
+    Examples:
+        >>> import kbert
+        >>> kbert.load_task_model(kbert.random_model_dir("runs/tiny"))
+        Traceback (most recent call last):
+        ...
+        kbert.errors.TaskModelError: runs/tiny/kbert.json has no 'task' object: runs/tiny is not a fine-tuned task model
+    """
+
+
 class TrainingStopped(Error):
     """Training stopped on request (SIGTERM) after writing a checkpoint at ``step``; running the same
     training again resumes from it. Commands exit with ``exit_status`` (128 + SIGTERM)."""

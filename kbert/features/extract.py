@@ -31,7 +31,7 @@ from kbert import compat
 from kbert.errors import DataError
 from kbert.hub_models import resolve_model_dir
 from kbert.model_dir import load_config, load_encoder
-from kbert.tasks.core.base import trim_to_longest
+from kbert.tasks.core.batching import trim_to_longest
 from kbert.tasks.core.text_inputs import take_rows, text_lengths, text_segments
 from kbert.text import BertPreprocessor
 from kbert.text.pre_tokenize import pre_tokenize_data

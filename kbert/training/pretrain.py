@@ -178,115 +178,108 @@ def build_pretrainer(options: PretrainOptions, config, replicas=None) -> tuple:
     return encoder, pretrainer, optimizer
 
 
-@kbert_export("kbert.pretrain")
-def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None, log=print) -> dict:
-    """Pre-trains BERT (masked LM and next sentence) on TFRecords of raw text, with ``model.fit``.
+@dataclasses.dataclass
+class Placement:
+    """Where a run's replicas are: the TensorFlow strategy (None under JAX), the number of replicas,
+    the scope the model is built in, the model's strategy helpers and whether it runs on a TPU."""
 
-    Checkpoints are written every ``checkpoint_every`` steps and a run resumes from the last one;
-    the final model directory (encoder, heads, tokenizer) is written under ``options.model_dir``.
+    strategy: object
+    replicas: int
+    scope: Callable
+    replica_helpers: object
+    on_tpu: bool
 
-    Args:
-        options: a ``kbert.PretrainOptions``.
-        callbacks_for: ``callbacks_for(encoder, mlm_head, preprocessor, tokenizer) -> list``: extra
-            Keras callbacks built on the run's own layers (the command's fill-mask logger).
-        log: where the run's lines go (``print``).
 
-    Returns:
-        The results also written to ``model_dir/pretrain_results.json`` (losses, accuracies,
-        steps, timings, the model directory).
-
-    Examples:
-        >>> import kbert
-        >>> options = kbert.PretrainOptions(train_data="runs/no-records/*.tfrecord", model_dir="runs/pretrain",
-        ...                                 config="tiny", vocab=str(kbert.random_model_dir("runs/tiny") / "vocab.txt"))
-        >>> kbert.pretrain(options)    # the records come from ``python -m pipelines.pretraining_data``
-        Traceback (most recent call last):
-        ...
-        FileNotFoundError: no pre-training files match runs/no-records/*.tfrecord
-    """
-    import keras
-    import tensorflow as tf
-
-    from kbert.data.pretraining import BadRecordCounter, CorruptRecordError, explain_data_errors, list_files, \
-        pretraining_dataset
-    from kbert.model_dir import save_model_dir
-    from kbert.text import BertPreprocessor
-    from kbert.text.registry import create_tokenizer, tokenizer_spec_for
-    from kbert.text.masking import MlmMasker
-    from kbert.training.checkpoints import CheckpointCallback, checkpoint_state
-    from kbert.training.progress import RunProgress
-    from kbert.training.step_scalars import StepScalars
-
-    backend = keras.backend.backend()
-    check_options(options, backend)
-    list_files(options.train_data)  # fail before any work when nothing matches or all files are empty
-    if options.eval_data:
-        list_files(options.eval_data)
-    model_dir = pathlib.Path(options.model_dir)
-    model_dir.mkdir(parents=True, exist_ok=True)
+def place(options: PretrainOptions, backend: str) -> Placement:
+    """The run's devices: a tf.distribute strategy under TensorFlow (``strategy``, ``tpu``), every
+    local device (and the other processes) under JAX (kbert.training.devices)."""
     if backend == "tensorflow":
+        import tensorflow as tf
+
         from kbert.training.distribute import StrategyReplicas, resolve_strategy
 
         strategy = resolve_strategy(options.strategy, options.tpu)
-        replicas, scope, replica_helpers = strategy.num_replicas_in_sync, strategy.scope, StrategyReplicas()
-        on_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
-    else:
-        import contextlib
+        return Placement(strategy, strategy.num_replicas_in_sync, strategy.scope, StrategyReplicas(),
+                         isinstance(strategy, tf.distribute.TPUStrategy))
+    import contextlib
 
-        from kbert.training.devices import setup_devices
+    from kbert.training.devices import setup_devices
 
-        devices = setup_devices(global_batch_size=options.batch_size, coordinator_address=options.coordinator_address,
-                                num_processes=options.num_processes, process_id=options.process_id, tpu=options.tpu)
-        if devices.processes > 1 and options.seed is None:
-            raise OptionsError(f"--seed is required when {devices.processes} processes train together: each "
-                               "creates the initial weights and the data order, which must be the same in all")
-        strategy, replicas, scope, replica_helpers = None, devices.count, contextlib.nullcontext, None
-        on_tpu = bool(options.tpu)
-    if options.seed is not None:
-        keras.utils.set_random_seed(options.seed)
-    if options.mixed_precision != "float32" or on_tpu:
-        keras.mixed_precision.set_dtype_policy("mixed_bfloat16" if on_tpu else options.mixed_precision)
+    devices = setup_devices(global_batch_size=options.batch_size, coordinator_address=options.coordinator_address,
+                            num_processes=options.num_processes, process_id=options.process_id, tpu=options.tpu)
+    if devices.processes > 1 and options.seed is None:
+        raise OptionsError(f"--seed is required when {devices.processes} processes train together: each "
+                           "creates the initial weights and the data order, which must be the same in all",
+                           option="seed")
+    return Placement(None, devices.count, contextlib.nullcontext, None, bool(options.tpu))
+
+
+@dataclasses.dataclass
+class TextPipeline:
+    """The text side of a run: the tokenizer, the model's config (its vocabulary size), the
+    preprocessor (tokenizer + packer) and the masked-LM masker."""
+
+    tokenizer: object
+    config: object
+    preprocessor: object
+    masker: object
+
+
+def text_pipeline(options: PretrainOptions) -> TextPipeline:
+    from kbert.text import BertPreprocessor
+    from kbert.text.masking import MlmMasker
+    from kbert.text.registry import create_tokenizer, tokenizer_spec_for
 
     # Any type: one with a Python step (the mecab-* types' MeCab split) runs it in the tf.data map.
     tokenizer = create_tokenizer(*tokenizer_spec_for(options.vocab, cased=options.cased, tokenizer_type=options.tokenizer,
                                                      directory=options.tokenizer_dir, directory_flag="--tokenizer-dir"))
     config = build_config(options, tokenizer.vocab_size)
-    preprocessor = BertPreprocessor(tokenizer, seq_length=options.seq_length)
     masker = MlmMasker.from_tokenizer(tokenizer, max_predictions=options.max_predictions,
                                       selection_rate=options.mask_rate, mask_token_rate=options.mask_token_rate,
                                       random_token_rate=options.random_token_rate,
                                       whole_word=options.whole_word_masking)
-    use_nsp = not options.no_nsp
-    bad_records = BadRecordCounter() if options.skip_bad_records else None  # outside strategy.scope()
-    if options.batch_size % replicas:
-        raise OptionsError(f"--batch-size {options.batch_size} is not divisible by {replicas} replicas")
+    return TextPipeline(tokenizer, config, BertPreprocessor(tokenizer, seq_length=options.seq_length), masker)
+
+
+def train_dataset(options: PretrainOptions, placement: Placement, text: TextPipeline, bad_records):
+    """The training batches: per replica from the strategy under TensorFlow; under JAX this
+    process's rows of each global batch."""
+    from kbert.data.pretraining import pretraining_dataset
 
     def dataset(batch_size, input_context=None):
-        return pretraining_dataset(options.train_data, preprocessor, masker, batch_size, is_training=True,
-                                   input_context=input_context, seed=options.seed, use_nsp=use_nsp,
+        return pretraining_dataset(options.train_data, text.preprocessor, text.masker, batch_size, is_training=True,
+                                   input_context=input_context, seed=options.seed, use_nsp=not options.no_nsp,
                                    skip_bad_records=options.skip_bad_records, bad_record_counter=bad_records)
 
-    if strategy is not None:
-        train_ds = strategy.distribute_datasets_from_function(
+    if placement.strategy is not None:
+        return placement.strategy.distribute_datasets_from_function(
             lambda context: dataset(context.get_per_replica_batch_size(options.batch_size), context))
-    else:
-        from kbert.training.devices import process_share
+    from kbert.training.devices import process_share
 
-        train_ds = process_share(dataset(options.batch_size))  # this process's rows of each global batch
-    with scope():
-        encoder, pretrainer, optimizer = build_pretrainer(options, config, replicas=replica_helpers)
-    state = checkpoint_state(model_dir / "checkpoints", pretrainer, optimizer, log=log)
-    step = state.restore()
-    if step:
-        log(f"resuming from step {step} ({state.latest_checkpoint})", flush=True)
+    return process_share(dataset(options.batch_size))
+
+
+def training_callbacks(options: PretrainOptions, state, step: int, log) -> list:
+    """The run's callbacks: the checkpoint writer (first; it also handles SIGTERM), the training
+    curves' scalars and one progress display for the whole run (from ``step``, where it resumes)."""
+    from kbert.training.checkpoints import CheckpointCallback
+    from kbert.training.progress import RunProgress
+    from kbert.training.step_scalars import StepScalars
+
     every = min(options.checkpoint_every, options.steps)
-    checkpointer = CheckpointCallback(state, log=log)
-    callbacks = [checkpointer, StepScalars(model_dir / "logs" / "train", every=min(10, every),
-                                           global_batch_size=options.batch_size),
-                 RunProgress(options.steps, initial_step=step)]  # one display for the whole run
-    if callbacks_for is not None and not on_tpu:
-        callbacks += list(callbacks_for(encoder, pretrainer.mlm_head, preprocessor, tokenizer))
-    start = time.time()
+    return [CheckpointCallback(state, log=log),
+            StepScalars(pathlib.Path(options.model_dir) / "logs" / "train", every=min(10, every),
+                        global_batch_size=options.batch_size),
+            RunProgress(options.steps, initial_step=step)]
+
+
+def train(options: PretrainOptions, pretrainer, train_ds, state, callbacks, checkpointer, step: int, log) -> int:
+    """Trains from ``step`` to ``options.steps`` (or a SIGTERM) in whole checkpoint intervals;
+    returns the step reached. On damaged data the steps done so far are checkpointed, then the
+    error is raised."""
+    from kbert.data.pretraining import CorruptRecordError, explain_data_errors
+
+    every = min(options.checkpoint_every, options.steps)
     try:
         with explain_data_errors():
             while step < options.steps and not checkpointer.terminated:
@@ -311,33 +304,110 @@ def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None,
         if state.step and state.step != state.saved_step:
             log(f"damaged training data: checkpoint written at step {state.step}: {state.save()}", flush=True)
         raise
+    return step
+
+
+def evaluate(options: PretrainOptions, pretrainer, text: TextPipeline, bad_records, step: int,
+             model_dir: pathlib.Path) -> dict:
+    """``eval_steps`` held-out batches of ``options.eval_data``: ``{"eval_loss": ..., ...}``, also
+    written as TensorBoard scalars under ``model_dir/logs/eval`` at ``step``."""
+    import tensorflow as tf
+
+    from kbert.data.pretraining import explain_data_errors, pretraining_dataset
+
+    # Held-out masks from a fixed seed, whatever ran before in this process (training, or nothing
+    # on a finished checkpoint): the same checkpoint gives the same numbers.
+    tf.random.set_seed(EVAL_SEED)
+    eval_ds = pretraining_dataset(options.eval_data, text.preprocessor, text.masker, options.batch_size,
+                                  is_training=False, seed=0, use_nsp=not options.no_nsp,
+                                  skip_bad_records=options.skip_bad_records, bad_record_counter=bad_records)
+    with explain_data_errors():
+        results = {f"eval_{k}": float(v) for k, v in pretrainer.evaluate(
+            eval_ds.take(options.eval_steps), return_dict=True, verbose=0).items()}
+    writer = tf.summary.create_file_writer(str(model_dir / "logs" / "eval"))
+    with writer.as_default(step=step):
+        for k, v in results.items():
+            tf.summary.scalar(k[5:], v)
+    return results
+
+
+@kbert_export("kbert.pretrain")
+def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None, log=print) -> dict:
+    """Pre-trains BERT (masked LM and next sentence) on TFRecords of raw text, with ``model.fit``.
+
+    Checkpoints are written every ``checkpoint_every`` steps and a run resumes from the last one;
+    the final model directory (encoder, heads, tokenizer) is written under ``options.model_dir``.
+    The stages: ``place`` (devices), ``text_pipeline``, ``train_dataset``, ``build_pretrainer``,
+    ``train``, ``evaluate``, then the model directory.
+
+    Args:
+        options: a ``kbert.PretrainOptions``.
+        callbacks_for: ``callbacks_for(encoder, mlm_head, preprocessor, tokenizer) -> list``: extra
+            Keras callbacks built on the run's own layers (the command's fill-mask logger).
+        log: where the run's lines go (``print``).
+
+    Returns:
+        The results also written to ``model_dir/pretrain_results.json`` (losses, accuracies,
+        steps, timings, the model directory).
+
+    Examples:
+        >>> import kbert
+        >>> options = kbert.PretrainOptions(train_data="runs/no-records/*.tfrecord", model_dir="runs/pretrain",
+        ...                                 config="tiny", vocab=str(kbert.random_model_dir("runs/tiny") / "vocab.txt"))
+        >>> kbert.pretrain(options)    # the records come from ``python -m pipelines.pretraining_data``
+        Traceback (most recent call last):
+        ...
+        FileNotFoundError: no pre-training files match runs/no-records/*.tfrecord
+    """
+    import keras
+
+    from kbert.data.pretraining import BadRecordCounter, list_files
+    from kbert.model_dir import save_model_dir
+    from kbert.training.checkpoints import checkpoint_state
+
+    backend = keras.backend.backend()
+    check_options(options, backend)
+    list_files(options.train_data)  # fail before any work when nothing matches or all files are empty
+    if options.eval_data:
+        list_files(options.eval_data)
+    model_dir = pathlib.Path(options.model_dir)
+    model_dir.mkdir(parents=True, exist_ok=True)
+    placement = place(options, backend)
+    if options.seed is not None:
+        keras.utils.set_random_seed(options.seed)
+    if options.mixed_precision != "float32" or placement.on_tpu:
+        keras.mixed_precision.set_dtype_policy("mixed_bfloat16" if placement.on_tpu else options.mixed_precision)
+    text = text_pipeline(options)
+    if options.batch_size % placement.replicas:
+        raise OptionsError(f"--batch-size {options.batch_size} is not divisible by {placement.replicas} replicas",
+                           option="batch_size", value=options.batch_size)
+    bad_records = BadRecordCounter() if options.skip_bad_records else None  # outside strategy.scope()
+    train_ds = train_dataset(options, placement, text, bad_records)
+    with placement.scope():
+        encoder, pretrainer, optimizer = build_pretrainer(options, text.config, replicas=placement.replica_helpers)
+    state = checkpoint_state(model_dir / "checkpoints", pretrainer, optimizer, log=log)
+    step = state.restore()
+    if step:
+        log(f"resuming from step {step} ({state.latest_checkpoint})", flush=True)
+    callbacks = training_callbacks(options, state, step, log)
+    checkpointer = callbacks[0]
+    if callbacks_for is not None and not placement.on_tpu:
+        callbacks += list(callbacks_for(encoder, pretrainer.mlm_head, text.preprocessor, text.tokenizer))
+    start = time.time()
+    step = train(options, pretrainer, train_ds, state, callbacks, checkpointer, step, log)
     if checkpointer.terminated:
         raise TrainingStopped(step, state.latest_checkpoint)
-    elapsed = time.time() - start
-    results = {"steps": step, "train_seconds": round(elapsed, 1)}
+    results = {"steps": step, "train_seconds": round(time.time() - start, 1)}
     if backend != "tensorflow":
-        results.update(backend=backend, devices=replicas)
+        results.update(backend=backend, devices=placement.replicas)
     if options.eval_data:
-        # Held-out masks from a fixed seed, whatever ran before in this process (training, or
-        # nothing on a finished checkpoint): the same checkpoint gives the same numbers.
-        tf.random.set_seed(EVAL_SEED)
-        eval_ds = pretraining_dataset(options.eval_data, preprocessor, masker, options.batch_size, is_training=False,
-                                      seed=0, use_nsp=use_nsp, skip_bad_records=options.skip_bad_records,
-                                      bad_record_counter=bad_records)
-        with explain_data_errors():
-            results.update({f"eval_{k}": float(v) for k, v in pretrainer.evaluate(
-                eval_ds.take(options.eval_steps), return_dict=True, verbose=0).items()})
-        writer = tf.summary.create_file_writer(str(model_dir / "logs" / "eval"))
-        with writer.as_default(step=step):
-            for k, v in results.items():
-                if k.startswith("eval_"):
-                    tf.summary.scalar(k[5:], v)
+        results.update(evaluate(options, pretrainer, text, bad_records, step, model_dir))
     if bad_records is not None:
         results["skipped_bad_records"] = bad_records.count
         if bad_records.count:
             log(f"skipped {bad_records.count} damaged TFRecord region(s) (each a bad record and the rest of its "
                 "file); the files are named in the log above", flush=True)
-    save_model_dir(model_dir, encoder, tokenizer=tokenizer,
+    save_model_dir(model_dir, encoder, tokenizer=text.tokenizer,
                    heads={name: (head, {"type": name}) for name, head in pretrainer.heads().items()})
     (model_dir / "pretrain_results.json").write_text(json.dumps(results, indent=2) + "\n")
     return results

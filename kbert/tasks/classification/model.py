@@ -17,7 +17,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kbert.tasks.core.base import TaskModel, TaskModelError, host_packing
+from kbert.errors import TaskModelError
+from kbert.tasks.core.base import TaskModel
+from kbert.tasks.core.host_batches import host_packing
 from kbert.tasks.core.batching import in_input_order, length_order, progress_callbacks
 from kbert.tasks.core.heads import PooledHead, TokenAttentionHead
 from kbert.tasks.core.text_inputs import take_rows, text_lengths, text_segments
@@ -147,7 +149,7 @@ class _PooledTextModel(TaskModel):
         packed, document = self.window_ids(inputs)
         n = len(text_lengths(inputs, self.num_segments))
         documents = max(1, int(batch_size * n / max(len(document), 1)))
-        host = (self._row_multiple(), self.WIDTH_MULTIPLE) if host_packing() else None
+        host = (self.row_multiple(), self.WIDTH_MULTIPLE) if host_packing() else None
         batches = document_batches(packed, document, np.zeros(n, np.float32), batch_size=documents, shuffle=False,
                                    host=host)
         # keras.Model.predict, not TaskModel.predict: these batches are packed ids already.

@@ -218,7 +218,7 @@ class ClassificationRecipe(Recipe):
     def _document_batches(self, model, x, document, labels):
         """Document-level training: batches of --batch-size documents, each document's windows
         pooled by the model's rule, one loss per document (kbert.tasks.classification.window_inputs)."""
-        from kbert.tasks.core.base import host_packing
+        from kbert.tasks.core.host_batches import host_packing
         from kbert.tasks.classification.window_inputs import document_batches
 
         cap = self.task_options.max_windows
@@ -233,12 +233,12 @@ class ClassificationRecipe(Recipe):
         self.long_document_notes.append(note)
         host = None
         if host_packing():
-            from kbert.tasks.core.base import _processes
+            from kbert.tasks.core.host_batches import jax_processes
 
-            if _processes()[0] > 1:
+            if jax_processes()[0] > 1:
                 raise ValueError("--long-documents windows trains on documents in one process; over several "
                                  "processes use --window-training windows")
-            host = (model._row_multiple(), model.WIDTH_MULTIPLE)
+            host = (model.row_multiple(), model.WIDTH_MULTIPLE)
         return document_batches(x, document, labels, batch_size=self.options.batch_size, max_windows=cap,
                                 shuffle=True, seed=self.options.seed, host=host)
 

@@ -12,7 +12,7 @@ import time
 
 from kbert import model_dir as model_dir_lib
 from kbert.errors import DataError
-from kbert.tasks.core.base import TaskModelError
+from kbert.errors import TaskModelError
 from kbert.tasks.core.prediction import PredictOptions, RowProgress, write_text
 from kbert.tasks.core.registry import UnknownTaskError, named_task_of, task_type_for_model
 from kbert.api_export import kbert_export

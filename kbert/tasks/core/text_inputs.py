@@ -52,3 +52,39 @@ def take_rows(inputs, index):
     if isinstance(inputs, tf.Tensor):
         inputs = inputs.numpy()
     return np.asarray(inputs, dtype=object)[index]
+
+
+def string_tensors(data):
+    """Strings given as numpy arrays (unicode, bytes or object) or (nested) lists -> tf.string
+    tensors: Keras' data adapters refuse numpy '<U' arrays and object arrays of rank > 1."""
+    def is_text(x):
+        if isinstance(x, np.ndarray):
+            return x.dtype.kind in "USO" and x.size > 0 and all(isinstance(v, (str, bytes)) for v in x.flat)
+        if isinstance(x, list) and x:
+            flat = x if not isinstance(x[0], (list, tuple)) else [v for row in x for v in row]
+            return all(isinstance(v, (str, bytes)) for v in flat)
+        return False
+
+    def convert(x):
+        return tf.constant(x.tolist() if isinstance(x, np.ndarray) else x, tf.string) if is_text(x) else x
+
+    if isinstance(data, dict):
+        return {k: convert(v) for k, v in data.items()}
+    if isinstance(data, tuple) and data and not all(isinstance(v, (str, bytes)) for v in data):
+        return tuple(convert(v) for v in data)
+    return convert(data)
+
+
+def label_arrays(data):
+    """Labels given as plain (nested) Python lists of numbers -> numpy arrays: Keras' data adapters
+    accept a list of strings turned into a tensor only beside array-like labels, not a list."""
+    def convert(y):
+        if isinstance(y, list) and y:
+            array = np.asarray(y)
+            if array.dtype.kind in "biuf":
+                return array
+        return y
+
+    if isinstance(data, dict):
+        return {k: convert(v) for k, v in data.items()}
+    return convert(data)

@@ -16,7 +16,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kbert.tasks.core.base import TaskModel, TaskModelError, host_packing
+from kbert.errors import TaskModelError
+from kbert.tasks.core.base import TaskModel
+from kbert.tasks.core.host_batches import host_packing
 from kbert.tasks.core.batching import in_input_order, length_order, progress_callbacks
 from kbert.tasks.core.heads import PooledHead
 from kbert.tasks.core.text_inputs import take_rows

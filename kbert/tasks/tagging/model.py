@@ -25,7 +25,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kbert.tasks.core.base import TaskModel, TaskModelError, host_packing
+from kbert.errors import TaskModelError
+from kbert.tasks.core.base import TaskModel
+from kbert.tasks.core.host_batches import host_packing
 from kbert.tasks.core.batching import length_sorted_batches, trim_to_longest
 from kbert.tasks.core.datasets import make_dataset
 from kbert.tasks.core.heads import SequenceHead

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from kbert.tasks import load_task_model
-from kbert.tasks.core.base import TaskModelError
+from kbert.errors import TaskModelError
 from kbert.tasks.classification.model import MultiLabelClassifier, TextClassifier, TextRegressor
 from kbert.tasks.core.heads import TokenAttentionHead
 from kbert.tasks.core.windows import window_starts

@@ -50,3 +50,16 @@ def test_take_rows_keeps_the_form():
     assert isinstance(pair, tuple) and [p.tolist() for p in pair] == [["c", "a"], ["z", "x"]]
     picked = take_rows({"text_a": tf.constant(["a", "b", "c"]), "text_b": ["x", "y", "z"]}, index)
     assert picked["text_a"].tolist() == [b"c", b"a"] and picked["text_b"].tolist() == ["z", "x"]
+
+
+def test_string_tensors_take_what_keras_refuses():
+    from kbert.tasks.core.text_inputs import label_arrays, string_tensors
+
+    for form in (np.array(["a", "b"]), np.array(["a", "b"], dtype=object), ["a", "b"]):
+        converted = string_tensors(form)
+        assert converted.dtype == tf.string and converted.numpy().tolist() == [b"a", b"b"]
+    pairs = string_tensors({"text_a": np.array(["a"]), "text_b": [["x", "y"]]})
+    assert pairs["text_b"].shape == (1, 2)
+    numbers = np.array([1.0, 2.0])
+    assert string_tensors(numbers) is numbers  # not text: as given
+    assert label_arrays([1, 0]).dtype.kind == "i" and label_arrays(["pos"]) == ["pos"]
