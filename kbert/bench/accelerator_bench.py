@@ -377,15 +377,47 @@ def _profile(spec, steps, spe) -> dict:
 
 # -- transformers (child) ------------------------------------------------------------------------
 def run_transformers(spec: dict) -> dict:
+    import torch
+
+    cuda = torch.cuda.is_available()
+    device = torch.device("cuda" if cuda else "cpu")
+    torch.manual_seed(0)
+    model, loss_fn = _transformers_model(spec, device)
+    model.to(device).train()
+    step = _transformers_step(spec, model, loss_fn, device)
+
+    def steps(n):
+        start = time.perf_counter()
+        for _ in range(n):
+            loss = step()
+        float(loss.detach())
+        if cuda:
+            torch.cuda.synchronize()
+        return time.perf_counter() - start
+
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+    first = steps(1)
+    steps(max(1, spec["warmup_steps"]))
+    runs = [steps(spec["steps"]) / spec["steps"] for _ in range(spec["runs"])]
+    return dict(step_s=statistics.median(runs), step_s_runs=runs, steps_per_run=spec["steps"], first_call_s=first,
+                first_call_steps=1, device=torch.cuda.get_device_name(0) if cuda else "cpu",
+                platform=device.type, peak_memory_gb=torch.cuda.max_memory_allocated() / 1e9 if cuda else None,
+                versions=_versions("torch", "transformers", "numpy"), fused_adamw=cuda,
+                memory_measure=MEMORY_MEASURE["transformers"],
+                torch_compile=bool(spec.get("torch_compile", True)), model_class=type(model).__name__,
+                attention_class=_attention_class(model),
+                attn_implementation=getattr(model.config, "_attn_implementation", None))
+
+
+def _transformers_model(spec: dict, device):
+    """(transformers' model of the case, its loss on the case's synthetic batch, on ``device``)."""
     import numpy as np
     import torch
     import torch.nn.functional as F
     import transformers
 
     cfg = spec["config"]
-    cuda = torch.cuda.is_available()
-    device = torch.device("cuda" if cuda else "cpu")
-    torch.manual_seed(0)
     act = {"gelu": "gelu_new", "gelu_exact": "gelu"}.get(cfg["hidden_act"], cfg["hidden_act"])
     config = transformers.BertConfig(
         vocab_size=cfg["vocab_size"], hidden_size=cfg["hidden_size"], num_hidden_layers=cfg["num_hidden_layers"],
@@ -398,7 +430,6 @@ def run_transformers(spec: dict) -> dict:
                            spec["predictions"])
     t = {k: torch.from_numpy(np.asarray(v).astype("int64" if v.dtype.kind == "i" else "float32")).to(device)
          for k, v in {**x, **y}.items()}
-    bf16 = spec["precision"] == "mixed_bfloat16"
 
     if spec["task"] == "pretrain":
         model = transformers.AutoModelForPreTraining.from_config(config, attn_implementation="sdpa")
@@ -422,7 +453,16 @@ def run_transformers(spec: dict) -> dict:
             return 0.5 * (F.cross_entropy(out.start_logits.float(), t["start_logits"])
                           + F.cross_entropy(out.end_logits.float(), t["end_logits"]))
 
-    model.to(device).train()
+    return model, loss_fn
+
+
+def _transformers_step(spec: dict, model, loss_fn, device):
+    """One training step of ``model`` (AdamW, bf16 autocast for mixed_bfloat16, the loss under
+    ``torch.compile`` unless the spec turns it off): returns the loss, not waited for."""
+    import torch
+
+    cuda = device.type == "cuda"
+    bf16 = spec["precision"] == "mixed_bfloat16"
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, eps=1e-6, weight_decay=0.01, fused=cuda)
 
     def forward():
@@ -440,31 +480,7 @@ def run_transformers(spec: dict) -> dict:
         optimizer.zero_grad(set_to_none=True)
         return loss
 
-    def sync():
-        if cuda:
-            torch.cuda.synchronize()
-
-    def steps(n):
-        start = time.perf_counter()
-        for _ in range(n):
-            loss = step()
-        float(loss.detach())
-        sync()
-        return time.perf_counter() - start
-
-    if cuda:
-        torch.cuda.reset_peak_memory_stats()
-    first = steps(1)
-    steps(max(1, spec["warmup_steps"]))
-    runs = [steps(spec["steps"]) / spec["steps"] for _ in range(spec["runs"])]
-    return dict(step_s=statistics.median(runs), step_s_runs=runs, steps_per_run=spec["steps"], first_call_s=first,
-                first_call_steps=1, device=torch.cuda.get_device_name(0) if cuda else "cpu",
-                platform=device.type, peak_memory_gb=torch.cuda.max_memory_allocated() / 1e9 if cuda else None,
-                versions=_versions("torch", "transformers", "numpy"), fused_adamw=cuda,
-                memory_measure=MEMORY_MEASURE["transformers"],
-                torch_compile=bool(spec.get("torch_compile", True)), model_class=type(model).__name__,
-                attention_class=_attention_class(model),
-                attn_implementation=getattr(model.config, "_attn_implementation", None))
+    return step
 
 
 def _attention_class(model):

@@ -66,88 +66,17 @@ def _xla_modes(args, who, precision):
 
 def run_case(case, args, peers):
     import keras
-    import numpy as np
-    import tensorflow as tf
 
     from kbert.config import BertConfig
-    from kbert.models import BertEncoder
 
     config = BertConfig.preset(case.config)
     flops = common.encoder_flops(config, case.seq_length)
-    ids, mask, types = _inputs(case, config.vocab_size)
-    spec = tf.TensorSpec([None, None], tf.int32)
-    kin = {"input_word_ids": tf.constant(ids), "input_mask": tf.constant(mask), "input_type_ids": tf.constant(types)}
-    runners, notes = [], []
-    if not args.no_peak:
-        runners.append(common.tf_matmul_peak(case.precision))
-
-    previous = keras.config.dtype_policy().name
-    keras.config.set_dtype_policy(case.precision)
-    try:
-        keras.utils.set_random_seed(0)
-        encoder = BertEncoder(config)
-        for jit in _xla_modes(args, "kbert", case.precision):
-            for mode in _bf16_modes(args, case.precision):
-                with _bf16_matmul(mode):
-                    fn = tf.function(lambda x: encoder(x, training=False)["sequence_output"], jit_compile=jit,
-                                     input_signature=[{k: spec for k in kin}])
-                    fn(kin)  # trace now: the bf16 matmul mode is read while tracing
-                name = f"kbert ({'XLA' if jit else 'no XLA'}"
-                if case.precision != "float32":
-                    name += f", mixed_bfloat16, bf16 matmuls {mode}"
-                runners.append(common.InProcess(name + ")", lambda fn=fn: fn(kin).numpy(), group="kbert",
-                                                items=case.batch_size, flops=flops * case.batch_size,
-                                                framework=f"tf-{case.precision}"))
-                if args.attentions:
-                    runners.append(_attentions_row(encoder, kin, name, jit, mode, case, flops))
-        if case.precision == "float32" and not args.no_floor:
-            runners.append(_projection_floor(encoder, case))
-        if "keras-hub" in peers:
-            import keras_hub
-
-            backbone = keras_hub.models.BertBackbone(
-                vocabulary_size=config.vocab_size, num_layers=config.num_hidden_layers,
-                num_heads=config.num_attention_heads, hidden_dim=config.hidden_size,
-                intermediate_dim=config.intermediate_size, max_sequence_length=config.max_position_embeddings)
-            hin = {"token_ids": kin["input_word_ids"], "padding_mask": kin["input_mask"],
-                   "segment_ids": kin["input_type_ids"]}
-            for jit in _xla_modes(args, "keras-hub", case.precision):
-                fn = tf.function(lambda x: backbone(x, training=False)["sequence_output"], jit_compile=jit,
-                                 input_signature=[{k: spec for k in hin}])
-                name = (f"keras-hub {common.versions('keras-hub').split()[-1]} "
-                        f"({'XLA' if jit else 'no XLA'}{', mixed_bfloat16' if case.precision != 'float32' else ''})")
-                runners.append(common.InProcess(name, lambda fn=fn: fn(hin).numpy(), items=case.batch_size,
-                                                flops=flops * case.batch_size, framework=f"tf-{case.precision}"))
-        if case.precision != "float32":
-            notes.append(_bf16_check(encoder, config, kin))
-    finally:
-        keras.config.set_dtype_policy(previous)
-
+    notes = []
+    runners, encoder = _in_process_rows(case, args, peers, config, flops, notes)
     print(f"  warming up {len(runners)} in-process candidates ...", file=sys.stderr, flush=True)
     common.warm_up(runners, args.warmup)
-    children = []
-    if "hf" in peers:
-        if not (common.have("torch") and common.have("transformers")):
-            notes.append("transformers: not installed (pip install torch transformers): peer skipped")
-        else:
-            print("  building the transformers peer (torch.compile can take minutes) ...", file=sys.stderr,
-                  flush=True)
-            child = common.SubprocessPeer("kbert.bench.hf_peer", dict(
-                task="encoder", config=config.to_dict(), batch_size=case.batch_size,
-                seq_length=case.seq_length, precision=case.precision, threads=args.threads,
-                compile=args.hf_compile, warmup=args.warmup, flops=flops), args.threads)
-            children.append(child)
-            runners += [r for r in child.runners if not (args.no_peak and r.group == "peak")]
-    child = _ort_peer(args, peers, notes, case, config, flops)
-    if child:
-        children.append(child)
-        runners += child.runners
-    child = common.model_garden_peer(args, peers, notes, task="encoder", config=config.to_dict(),
-                                     batch_size=case.batch_size, seq_length=case.seq_length,
-                                     precision=case.precision, flops=flops)
-    if child:
-        children.append(child)
-        runners += child.runners
+    children, child_runners = _child_peers(case, args, peers, config, flops, notes)
+    runners += child_runners
     try:
         times = common.interleave(runners, args.rounds, args.reps)
     finally:
@@ -165,6 +94,114 @@ def run_case(case, args, peers):
     keras.backend.clear_session()
     gc.collect()
     return short, ratio
+
+
+def _in_process_rows(case, args, peers, config, flops, notes):
+    """(the candidates timed in this process: the matmul peak, kbert's rows, the floor, keras-hub's;
+    kbert's encoder), built under the case's dtype policy; the bf16 check goes to ``notes``."""
+    import keras
+    import tensorflow as tf
+
+    from kbert.models import BertEncoder
+
+    ids, mask, types = _inputs(case, config.vocab_size)
+    kin = {"input_word_ids": tf.constant(ids), "input_mask": tf.constant(mask), "input_type_ids": tf.constant(types)}
+    runners = []
+    if not args.no_peak:
+        runners.append(common.tf_matmul_peak(case.precision))
+    with _policy(case.precision):
+        keras.utils.set_random_seed(0)
+        encoder = BertEncoder(config)
+        runners += _kbert_rows(encoder, kin, case, args, flops)
+        if case.precision == "float32" and not args.no_floor:
+            runners.append(_projection_floor(encoder, case))
+        if "keras-hub" in peers:
+            runners += _keras_hub_rows(config, kin, case, args, flops)
+        if case.precision != "float32":
+            notes.append(_bf16_check(encoder, config, kin))
+    return runners, encoder
+
+
+def _kbert_rows(encoder, kin, case, args, flops):
+    """kbert's encoder in a tf.function per XLA and bf16 matmul mode (and its --attentions rows)."""
+    import tensorflow as tf
+
+    spec = tf.TensorSpec([None, None], tf.int32)
+    runners = []
+    for jit in _xla_modes(args, "kbert", case.precision):
+        for mode in _bf16_modes(args, case.precision):
+            with _bf16_matmul(mode):
+                fn = tf.function(lambda x: encoder(x, training=False)["sequence_output"], jit_compile=jit,
+                                 input_signature=[{k: spec for k in kin}])
+                fn(kin)  # trace now: the bf16 matmul mode is read while tracing
+            name = f"kbert ({'XLA' if jit else 'no XLA'}"
+            if case.precision != "float32":
+                name += f", mixed_bfloat16, bf16 matmuls {mode}"
+            runners.append(common.InProcess(name + ")", lambda fn=fn: fn(kin).numpy(), group="kbert",
+                                            items=case.batch_size, flops=flops * case.batch_size,
+                                            framework=f"tf-{case.precision}"))
+            if args.attentions:
+                runners.append(_attentions_row(encoder, kin, name, jit, mode, case, flops))
+    return runners
+
+
+def _keras_hub_rows(config, kin, case, args, flops):
+    """keras-hub's ``BertBackbone`` of the same shape (its own random weights), per XLA mode."""
+    import keras_hub
+    import tensorflow as tf
+
+    spec = tf.TensorSpec([None, None], tf.int32)
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=config.vocab_size, num_layers=config.num_hidden_layers,
+        num_heads=config.num_attention_heads, hidden_dim=config.hidden_size,
+        intermediate_dim=config.intermediate_size, max_sequence_length=config.max_position_embeddings)
+    hin = {"token_ids": kin["input_word_ids"], "padding_mask": kin["input_mask"],
+           "segment_ids": kin["input_type_ids"]}
+    runners = []
+    for jit in _xla_modes(args, "keras-hub", case.precision):
+        fn = tf.function(lambda x: backbone(x, training=False)["sequence_output"], jit_compile=jit,
+                         input_signature=[{k: spec for k in hin}])
+        name = (f"keras-hub {common.versions('keras-hub').split()[-1]} "
+                f"({'XLA' if jit else 'no XLA'}{', mixed_bfloat16' if case.precision != 'float32' else ''})")
+        runners.append(common.InProcess(name, lambda fn=fn: fn(hin).numpy(), items=case.batch_size,
+                                        flops=flops * case.batch_size, framework=f"tf-{case.precision}"))
+    return runners
+
+
+def _child_peers(case, args, peers, config, flops, notes):
+    """(the child processes started: transformers, ONNX Runtime, Model Garden, as asked and
+    installed; the candidates they time), the reason for each one skipped in ``notes``."""
+    children, runners = [], []
+    child = _hf_peer(case, args, peers, config, flops, notes)
+    if child:
+        children.append(child)
+        runners += [r for r in child.runners if not (args.no_peak and r.group == "peak")]
+    child = _ort_peer(args, peers, notes, case, config, flops)
+    if child:
+        children.append(child)
+        runners += child.runners
+    child = common.model_garden_peer(args, peers, notes, task="encoder", config=config.to_dict(),
+                                     batch_size=case.batch_size, seq_length=case.seq_length,
+                                     precision=case.precision, flops=flops)
+    if child:
+        children.append(child)
+        runners += child.runners
+    return children, runners
+
+
+def _hf_peer(case, args, peers, config, flops, notes):
+    """The transformers child (kbert.bench.hf_peer) when asked for and installed, else None (with
+    the reason in ``notes`` where it is not installed)."""
+    if "hf" not in peers:
+        return None
+    if not (common.have("torch") and common.have("transformers")):
+        notes.append("transformers: not installed (pip install torch transformers): peer skipped")
+        return None
+    print("  building the transformers peer (torch.compile can take minutes) ...", file=sys.stderr, flush=True)
+    return common.SubprocessPeer("kbert.bench.hf_peer", dict(
+        task="encoder", config=config.to_dict(), batch_size=case.batch_size,
+        seq_length=case.seq_length, precision=case.precision, threads=args.threads,
+        compile=args.hf_compile, warmup=args.warmup, flops=flops), args.threads)
 
 
 def _ort_peer(args, peers, notes, case, config, flops):

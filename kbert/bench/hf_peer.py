@@ -17,6 +17,8 @@ import sys
 
 from kbert.bench.common import child_main, warm_up_rows
 
+PEAK_SIZE = 2048  # the matmul peak row's square matrices
+
 
 def _hf_config(cfg):
     from transformers import BertConfig
@@ -43,83 +45,103 @@ def build(spec):
     batch, seq = int(spec["batch_size"]), int(spec["seq_length"])
     bf16 = spec["precision"] == "mixed_bfloat16"
     rng = np.random.default_rng(0)
-    ids = torch.from_numpy(rng.integers(1, config.vocab_size, (batch, seq)).astype("int64"))
-    mask = torch.ones((batch, seq), dtype=torch.int64)
-    types = torch.zeros((batch, seq), dtype=torch.int64)
+    inputs = dict(input_ids=torch.from_numpy(rng.integers(1, config.vocab_size, (batch, seq)).astype("int64")),
+                  attention_mask=torch.ones((batch, seq), dtype=torch.int64),
+                  token_type_ids=torch.zeros((batch, seq), dtype=torch.int64))
     autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if bf16 else contextlib.nullcontext
-    prec = " bf16 autocast" if bf16 else ""
-    want_compile = spec.get("compile", "auto") != "off"
-    fns = {}
     version = f"transformers {transformers.__version__}"
+    prec = " bf16 autocast" if bf16 else ""
+    # The candidates: eager, and torch.compile unless the spec turns it off.
+    modes = {"eager": False, "torch.compile": True}
+    if spec.get("compile", "auto") == "off":
+        del modes["torch.compile"]
 
     if spec["task"] == "encoder":
         model = transformers.BertModel(config, add_pooling_layer=True).eval()
-
-        def runner(m):
-            def fn():
-                with torch.inference_mode(), autocast():
-                    out = m(input_ids=ids, attention_mask=mask, token_type_ids=types).last_hidden_state
-                return out.float().numpy()
-            return fn
-
-        fns[f"{version} eager{prec}"] = runner(model)
-        if want_compile:
-            fns[f"{version} torch.compile{prec}"] = runner(torch.compile(model))
+        fns = {f"{version} {mode}{prec}": _encoder_fn(torch.compile(model) if compiled else model, inputs, autocast)
+               for mode, compiled in modes.items()}
     elif spec["task"] == "train":
-        import torch.nn.functional as F
-
-        preds = int(spec["predictions"])
-        positions = torch.from_numpy(np.stack(
-            [np.sort(rng.permutation(np.arange(1, seq))[:preds]) for _ in range(batch)]).astype("int64"))
-        labels = torch.from_numpy(rng.integers(0, config.vocab_size, (batch, preds)).astype("int64"))
-        weights = torch.ones((batch, preds))
-        nsp_labels = torch.from_numpy(rng.integers(0, 2, (batch,)).astype("int64"))
-
-        def make_step(compiled):
-            model = transformers.BertForPreTraining(config).train()
-            # The MLM head only at the masked positions (as google-research/bert and kbert do):
-            # BertForPreTraining would compute vocabulary logits for all seq positions.
-            bert = torch.compile(model.bert) if compiled else model.bert
-            opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.999), eps=1e-6,
-                                    weight_decay=0.01)
-
-            def step():
-                with autocast():
-                    out = bert(input_ids=ids, attention_mask=mask, token_type_ids=types)
-                    hidden = out.last_hidden_state
-                    gathered = hidden.gather(1, positions[..., None].expand(-1, -1, hidden.shape[-1]))
-                    logits = model.cls.predictions(gathered).float()
-                    nsp = model.cls.seq_relationship(out.pooler_output).float()
-                ce = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), reduction="none")
-                loss = (ce * weights.flatten()).sum() / (weights.sum() + 1e-5) + F.cross_entropy(nsp, nsp_labels)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                opt.step()
-                return float(loss.detach())
-            return step
-
-        fns[f"{version} eager{prec}, AdamW"] = make_step(False)
-        if want_compile:
-            fns[f"{version} torch.compile{prec}, AdamW"] = make_step(True)
+        batch_labels = _train_labels(rng, config, batch, seq, int(spec["predictions"]))
+        fns = {f"{version} {mode}{prec}, AdamW": _train_step(config, compiled, inputs, batch_labels, autocast)
+               for mode, compiled in modes.items()}
     else:
         raise ValueError(f"unknown task {spec['task']!r}")
 
     infos = warm_up_rows(fns, spec, batch, f"torch-{spec['precision']}")
-    # The matmul peak of torch, the reference for these rows' "% peak".
-    size = 2048
+    name, peak = _matmul_peak(bf16)
+    fns[name] = peak
+    infos.insert(0, dict(name=name, items=1, flops=2.0 * PEAK_SIZE**3, framework=f"torch-{spec['precision']}",
+                         group="peak"))
+    return infos, fns, f"{version}, torch {torch.__version__}"
+
+
+def _encoder_fn(model, inputs, autocast):
+    """The encoder's sequence output of the batch, as a float32 array."""
+    import torch
+
+    def fn():
+        with torch.inference_mode(), autocast():
+            out = model(**inputs).last_hidden_state
+        return out.float().numpy()
+    return fn
+
+
+def _train_labels(rng, config, batch, seq, preds) -> dict:
+    """Pre-training labels of the batch: ``preds`` sorted MLM positions per row (never [CLS]), their
+    token ids and weights, and NSP labels."""
+    import numpy as np
+    import torch
+
+    positions = np.stack([np.sort(rng.permutation(np.arange(1, seq))[:preds]) for _ in range(batch)])
+    return dict(positions=torch.from_numpy(positions.astype("int64")),
+                labels=torch.from_numpy(rng.integers(0, config.vocab_size, (batch, preds)).astype("int64")),
+                weights=torch.ones((batch, preds)),
+                nsp_labels=torch.from_numpy(rng.integers(0, 2, (batch,)).astype("int64")))
+
+
+def _train_step(config, compiled, inputs, batch_labels, autocast):
+    """One AdamW pre-training step (MLM + NSP, gradients clipped at 1.0) of a new model; returns the loss."""
+    import torch
+    import torch.nn.functional as F
+    import transformers
+
+    model = transformers.BertForPreTraining(config).train()
+    # The MLM head only at the masked positions (as google-research/bert and kbert do):
+    # BertForPreTraining would compute vocabulary logits for all seq positions.
+    bert = torch.compile(model.bert) if compiled else model.bert
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01)
+    positions, labels, weights = batch_labels["positions"], batch_labels["labels"], batch_labels["weights"]
+
+    def step():
+        with autocast():
+            out = bert(**inputs)
+            hidden = out.last_hidden_state
+            gathered = hidden.gather(1, positions[..., None].expand(-1, -1, hidden.shape[-1]))
+            logits = model.cls.predictions(gathered).float()
+            nsp = model.cls.seq_relationship(out.pooler_output).float()
+        ce = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), reduction="none")
+        loss = ((ce * weights.flatten()).sum() / (weights.sum() + 1e-5)
+                + F.cross_entropy(nsp, batch_labels["nsp_labels"]))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return float(loss.detach())
+    return step
+
+
+def _matmul_peak(bf16):
+    """(name, fn) of torch's matmul peak, the reference for the peer rows' "% peak"; run once here."""
+    import torch
+
     dtype = torch.bfloat16 if bf16 else torch.float32
-    a, b = torch.randn(size, size).to(dtype), torch.randn(size, size).to(dtype)
+    a, b = torch.randn(PEAK_SIZE, PEAK_SIZE).to(dtype), torch.randn(PEAK_SIZE, PEAK_SIZE).to(dtype)
 
     def peak():
         torch.mm(a, b)
 
     peak()
-    name = f"matmul peak torch {str(dtype).replace('torch.', '')} {size}^3"
-    fns[name] = peak
-    infos.insert(0, dict(name=name, items=1, flops=2.0 * size**3, framework=f"torch-{spec['precision']}",
-                         group="peak"))
-    return infos, fns, f"{version}, torch {torch.__version__}"
+    return f"matmul peak torch {str(dtype).replace('torch.', '')} {PEAK_SIZE}^3", peak
 
 
 if __name__ == "__main__":

@@ -16,11 +16,35 @@ leaves the output as it was.
 """
 
 import argparse
-import pathlib
 import sys
 
 
 def main(argv=None):
+    from kbert.cli_support import prog, require_dir
+
+    args = _parser().parse_args(argv)
+    if args.what == "to-google":
+        require_dir(args.model_dir, "model directory")
+    errors = _conversion_errors()
+    try:
+        if args.what == "hf":
+            source, out = _hf(args)
+        elif args.what == "google":
+            out = _google(args)
+        else:
+            from kbert.convert import google
+
+            out = google.to_google(args.model_dir, args.out_prefix)
+    except errors as e:
+        print(f"{prog('convert')}: error: {e}", file=sys.stderr)
+        return 1
+    print(f"written: {out}")
+    if args.what == "hf" and args.check:
+        return _check(source, out)
+    return 0
+
+
+def _parser():
     from kbert.cli_support import ArgumentParser, add_verbose_flag, prog
 
     parser = ArgumentParser(prog=prog("convert"), description=__doc__,
@@ -53,57 +77,67 @@ def main(argv=None):
     t = sub.add_parser("to-google", help="model directory -> Google TF1 checkpoint")
     t.add_argument("model_dir")
     t.add_argument("out_prefix")
-    args = parser.parse_args(argv)
-    from kbert.cli_support import require_dir
+    return parser
 
-    if args.what == "to-google":
-        require_dir(args.model_dir, "model directory")
 
-    from kbert.convert import google, hf as hf_convert
-    from kbert.convert.common import check_output_dir
-    from kbert.convert.hub import hub_snapshot, is_hub_name
-    from kbert.convert.names import ConversionError
+def _conversion_errors() -> tuple:
+    """The errors of a conversion that a user's input caused: reported in one line, exit status 1."""
     from kbert.config import ConfigError
+    from kbert.convert.names import ConversionError
     from kbert.model_dir import ModelDirError
     from kbert.text.mecab import MecabError
     from kbert.text.spec import TokenizerSpecError
 
+    return ConversionError, ConfigError, ModelDirError, TokenizerSpecError, MecabError
+
+
+def _hf(args):
+    """``convert hf``: (the Hugging Face folder converted, the model directory written)."""
+    from kbert.cli_support import require_dir
+    from kbert.convert import hf as hf_convert
+    from kbert.convert.common import check_output_dir
+    from kbert.convert.hub import hub_snapshot, is_hub_name
+
+    check_output_dir(args.out_dir, args.overwrite)  # before any download
+    if is_hub_name(args.hf_dir):
+        source = hub_snapshot(args.hf_dir)
+    else:
+        source = require_dir(args.hf_dir, "Hugging Face model directory")
+    return source, hf_convert.convert(source, args.out_dir, overwrite=args.overwrite)
+
+
+def _google(args):
+    """``convert google``: the model directory written."""
+    from kbert.convert import google
+    from kbert.convert.common import check_output_dir
+    from kbert.convert.names import ConversionError
+
+    source = args.ckpt_prefix
+    check_output_dir(args.out_dir, args.overwrite)
+    if _is_url(source) or source.endswith(".zip"):
+        source = _release_zip(source, args.sha256)
+    elif args.sha256:
+        raise ConversionError("--sha256 checks a release zip (a URL or a .zip path)")
+    return google.convert(source, args.out_dir, args.config, args.vocab, False if args.cased else None,
+                          tokenizer=args.tokenizer, mecab_dic=args.mecab_dic, overwrite=args.overwrite)
+
+
+def _check(source, out) -> int:
+    """``convert hf --check``: the comparison with transformers printed; 1 where it does not pass."""
+    from kbert.cli_support import prog
+    from kbert.convert.check import check_conversion
+    from kbert.convert.names import ConversionError
+
     try:
-        if args.what == "hf":
-            check_output_dir(args.out_dir, args.overwrite)  # before any download
-            if is_hub_name(args.hf_dir):
-                source = hub_snapshot(args.hf_dir)
-            else:
-                source = require_dir(args.hf_dir, "Hugging Face model directory")
-            out = hf_convert.convert(source, args.out_dir, overwrite=args.overwrite)
-        elif args.what == "google":
-            source = args.ckpt_prefix
-            check_output_dir(args.out_dir, args.overwrite)
-            if _is_url(source) or source.endswith(".zip"):
-                source = _release_zip(source, args.sha256)
-            elif args.sha256:
-                raise ConversionError("--sha256 checks a release zip (a URL or a .zip path)")
-            out = google.convert(source, args.out_dir, args.config, args.vocab, False if args.cased else None,
-                                 tokenizer=args.tokenizer, mecab_dic=args.mecab_dic, overwrite=args.overwrite)
-        else:
-            out = google.to_google(args.model_dir, args.out_prefix)
-    except (ConversionError, ConfigError, ModelDirError, TokenizerSpecError, MecabError) as e:
+        report = check_conversion(source, out)
+    except ConversionError as e:
         print(f"{prog('convert')}: error: {e}", file=sys.stderr)
         return 1
-    print(f"written: {out}")
-    if args.what == "hf" and args.check:
-        from kbert.convert.check import check_conversion
-
-        try:
-            report = check_conversion(source, out)
-        except ConversionError as e:
-            print(f"{prog('convert')}: error: {e}", file=sys.stderr)
-            return 1
-        for line in report.lines():
-            print(line)
-        if not report.passed:
-            print(f"{prog('convert')}: error: {out} does not reproduce transformers on {source}", file=sys.stderr)
-            return 1
+    for line in report.lines():
+        print(line)
+    if not report.passed:
+        print(f"{prog('convert')}: error: {out} does not reproduce transformers on {source}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -200,11 +200,23 @@ def _windows(query, pieces, starts, ends, s, cls_id, sep_id, pad_id) -> dict:
 
 
 def _answers(context, windows, start_logits, end_logits, s) -> dict:
-    """postprocess_example for every example at once, on flat candidate lists."""
+    """postprocess_example for every example at once, on flat candidate lists: every window's
+    spans (and SQuAD 2.0's null candidates), sorted per example, cut to the n-best, one chosen."""
+    cand = _span_candidates(windows, start_logits, end_logits, s)
+    null_score = None
+    if s["version_2_with_negative"]:
+        nulls, null_score = _null_candidates(windows, start_logits, end_logits)
+        cand = {key: tf.concat([cand[key], nulls[key]], axis=0) for key in cand}
+    cand = _sorted_per_example(cand)
+    cand["text"], cand["nbest"] = _nbest(context, cand, windows["batch"], s)
+    return _chosen(cand, null_score, windows["batch"], s)
+
+
+def _span_candidates(windows, start_logits, end_logits, s) -> dict:
+    """The spans of every window (flat: their example, start and end logits, character offsets into
+    the context, ``null`` False), from its ``n_best_size`` best starts and ends: both ends context
+    tokens, the start at its max context, at most ``max_answer_length`` tokens, the text not empty."""
     f64 = tf.float64
-    inf = tf.constant(float("inf"), f64)
-    batch = windows["batch"]
-    example = windows["example"]
     width = tf.shape(start_logits)[1]
     k = tf.minimum(s["n_best_size"], width)
     # _get_best_indexes: top_k puts equal logits in index order, as the stable argsort.
@@ -220,7 +232,8 @@ def _answers(context, windows, start_logits, end_logits, s) -> dict:
     valid &= (ei >= si) & (ei - si + 1 <= s["max_answer_length"]) & (c_end > c_start)  # text not empty
     s_logit = tf.cast(start_value, f64)[:, :, tf.newaxis] + tf.zeros([1, 1, k], f64)
     e_logit = tf.cast(end_value, f64)[:, tf.newaxis, :] + tf.zeros([1, k, 1], f64)
-    pair_example = example[:, tf.newaxis, tf.newaxis] + tf.zeros_like(si, tf.int64) + tf.zeros_like(ei, tf.int64)
+    pair_example = (windows["example"][:, tf.newaxis, tf.newaxis] + tf.zeros_like(si, tf.int64)
+                    + tf.zeros_like(ei, tf.int64))
 
     def flat(x):
         return tf.boolean_mask(tf.reshape(x, [-1]), tf.reshape(valid, [-1]))
@@ -228,32 +241,47 @@ def _answers(context, windows, start_logits, end_logits, s) -> dict:
     cand = {"example": flat(pair_example), "start_logit": flat(s_logit), "end_logit": flat(e_logit),
             "start": flat(c_start), "end": flat(c_end)}
     cand["null"] = tf.zeros_like(cand["example"], tf.bool)
-    v2 = s["version_2_with_negative"]
-    if v2:
-        # The null candidate comes after every span of its example (ties keep spans first).
-        feature_null = tf.cast(start_logits[:, 0], f64) + tf.cast(end_logits[:, 0], f64)
-        null_score = tf.math.unsorted_segment_min(feature_null, example, batch)
-        null_score = tf.where(windows["num_windows"] > 0, null_score, inf)
-        null_value = tf.where(windows["num_windows"] > 0, null_score, 0.0)  # no window: 0 + 0
-        nulls = {"example": tf.range(batch), "start_logit": null_value, "end_logit": tf.zeros_like(null_value),
-                 "start": -tf.ones([batch], tf.int64), "end": -tf.ones([batch], tf.int64),
-                 "null": tf.ones([batch], tf.bool)}
-        cand = {key: tf.concat([cand[key], nulls[key]], axis=0) for key in cand}
-    score = cand["start_logit"] + cand["end_logit"]
+    return cand
 
-    # Per example, a stable sort on descending score: by score, then (stably) by example.
+
+def _null_candidates(windows, start_logits, end_logits):
+    """(SQuAD 2.0's null candidate of each example, to come after every span of its example (ties
+    keep spans first); its null score: the min over its windows of start[CLS] + end[CLS], +inf
+    where it has no window)."""
+    f64 = tf.float64
+    batch = windows["batch"]
+    feature_null = tf.cast(start_logits[:, 0], f64) + tf.cast(end_logits[:, 0], f64)
+    null_score = tf.math.unsorted_segment_min(feature_null, windows["example"], batch)
+    null_score = tf.where(windows["num_windows"] > 0, null_score, tf.constant(float("inf"), f64))
+    null_value = tf.where(windows["num_windows"] > 0, null_score, 0.0)  # no window: 0 + 0
+    nulls = {"example": tf.range(batch), "start_logit": null_value, "end_logit": tf.zeros_like(null_value),
+             "start": -tf.ones([batch], tf.int64), "end": -tf.ones([batch], tf.int64),
+             "null": tf.ones([batch], tf.bool)}
+    return nulls, null_score
+
+
+def _sorted_per_example(cand) -> dict:
+    """The candidates with their ``score`` (start + end logit), grouped by example in example order,
+    each example's in a stable sort on descending score."""
+    score = cand["start_logit"] + cand["end_logit"]
+    # By score, then (stably) by example.
     order = tf.argsort(score, direction="DESCENDING", stable=True)
     order = tf.gather(order, tf.argsort(tf.gather(cand["example"], order), stable=True))
     cand = {key: tf.gather(v, order) for key, v in cand.items()}
-    score = tf.gather(score, order)
+    cand["score"] = tf.gather(score, order)
+    return cand
+
+
+def _nbest(context, cand, batch, s):
+    """(each sorted candidate's text, cut from the original context; whether it is in its example's
+    n-best: the first candidate of each distinct (example, text), at most ``n_best_size`` of them,
+    and SQuAD 2.0's null candidate)."""
     ex = cand["example"]
-    size = tf.size(ex, out_type=tf.int64)
-    pos = tf.range(size)
+    pos = tf.range(tf.size(ex, out_type=tf.int64))
     is_null = cand["null"]
     text = tf.strings.substr(tf.gather(context, ex), tf.where(is_null, 0, tf.cast(cand["start"], tf.int32)),
                              tf.where(is_null, 0, tf.cast(cand["end"] - cand["start"], tf.int32)),
                              unit="UTF8_CHAR")
-    # The n-best: the first candidate of each distinct (example, text), at most n_best_size each.
     key = tf.strings.join([tf.strings.as_string(ex), text], separator=":")
     distinct, text_id = tf.unique(key, out_idx=tf.int64)
     first = tf.math.unsorted_segment_min(pos, text_id, tf.size(distinct, out_type=tf.int64))
@@ -262,10 +290,19 @@ def _answers(context, windows, start_logits, end_logits, s) -> dict:
     row_first = tf.math.unsorted_segment_min(pos, ex, batch)
     rank = before - tf.gather(before, tf.gather(row_first, ex))
     nbest = kept & (rank < s["n_best_size"])
-    if v2:
+    if s["version_2_with_negative"]:
         nbest |= is_null  # appended to the n-best when it was not among them
+    return text, nbest
 
-    # softmax over the n-best scores, per example
+
+def _chosen(cand, null_score, batch, s) -> dict:
+    """ANSWER_KEYS per example from its sorted candidates and n-best: the best span, or (SQuAD 2.0)
+    the null answer when ``null_score`` - the best span's score > ``null_score_diff_threshold``; its
+    probability a softmax over the n-best scores."""
+    ex, score, nbest, is_null = cand["example"], cand["score"], cand["nbest"], cand["null"]
+    size = tf.size(ex, out_type=tf.int64)
+    pos = tf.range(size)
+    inf = tf.constant(float("inf"), tf.float64)
     top = tf.math.unsorted_segment_max(tf.where(nbest, score, -inf), ex, batch)
     exp = tf.where(nbest, tf.exp(score - tf.gather(top, ex)), 0.0)
     total = tf.math.unsorted_segment_sum(exp, ex, batch)
@@ -280,7 +317,7 @@ def _answers(context, windows, start_logits, end_logits, s) -> dict:
         padded = tf.concat([values, tf.constant([fill], values.dtype)], axis=0)
         return tf.gather(padded, tf.minimum(index, size))
 
-    if v2:
+    if s["version_2_with_negative"]:
         null_pos = first_where(is_null)
         diff = tf.where(has_span, null_score - pick(cand["start_logit"], best_span, 0.0)
                         - pick(cand["end_logit"], best_span, 0.0), inf)
@@ -293,7 +330,7 @@ def _answers(context, windows, start_logits, end_logits, s) -> dict:
     probability = tf.where(total > 0, probability, 1.0)  # only the empty answer: softmax of one
     chosen_null = pick(is_null, final, True)
     return {
-        "answer_text": tf.where(chosen_null, "", pick(text, final, "")),
+        "answer_text": tf.where(chosen_null, "", pick(cand["text"], final, "")),
         "answer_start": tf.where(chosen_null, -1, tf.cast(pick(cand["start"], final, -1), tf.int32)),
         "answer_end": tf.where(chosen_null, -1, tf.cast(pick(cand["end"], final, -1), tf.int32)),
         "score": tf.cast(probability, tf.float32),
