@@ -12,6 +12,8 @@ from __future__ import annotations
 import importlib
 import sys
 
+from kbert.errors import Error
+
 # name -> (module, one-line help). Add a job here and give its module a main(argv).
 COMMANDS = {
     "pretrain": ("kbert.commands.pretrain", "pre-train BERT (masked LM + NSP); no arguments: the built-in demo"),
@@ -37,7 +39,7 @@ def usage() -> str:
     return "\n".join(lines)
 
 
-class MissingCommand(Exception):
+class MissingCommand(Error):
     pass
 
 

@@ -32,6 +32,8 @@ import threading
 import traceback
 import warnings
 
+from kbert.errors import Error
+
 VERBOSE_FLAG = "--verbose"
 
 # C++ / absl lines TensorFlow writes to fd 2 at start-up, whatever TF_CPP_MIN_LOG_LEVEL says.
@@ -90,8 +92,9 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(1, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-class UserError(Exception):
-    """An error the user fixes by changing the command line or the input; shown as one line."""
+class UserError(Error):
+    """An error the user fixes by changing the command line (a missing directory, another
+    backend); shown as one line."""
 
 
 def require_dir(path, what: str = "directory"):
@@ -136,33 +139,23 @@ def use_backend(name: str | None) -> str:
     return chosen
 
 
-# Exceptions a user fixes by changing the command line or the input, named by class so that this
-# module imports none of them (and so neither TensorFlow): kbert's own errors (each names its
-# file, field and value), file-system errors, and argparse-like value errors.
-_USER_ERROR_NAMES = {
-    "UserError", "DataError", "ConfigError", "ModelDirError", "TaskModelError", "ConversionError",
-    "CorpusError", "CorruptRecordError", "TrainingDiverged", "CheckpointWriteError",
-    "CheckpointRestoreError", "TokenizerSpecError", "VocabError", "OptionsError", "StrategyError",
-    "FileNotFoundError", "NotADirectoryError", "IsADirectoryError", "PermissionError", "FileExistsError",
-}
+# File-system errors a user fixes by naming another path; they name the file themselves.
+FILE_SYSTEM_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, FileExistsError)
 
 
 def is_user_error(error: BaseException) -> bool:
-    """kbert's own error classes and file-system errors; a ValueError raised by kbert's or the
-    pipelines' own code (a bad argument value); not errors raised inside TensorFlow/Keras/Beam
-    (bugs, shown with their traceback)."""
-    if any(cls.__name__ in _USER_ERROR_NAMES for cls in type(error).__mro__):
-        return True
-    if isinstance(error, ValueError):
-        tb = error.__traceback__
-        last = None
-        while tb is not None:
-            last = tb
-            tb = tb.tb_next
-        if last is not None:
-            module = last.tb_frame.f_globals.get("__name__", "")
-            return module.split(".")[0] in ("kbert", "pipelines")
-    return False
+    """kbert's own errors (``kbert.Error``: each names its file, field, option and value) and
+    file-system errors; anything else is a bug, shown with its traceback."""
+    return isinstance(error, (Error, *FILE_SYSTEM_ERRORS))
+
+
+def one_line(error: BaseException) -> str:
+    """The line a command prints for a user's error: its message on one line (a message of several
+    lines, e.g. a list of what differs, is joined by "; ")."""
+    message = str(error) or type(error).__name__
+    if isinstance(error, OSError) and error.filename and error.strerror:
+        message = f"{error.filename}: {'does not exist' if isinstance(error, FileNotFoundError) else error.strerror}"
+    return "; ".join(line.strip() for line in message.splitlines() if line.strip())
 
 
 # -- quiet start-up ------------------------------------------------------------------------------
@@ -263,11 +256,8 @@ def run(name: str, main, argv=None) -> int:
             raise
         if _state["verbose"]:
             traceback.print_exc()
-        message = str(e) or type(e).__name__
-        if isinstance(e, OSError) and e.filename and e.strerror:
-            message = f"{e.filename}: {'does not exist' if isinstance(e, FileNotFoundError) else e.strerror}"
-        print(f"{prog(name)}: error: {message}", file=sys.stderr)
-        return 1
+        print(f"{prog(name)}: error: {one_line(e)}", file=sys.stderr)
+        return getattr(e, "exit_status", 1)
     return 0 if status is None else status
 
 

@@ -7,6 +7,7 @@ import json
 import math
 import os
 
+from kbert.errors import Error
 from kbert.api_export import kbert_export
 
 # Activation names accepted in ``hidden_act``.  kbert follows Google's ``bert_config.json``
@@ -46,7 +47,7 @@ _INT_FIELDS = (
 
 
 @kbert_export("kbert.ConfigError")
-class ConfigError(ValueError):
+class ConfigError(Error, ValueError):
     """An invalid BERT configuration; the message names the field and the value.
 
     Examples:

@@ -32,18 +32,23 @@ def _show(value) -> str:
 class Error(Exception):
     """The base of every error kbert raises for a user to act on; shown by the commands as one line.
 
-    Attributes (None where they do not apply; subclasses set those they know):
+    The message is the one line a user reads; the keywords keep what it names as attributes (None
+    where they do not apply), for code that handles the error.
+
+    Args:
+      *args: the message.
       file: the file the problem is in (path or name).
       line: its 1-based line.
       record: a record that lines do not identify (``question id 56be...``, ``data[3]``).
       field: the column, key or setting that is wrong.
-      option: the option (``--seq-length`` / ``seq_length``) that is wrong.
+      option: the option, as its dataclass field is named (``seq_length`` for ``--seq-length``).
       value: the value found.
 
     Examples:
         >>> import kbert
-        >>> issubclass(kbert.DataError, kbert.Error), issubclass(kbert.OptionsError, kbert.Error)
-        (True, True)
+        >>> error = kbert.OptionsError("--seq-length 600 exceeds 512", option="seq_length", value=600)
+        >>> isinstance(error, kbert.Error), error.option, error.value, error.file
+        (True, 'seq_length', 600, None)
     """
 
     file = None
@@ -53,6 +58,17 @@ class Error(Exception):
     option = None
     value = None
     exit_status = 1
+
+    def __init__(self, *args, file=None, line: int | None = None, record: str | None = None,
+                 field: str | None = None, option: str | None = None, value=_MISSING):
+        super().__init__(*args)
+        where = {"file": None if file is None else os.fspath(file), "line": line, "record": record, "field": field,
+                 "option": option}
+        for name, given in where.items():
+            if given is not None:
+                setattr(self, name, given)
+        if value is not _MISSING:
+            self.value = value
 
 
 @kbert_export("kbert.DataError")
@@ -106,11 +122,6 @@ class OptionsError(Error, ValueError):
     backend cannot run, one that does not apply to the task); the message names the option and its
     value, and ``option`` holds its name as the dataclass field spells it (``seq_length``).
 
-    Args:
-      message: the one line a user reads.
-      option: the option's field name, where one option is at fault.
-      value: the value given.
-
     Examples:
         >>> import kbert
         >>> kbert.FinetuneOptions(task="csv", init="runs/tiny", model_dir="runs/out", batch_size=0)
@@ -119,11 +130,6 @@ class OptionsError(Error, ValueError):
         kbert.errors.OptionsError: ...
     """
 
-    def __init__(self, message: str, *, option: str | None = None, value=_MISSING):
-        super().__init__(message)
-        self.option = option
-        if value is not _MISSING:
-            self.value = value
 
 
 @kbert_export("kbert.tasks.TaskModelError")

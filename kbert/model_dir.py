@@ -21,6 +21,7 @@ import pathlib
 import secrets
 import shutil
 
+from kbert.errors import Error
 from kbert.config import BertConfig
 from kbert.model_metadata import (  # noqa: F401 - the metadata names, also importable from here
     CONFIG_FILE, ENCODER_WEIGHTS, FORMAT_VERSION, METADATA_FILE, VOCAB_FILE, ModelDirError, atomic_write,
@@ -29,7 +30,7 @@ from kbert.text.registry import read_tokenizer_spec, record_tokenizer_spec  # no
 from kbert.api_export import kbert_export
 
 
-class OutputExistsError(FileExistsError):
+class OutputExistsError(Error, FileExistsError):
     """An output that is there already (and is not the command's own to replace), or that is one of
     the command's inputs; the message names it."""
 

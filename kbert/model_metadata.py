@@ -12,6 +12,7 @@ import os
 import pathlib
 import secrets
 
+from kbert.errors import Error
 from kbert.config import BertConfig
 
 CONFIG_FILE = "bert_config.json"
@@ -21,7 +22,7 @@ METADATA_FILE = "kbert.json"
 FORMAT_VERSION = 1
 
 
-class ModelDirError(ValueError):
+class ModelDirError(Error, ValueError):
     """A model directory that is missing files or does not match its config."""
 
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from kbert.errors import OptionsError
+
 LANGUAGES = ("en", "ja", "zh")
 SENTENCE_ENDS = {"ja": "。！？!?", "zh": "。！？；!?;"}
 _OPENING = "「『（(［[【〔〈《“‘"
@@ -43,7 +45,8 @@ def strip_aozora(text: str) -> str:
 def prepare(text: str, language: str = "en", aozora: bool = False) -> str:
     """The text a pre-training pipeline reads: markup stripped (``aozora``), NFKC for Japanese."""
     if language not in LANGUAGES:
-        raise ValueError(f"--language must be one of {', '.join(LANGUAGES)}, got {language!r}")
+        raise OptionsError(f"--language must be one of {', '.join(LANGUAGES)}, got {language!r}", option="language",
+                           value=language)
     if aozora:
         text = strip_aozora(text)
     if language == "ja":
@@ -54,7 +57,8 @@ def prepare(text: str, language: str = "en", aozora: bool = False) -> str:
 def split_sentences(text: str, language: str) -> list[str]:
     """Sentences of a Japanese or Chinese text (a line end always ends one); blanks dropped."""
     if language not in SENTENCE_ENDS:
-        raise ValueError(f"no CJK sentence rules for language {language!r}; expected one of {sorted(SENTENCE_ENDS)}")
+        raise OptionsError(f"no CJK sentence rules for language {language!r}; expected one of {sorted(SENTENCE_ENDS)}",
+                           option="language", value=language)
     ends = SENTENCE_ENDS[language]
     sentences = []
     for line in text.split("\n"):

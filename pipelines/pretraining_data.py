@@ -42,6 +42,8 @@ import zlib
 from pipelines import cjk_text
 from pipelines.runners import close, counters, pipeline_options, progress
 
+from kbert.errors import DataError, OptionsError
+
 SENTENCE_END = re.compile(r"[.!?][\"'\u201d\u2019)\]]*(\s+)(?=[\"'\u201c\u2018(\[]?[A-Z0-9])")
 
 
@@ -63,7 +65,7 @@ def parse_documents(text: str, fmt: str = "sentences", doc_sentences: int = 64,
         docs = [[line.strip() for line in block.split("\n") if line.strip()] for block in blocks]
         return [d for d in docs if d]
     if fmt != "prose":
-        raise ValueError(f"unknown --format {fmt!r}; expected 'sentences' or 'prose'")
+        raise OptionsError(f"unknown --format {fmt!r}; expected 'sentences' or 'prose'", option="format", value=fmt)
     docs, current = [], []
     for block in blocks:
         if language == "en":
@@ -176,7 +178,7 @@ def build_pipeline(pipeline, args):
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                raise ValueError(f"{path}: not UTF-8 at byte {e.start}") from None
+                raise DataError(path, "UTF-8 text", record=f"byte {e.start}") from None
             text = cjk_text.prepare(text, args.language, args.strip_aozora)
             documents = parse_documents(text, args.format, args.doc_sentences, args.language)
             progress("pretraining_data", f"read {path}: {len(documents)} documents")
@@ -270,14 +272,15 @@ def run(argv=None):
         if not files:
             raise FileNotFoundError(f"--input {args.input!r} matches no file")
         if not any(os.path.getsize(f) for f in files if os.path.isfile(f)):
-            raise ValueError(f"the corpus is empty: {len(files)} file(s) matching --input {args.input!r}, "
-                             "all 0 bytes (or directories)")
+            raise DataError(args.input, "some text (the corpus is empty)", record=f"{len(files)} file(s) matching --input, "
+                            "all 0 bytes (or directories)")
     if args.language == "ja" and args.tokenizer == "wordpiece" and not args.cased:
         print("warning: --language ja with a lower-casing WordPiece tokenizer: lower-casing strips the voicing "
               "marks of kana (が -> か, ぱ -> は) when pieces are counted; pass --cased for a cased vocabulary",
               file=sys.stderr)
     if args.max_seq_length < 8:
-        raise ValueError(f"--max-seq-length must be at least 8, got {args.max_seq_length}")
+        raise OptionsError(f"--max-seq-length must be at least 8, got {args.max_seq_length}", option="max_seq_length",
+                           value=args.max_seq_length)
     with beam.Pipeline(options=pipeline_options(beam_args)) as pipeline:
         build_pipeline(pipeline, args)
     found = counters(pipeline.result, "pretraining_data")

@@ -25,6 +25,13 @@ import subprocess
 import sys
 import time
 
+from kbert.errors import Error
+
+
+class PeerError(Error, RuntimeError):
+    """A peer process that could not start or answer (its message says why)."""
+
+
 def default_shared_data() -> pathlib.Path | None:
     """../shared/data next to the repository (KBERT_SHARED_DATA overrides), or None."""
     from kbert.data.shared import shared_data_dir
@@ -253,7 +260,7 @@ class SubprocessPeer:
         hello = self._read()
         if "error" in hello:
             self.close()
-            raise RuntimeError(hello["error"])
+            raise PeerError(hello["error"])
         self.versions = hello.get("versions", "")
         self.runners = [_ChildRunner(self, c) for c in hello["ready"]]
 
@@ -261,7 +268,7 @@ class SubprocessPeer:
         while True:
             line = self.proc.stdout.readline()
             if not line:
-                raise RuntimeError(f"peer process exited with code {self.proc.wait()}")
+                raise PeerError(f"peer process exited with code {self.proc.wait()}")
             line = line.strip()
             if line.startswith("{"):
                 return json.loads(line)
@@ -272,7 +279,7 @@ class SubprocessPeer:
         self.proc.stdin.flush()
         reply = self._read()
         if "error" in reply:
-            raise RuntimeError(reply["error"])
+            raise PeerError(reply["error"])
         return reply
 
     def close(self):
@@ -302,7 +309,7 @@ def model_garden_peer(args, peers, notes: list, **spec):
     try:
         return SubprocessPeer("kbert.bench.mg_peer", dict(spec, threads=args.threads, warmup=args.warmup, xla=xla),
                               args.threads, python=python)
-    except RuntimeError as e:
+    except PeerError as e:
         # The usual cause is a Python without tf-models-official: one line naming it, not a traceback.
         raise SystemExit(f"error: the Model Garden peer could not start in --model-garden-python {python!r} "
                          f"({e}); that Python needs tf-models-official (see kbert/bench/mg_peer.py)") from None

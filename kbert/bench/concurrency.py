@@ -22,6 +22,7 @@ import threading
 import time
 
 from kbert.bench.common import Runner
+from kbert.errors import OptionsError
 
 
 def rows(request) -> int:
@@ -65,7 +66,7 @@ class Batcher:
 
     def __init__(self, fn, combine, split, max_batch=32, timeout_s=0.0):
         if max_batch < 1 or timeout_s < 0:
-            raise ValueError(f"Batcher: max_batch must be >= 1 and timeout_s >= 0, got {max_batch}, {timeout_s}")
+            raise OptionsError(f"Batcher: max_batch must be >= 1 and timeout_s >= 0, got {max_batch}, {timeout_s}")
         self.fn, self.combine, self.split = fn, combine, split
         self.max_batch, self.timeout_s = max_batch, timeout_s
         self.batch_sizes = []  # rows of every batch run (the bench reports their mean)
@@ -117,7 +118,7 @@ class ClosedLoop(Runner):
 
     def __init__(self, batcher, requests, clients, name="?", group="peer", items=1, unit="request"):
         if clients < 1:
-            raise ValueError(f"ClosedLoop: clients must be >= 1, got {clients}")
+            raise OptionsError(f"ClosedLoop: clients must be >= 1, got {clients}", option="clients", value=clients)
         self.batcher, self.requests, self.clients = batcher, requests, clients
         self.concurrency = clients
         self.name, self.group, self.items, self.unit = name, group, items, unit

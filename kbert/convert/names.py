@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kbert.errors import Error
 from kbert.api_export import kbert_export
 
 # Google names whose kbert weight is stored transposed.
@@ -19,7 +20,7 @@ NON_MODEL_NAMES = ("global_step", "good_steps", "loss_scale")
 
 
 @kbert_export("kbert.ConversionError")
-class ConversionError(ValueError):
+class ConversionError(Error, ValueError):
     """A checkpoint, folder or name that cannot be converted: the message says which file and why.
 
     Examples:
@@ -73,7 +74,7 @@ def head_variables(name, head) -> dict:
             "cls/seq_relationship/output_weights": head.dense.kernel,
             "cls/seq_relationship/output_bias": head.dense.bias,
         }
-    raise ValueError(f"no Google names for head {name!r}")
+    raise ConversionError(f"no Google names for head {name!r}")
 
 
 HEAD_PREFIXES = {"mlm": "cls/predictions/", "nsp": "cls/seq_relationship/"}

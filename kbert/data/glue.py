@@ -27,7 +27,7 @@ import os
 from kbert.data.examples import TaskData
 from kbert.data.labels import label_index, parse_score
 from kbert.data.textio import check_columns, header_index, tsv_rows
-from kbert.errors import DataError
+from kbert.errors import DataError, OptionsError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,9 +89,8 @@ class GlueTask:
         try:
             return self.files[split]
         except KeyError:
-            raise ValueError(
-                f"GLUE task {self.name!r} has no split {split!r}; expected one of {sorted(self.files)}"
-            ) from None
+            raise OptionsError(f"GLUE task {self.name!r} has no split {split!r}; expected one of "
+                               f"{sorted(self.files)}", option="eval_split", value=split) from None
 
     def path(self, data_dir, split: str) -> str:
         """The split's file in data_dir, the task's own folder (as run_classifier's --data_dir);
@@ -149,7 +148,8 @@ def get_task(name: str) -> GlueTask:
     try:
         return TASKS[key]
     except KeyError:
-        raise ValueError(f"unknown GLUE task {name!r}; expected one of {sorted(TASKS)}") from None
+        raise OptionsError(f"unknown GLUE task {name!r}; expected one of {sorted(TASKS)}", option="task",
+                           value=name) from None
 
 
 def read_glue(task, split: str, data_dir=None, *, path=None, data: bytes | None = None) -> TaskData:
@@ -171,7 +171,7 @@ def read_glue(task, split: str, data_dir=None, *, path=None, data: bytes | None 
     task.file(split)  # validates the split name
     if path is None:
         if data_dir is None:
-            raise ValueError("read_glue needs data_dir or path")
+            raise OptionsError("read_glue needs data_dir or path", option="data_dir")
         path = task.path(data_dir, split)
     labelled = task.is_labelled(split)
 

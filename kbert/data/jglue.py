@@ -23,7 +23,7 @@ import os
 
 from kbert.data.examples import TaskData
 from kbert.data.textio import json_lines
-from kbert.errors import DataError
+from kbert.errors import DataError, OptionsError
 
 # JNLI's labels in the order the task definition lists them (class id = position).
 JNLI_LABELS = ("entailment", "contradiction", "neutral")
@@ -40,7 +40,8 @@ def split_path(data_dir, split: str) -> str:
     """The file of ``split`` ("train", "dev"/"valid") in ``data_dir``: the first pattern of
     SPLIT_PATTERNS that matches exactly one file; none or several is an error listing them."""
     if split not in SPLIT_PATTERNS:
-        raise ValueError(f"JGLUE tasks have the splits {sorted(SPLIT_PATTERNS)}, not {split!r}")
+        raise OptionsError(f"JGLUE tasks have the splits {sorted(SPLIT_PATTERNS)}, not {split!r}", option="eval_split",
+                           value=split)
     folder = os.fspath(data_dir)
     for pattern in SPLIT_PATTERNS[split]:
         found = sorted(glob.glob(os.path.join(glob.escape(folder), pattern)))
@@ -60,8 +61,8 @@ def task_path(data_dir, split: str, override=None, task_name: str = "") -> str:
     if override:
         return os.fspath(override)
     if not data_dir:
-        raise ValueError(f"task {task_name!r} needs --data-dir (a folder with train*.json and "
-                         "valid*.json or dev*.json) or --train-file and --eval-file")
+        raise OptionsError(f"task {task_name!r} needs --data-dir (a folder with train*.json and "
+                         "valid*.json or dev*.json) or --train-file and --eval-file", option="data_dir")
     return split_path(data_dir, split)
 
 

@@ -57,10 +57,8 @@ def record_dataset(
     if input_context is not None and input_context.num_input_pipelines > 1:
         n, i = input_context.num_input_pipelines, input_context.input_pipeline_id
         if len(files) < n:
-            raise ValueError(
-                f"{len(files)} file(s) for {n} input pipelines: "
-                "write more shards (--num-shards) so each worker gets at least one"
-            )
+            raise DataError(file_pattern, f"at least one file for each of the {n} input pipelines (write more "
+                            "shards, --num-shards)", value=f"{len(files)} file(s)")
         files, sizes = files[i::n], sizes[i::n]  # as Dataset.shard(n, i)
         if not any(sizes):
             raise DataError(", ".join(files), f"records for input pipeline {i} of {n}",

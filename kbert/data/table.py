@@ -8,7 +8,7 @@ import os
 from kbert.data.examples import TaskData
 from kbert.data.labels import collect_label_names, label_index, parse_score
 from kbert.data.textio import csv_rows, json_lines, tsv_rows
-from kbert.errors import DataError
+from kbert.errors import DataError, OptionsError
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".txt": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
 
@@ -16,12 +16,12 @@ FORMATS = {".csv": "csv", ".tsv": "tsv", ".txt": "tsv", ".jsonl": "jsonl", ".jso
 def _format_of(path, fmt):
     if fmt is not None:
         if fmt not in ("csv", "tsv", "jsonl"):
-            raise ValueError(f"format must be 'csv', 'tsv' or 'jsonl', not {fmt!r}")
+            raise OptionsError(f"format must be 'csv', 'tsv' or 'jsonl', not {fmt!r}", option="format", value=fmt)
         return fmt
     ext = os.path.splitext(os.fspath(path))[1].lower()
     if ext not in FORMATS:
-        raise ValueError(f"cannot tell the format of {os.fspath(path)!r} from its extension; "
-                         "pass format='csv', 'tsv' or 'jsonl'")
+        raise OptionsError(f"cannot tell the format of {os.fspath(path)!r} from its extension; "
+                           "pass format='csv', 'tsv' or 'jsonl'", option="format")
     return FORMATS[ext]
 
 
@@ -80,9 +80,10 @@ def read_table(path, text_columns, label_column: str | None = None, *, label_nam
     if isinstance(text_columns, str):
         text_columns = (text_columns,)
     if not 1 <= len(text_columns) <= 2:
-        raise ValueError(f"text_columns must name one or two columns, got {text_columns!r}")
+        raise OptionsError(f"text_columns must name one or two columns, got {text_columns!r}", option="text_columns",
+                           value=text_columns)
     if multi_label and regression:
-        raise ValueError("a table is either multi-label or regression, not both")
+        raise OptionsError("a table is either multi-label or regression, not both", option="multi_label")
     fmt = _format_of(path, format)
     rows, id_lines = [], {}
     for line, record in _table_records(path, data, fmt):

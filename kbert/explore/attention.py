@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kbert.errors import Error, OptionsError
 from kbert.api_export import kbert_export
 
 
-class AttentionUnavailable(RuntimeError):
+class AttentionUnavailable(Error, RuntimeError):
     """The encoder cannot return attention probabilities (no ``output_attentions`` argument)."""
 
 
@@ -65,9 +66,11 @@ def select(attention: np.ndarray, layer: int | None = None, head: int | None = N
     check_attention([""] * attention.shape[-1], attention)
     num_layers, num_heads = attention.shape[:2]
     if layer is not None and not 0 <= layer < num_layers:
-        raise ValueError(f"--layer {layer} is out of range: the model has layers 0..{num_layers - 1}")
+        raise OptionsError(f"--layer {layer} is out of range: the model has layers 0..{num_layers - 1}", option="layer",
+                           value=layer)
     if head is not None and not 0 <= head < num_heads:
-        raise ValueError(f"--head {head} is out of range: the model has heads 0..{num_heads - 1}")
+        raise OptionsError(f"--head {head} is out of range: the model has heads 0..{num_heads - 1}", option="head",
+                           value=head)
     layers = list(range(num_layers)) if layer is None else [layer]
     heads = list(range(num_heads)) if head is None else [head]
     return attention[np.ix_(layers, heads)], layers, heads
@@ -76,8 +79,8 @@ def select(attention: np.ndarray, layer: int | None = None, head: int | None = N
 def check_attention(tokens, attention) -> None:
     attention = np.asarray(attention)
     if attention.ndim != 4 or attention.shape[-1] != attention.shape[-2]:
-        raise ValueError(f"attention must be [layers, heads, seq, seq], got shape {attention.shape}")
+        raise OptionsError(f"attention must be [layers, heads, seq, seq], got shape {attention.shape}")
     if attention.shape[-1] != len(tokens):
-        raise ValueError(f"attention covers {attention.shape[-1]} tokens but {len(tokens)} token labels were given")
+        raise OptionsError(f"attention covers {attention.shape[-1]} tokens but {len(tokens)} token labels were given")
     if 0 in attention.shape:
-        raise ValueError(f"attention is empty (shape {attention.shape})")
+        raise OptionsError(f"attention is empty (shape {attention.shape})")

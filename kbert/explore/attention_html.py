@@ -18,6 +18,7 @@ import json
 
 import numpy as np
 
+from kbert.errors import OptionsError
 from kbert.explore.attention import check_attention
 from kbert.api_export import kbert_export
 
@@ -139,13 +140,13 @@ def render_attention_html(tokens, attention, layers=None, heads=None, title="Att
     tokens = [str(t) for t in tokens]
     check_attention(tokens, attention)
     if not np.all(np.isfinite(attention)):
-        raise ValueError("attention holds NaN or infinite values")
+        raise OptionsError("attention holds NaN or infinite values")
     num_layers, num_heads, n, _ = attention.shape
     layers = list(range(num_layers)) if layers is None else [int(x) for x in layers]
     heads = list(range(num_heads)) if heads is None else [int(x) for x in heads]
     if len(layers) != num_layers or len(heads) != num_heads:
-        raise ValueError(f"{len(layers)} layer and {len(heads)} head numbers for an array of "
-                         f"{num_layers} layers x {num_heads} heads")
+        raise OptionsError(f"{len(layers)} layer and {len(heads)} head numbers for an array of "
+                           f"{num_layers} layers x {num_heads} heads")
     data = {
         "tokens": tokens,
         "layers": layers,

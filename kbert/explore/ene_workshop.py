@@ -24,6 +24,8 @@ from __future__ import annotations
 import json
 import pathlib
 
+from kbert.errors import DataError, OptionsError
+
 LABELS_FILE = pathlib.Path(__file__).resolve().parent.parent / "resources" / "workshop" / "jsquad_ene_labels.tsv"
 CORPUS_NAME = "corpus/ja/jsquad_wikipedia.txt"
 SPLIT_EVERY = 4  # one article in SPLIT_EVERY goes to dev, one to the unlabelled set (when its labels allow)
@@ -39,7 +41,7 @@ def read_label_table(path=LABELS_FILE) -> dict:
         title, sep, labels = line.partition("\t")
         names = [name.strip() for name in labels.split(",") if name.strip()]
         if not sep or not names:
-            raise ValueError(f"{path}:{number}: expected 'title<TAB>category[,category]', got {line!r}")
+            raise DataError(path, "'title<TAB>category[,category]'", line=number, value=line)
         table[title] = names
     return table
 
@@ -52,7 +54,7 @@ def read_articles(corpus_path) -> list:
         if len(lines) >= 2:
             articles.append((lines[0], lines[1:]))
     if not articles:
-        raise ValueError(f"{corpus_path}: no articles (expected a title line, paragraphs, a blank line)")
+        raise DataError(corpus_path, "articles: a title line, its paragraphs, a blank line")
     return articles
 
 
@@ -99,12 +101,13 @@ def make_dataset(corpus_path, out_dir, labels_path=LABELS_FILE, unit: str = "par
     most are longer than BERT's 512 positions (``kbert finetune --long-documents windows``). The
     split is the same article by article for both."""
     if unit not in UNITS:
-        raise ValueError(f"unit {unit!r}: expected one of {', '.join(UNITS)}")
+        raise OptionsError(f"unit {unit!r}: expected one of {', '.join(UNITS)}", option="unit", value=unit)
     labels = read_label_table(labels_path)
     articles = read_articles(corpus_path)
     missing = [title for title, _ in articles if title not in labels]
     if missing:
-        raise ValueError(f"{labels_path}: no categories for article(s) {missing[:5]} of {corpus_path}")
+        raise DataError(labels_path, f"categories for every article of {corpus_path}",
+                        record=f"no line for the article(s) {missing[:5]}")
     split = split_articles([title for title, _ in articles], labels, {t: len(p) for t, p in articles})
     rows = {"train": [], "dev": [], "unlabelled": []}
     for article, (title, paragraphs) in enumerate(articles):
@@ -133,7 +136,7 @@ def _read_jsonl(path, what) -> list:
             try:
                 rows.append(json.loads(line))
             except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{number}: {what} is not JSON ({e.msg})") from None
+                raise DataError(path, f"{what} in JSON ({e.msg})", line=number) from None
     return rows
 
 
@@ -142,7 +145,7 @@ def _labels_of(row, path, number) -> list:
     if isinstance(value, str):
         return [value]
     if not isinstance(value, list):
-        raise ValueError(f"{path}:{number}: no 'labels' list (got {value!r})")
+        raise DataError(path, "a list of category names", line=number, field="labels", value=value)
     return [str(v) for v in value]
 
 
@@ -160,23 +163,25 @@ def score(submission_path, answers_path, input_path=None) -> dict:
     if input_path is not None:
         inputs = _read_jsonl(input_path, "an input row")
         if len(inputs) != len(submitted):
-            raise ValueError(f"{submission_path}: {len(submitted)} predictions for {len(inputs)} rows of {input_path}")
+            raise DataError(submission_path, f"one prediction for each of the {len(inputs)} rows of {input_path}",
+                            value=f"{len(submitted)} predictions")
         ids = [row.get("id") for row in inputs]
     else:
         ids = [row.get("id") for row in submitted]
     predicted = {}
     for number, (row_id, row) in enumerate(zip(ids, submitted), 1):
         if row_id is None:
-            raise ValueError(f"{submission_path}:{number}: no 'id' (give --input, the file that was predicted)")
+            raise DataError(submission_path, "an id (or give --input, the file that was predicted)", line=number,
+                            field="id")
         if row_id in predicted:
-            raise ValueError(f"{submission_path}:{number}: id {row_id!r} predicted twice")
+            raise DataError(submission_path, "each id predicted once", line=number, field="id", value=row_id)
         predicted[row_id] = _labels_of(row, submission_path, number)
     answers = {row["id"]: _labels_of(row, answers_path, n) for n, row in enumerate(_read_jsonl(answers_path, "an answer"), 1)}
     missing = sorted(set(answers) - set(predicted))
     extra = sorted(set(predicted) - set(answers))
     if missing or extra:
-        raise ValueError(f"{submission_path}: ids missing {missing[:5]} ({len(missing)}), "
-                         f"unknown {extra[:5]} ({len(extra)})")
+        raise DataError(submission_path, f"the ids of {answers_path}",
+                        record=f"ids missing {missing[:5]} ({len(missing)}), unknown {extra[:5]} ({len(extra)})")
     order = sorted(answers)
     binarizer = MultiLabelBinarizer().fit([answers[i] for i in order] + [predicted[i] for i in order])
     gold = binarizer.transform([answers[i] for i in order])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kbert.errors import OptionsError
 from kbert.explore.heads_model import PretrainingHeads
 from kbert.api_export import kbert_export
 
@@ -80,7 +81,7 @@ def fill_mask_ids(model, inputs: dict, top_k: int = 5) -> list[list[dict]]:
         ([1], 2)
     """
     if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
-        raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
+        raise OptionsError(f"top_k must be a positive integer, got {top_k!r}", option="top_k", value=top_k)
     heads = load(model)
     result = {k: v.numpy() for k, v in heads.fill_mask(inputs, top_k).items()}
     answers = []
@@ -117,7 +118,8 @@ def next_sentence(model, text_a, text_b):
     single = isinstance(text_a, (str, bytes)) and isinstance(text_b, (str, bytes))
     a, b = _texts(text_a, "text_a"), _texts(text_b, "text_b")
     if len(a) != len(b):
-        raise ValueError(f"text_a has {len(a)} strings but text_b has {len(b)}: give one B for each A")
+        raise OptionsError(f"text_a has {len(a)} strings but text_b has {len(b)}: give one B for each A",
+                           option="text_b")
     if not a:
         return []
     probabilities = next_sentence_ids(heads, heads.pack(a, b))

@@ -17,6 +17,8 @@ import pathlib
 
 import numpy as np
 
+from kbert.errors import OptionsError
+
 TENSOR_NAME = "embedding/.ATTRIBUTES/VARIABLE_VALUE"
 METADATA_FILE = "metadata.tsv"
 LEVELS = ("token", "sentence")
@@ -35,10 +37,10 @@ def write_projector(logdir, vectors, labels, columns=None) -> pathlib.Path:
 
     vectors = np.asarray(vectors, np.float32)
     if vectors.ndim != 2 or vectors.shape[0] == 0:
-        raise ValueError(f"projector vectors must be a non-empty [N, D] array, got shape {vectors.shape}")
+        raise OptionsError(f"projector vectors must be a non-empty [N, D] array, got shape {vectors.shape}")
     labels = list(labels)
     if len(labels) != len(vectors):
-        raise ValueError(f"{len(vectors)} vectors but {len(labels)} labels")
+        raise OptionsError(f"{len(vectors)} vectors but {len(labels)} labels")
     logdir = pathlib.Path(logdir)
     logdir.mkdir(parents=True, exist_ok=True)
     with open(logdir / METADATA_FILE, "w", encoding="utf-8") as f:
@@ -46,7 +48,7 @@ def write_projector(logdir, vectors, labels, columns=None) -> pathlib.Path:
             f.write("\t".join(_cell(c) for c in columns) + "\n")
             for row in labels:
                 if len(row) != len(columns):
-                    raise ValueError(f"label {row!r} has {len(row)} fields but there are {len(columns)} columns")
+                    raise OptionsError(f"label {row!r} has {len(row)} fields but there are {len(columns)} columns")
                 f.write("\t".join(_cell(v) for v in row) + "\n")
         else:
             for label in labels:
@@ -68,16 +70,16 @@ def write_features_projector(logdir, arrays: dict, rows, vocab, level="token", l
     for the labels; ``vocab``: the token list (id -> token).
     """
     if level not in LEVELS:
-        raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
+        raise OptionsError(f"level must be one of {LEVELS}, got {level!r}", option="level", value=level)
     for key in ("input_word_ids", "input_mask", layer):
         if key not in arrays:
-            raise ValueError(f"the features have no {key!r} (found: {', '.join(sorted(arrays))})")
+            raise OptionsError(f"the features have no {key!r} (found: {', '.join(sorted(arrays))})")
     ids, mask, hidden = (np.asarray(arrays[k]) for k in ("input_word_ids", "input_mask", layer))
     if hidden.ndim != 3 or hidden.shape[:2] != ids.shape:
-        raise ValueError(f"{layer!r} must be [rows, seq, H] matching input_word_ids {ids.shape}, got {hidden.shape}")
+        raise OptionsError(f"{layer!r} must be [rows, seq, H] matching input_word_ids {ids.shape}, got {hidden.shape}")
     rows = list(rows)
     if len(rows) != len(ids):
-        raise ValueError(f"{len(ids)} rows of features but {len(rows)} input rows")
+        raise OptionsError(f"{len(ids)} rows of features but {len(rows)} input rows")
     texts = [r["text_a"] + (" | " + r["text_b"] if r.get("text_b") is not None else "") for r in rows]
     mask = mask.astype(bool)
     if level == "sentence":

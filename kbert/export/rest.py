@@ -19,8 +19,10 @@ import base64
 import numpy as np
 import tensorflow as tf
 
+from kbert.errors import Error
 
-class RestError(ValueError):
+
+class RestError(Error, ValueError):
     pass
 
 

@@ -13,6 +13,8 @@ import os
 
 import tensorflow as tf
 
+from kbert.text.spec import TokenizerSpecError
+
 
 def attach_tokenizer_assets(module, tokenizer, what: str, vocab_file=None) -> None:
     """Sets ``module.vocab_file``, ``module.do_lower_case`` (and ``module.tokenizer_assets``).
@@ -23,8 +25,8 @@ def attach_tokenizer_assets(module, tokenizer, what: str, vocab_file=None) -> No
     files = dict(tokenizer.asset_files)
     if spec.vocab_file not in files:
         if vocab_file is None:
-            raise ValueError(f"{what}: the {spec.type!r} tokenizer has no {spec.vocab_file} file to export "
-                             "(it was built from a token list): build it from its file or a model directory")
+            raise TokenizerSpecError(f"{what}: the {spec.type!r} tokenizer has no {spec.vocab_file} file to export "
+                                     "(it was built from a token list): build it from its file or a model directory")
         files[spec.vocab_file] = vocab_file
     module.vocab_file = tf.saved_model.Asset(os.fspath(files.pop(spec.vocab_file)))
     if spec.type != "wordpiece" and not hasattr(module, "tokenizer"):

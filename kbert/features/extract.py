@@ -28,7 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from kbert import compat
-from kbert.errors import DataError
+from kbert.errors import DataError, OptionsError
 from kbert.hub_models import resolve_model_dir
 from kbert.model_dir import load_config, load_encoder
 from kbert.tasks.core.batching import trim_to_longest
@@ -84,10 +84,11 @@ def check_combinations(names, num_blocks: int) -> tuple:
     """
     for name in names:
         if name not in COMBINATIONS:
-            raise ValueError(f"unknown combination {name!r}; expected one of {list(COMBINATIONS)}")
+            raise OptionsError(f"unknown combination {name!r}; expected one of {list(COMBINATIONS)}",
+                               option="combinations", value=name)
         if num_blocks < _NEEDS_BLOCKS.get(name, 1):
-            raise ValueError(f"combination {name!r} needs {_NEEDS_BLOCKS[name]} Transformer blocks; "
-                             f"the encoder has {num_blocks}")
+            raise OptionsError(f"combination {name!r} needs {_NEEDS_BLOCKS[name]} Transformer blocks; "
+                               f"the encoder has {num_blocks}", option="combinations", value=name)
     return tuple(names)
 
 

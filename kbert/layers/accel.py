@@ -50,6 +50,8 @@ import logging
 import keras
 from keras import ops
 
+from kbert.errors import OptionsError
+
 ATTENTION_IMPLS = ("auto", "plain", "fused")
 KERNELS = ("plain", "cudnn", "xla", "keras")  # what a call ran: see choose_kernel
 
@@ -58,9 +60,10 @@ _said: dict = {}
 
 
 def check_attention_impl(value) -> str:
-    """``value`` if it names an attention implementation, else ValueError naming it."""
+    """``value`` if it names an attention implementation, else an OptionsError naming it."""
     if value not in ATTENTION_IMPLS:
-        raise ValueError(f"attention is {value!r}; expected one of {', '.join(ATTENTION_IMPLS)}")
+        raise OptionsError(f"attention is {value!r}; expected one of {', '.join(ATTENTION_IMPLS)}", option="attention",
+                           value=value)
     return value
 
 
@@ -194,7 +197,7 @@ def assume_cudnn_training_setting(setting: str | None) -> None:
     from kbert import compat
 
     if setting is not None and setting not in compat.XLA_STEP_SETTINGS:
-        raise ValueError(f"XLA setting {setting!r}; expected one of {', '.join(compat.XLA_STEP_SETTINGS)}")
+        raise OptionsError(f"XLA setting {setting!r}; expected one of {', '.join(compat.XLA_STEP_SETTINGS)}")
     compat.CUDNN_DROPOUT_WITH_PADDING_RUNS = {setting: (0, 0, 0)}
     _route.clear()
 
@@ -285,9 +288,9 @@ def set_dropout_prng(impl: str = "threefry", bits: int = 32) -> None:
     applied is 1 - threshold / 2^bits (``dropout_rate_applied``): at 8 bits, 0.1 becomes 26/256.
     Keras' own keys stay threefry, which is why the global ``jax_default_prng_impl`` is not used."""
     if impl not in DROPOUT_PRNGS:
-        raise ValueError(f"dropout PRNG is {impl!r}; expected one of {', '.join(DROPOUT_PRNGS)}")
+        raise OptionsError(f"dropout PRNG is {impl!r}; expected one of {', '.join(DROPOUT_PRNGS)}")
     if bits not in DROPOUT_BITS:
-        raise ValueError(f"dropout bits are {bits!r}; expected one of {', '.join(map(str, DROPOUT_BITS))}")
+        raise OptionsError(f"dropout bits are {bits!r}; expected one of {', '.join(map(str, DROPOUT_BITS))}")
     _dropout_bits[:] = [impl, bits]
 
 
@@ -386,7 +389,7 @@ def set_remat(policy: str = "none") -> None:
     ``jax.checkpoint_policies.dots_with_no_batch_dims_saveable``: the projections and FFN kept,
     the attention, GELU, LayerNorms and dropout recomputed)."""
     if policy not in REMAT_POLICIES:
-        raise ValueError(f"remat policy is {policy!r}; expected one of {', '.join(REMAT_POLICIES)}")
+        raise OptionsError(f"remat policy is {policy!r}; expected one of {', '.join(REMAT_POLICIES)}")
     _remat[0] = policy
 
 

@@ -2,6 +2,8 @@
 
 import keras
 
+from kbert.config import ConfigError
+
 
 def gelu_tanh(x):
     """GELU, tanh approximation: google-research/bert ``modeling.gelu``."""
@@ -27,4 +29,5 @@ def get_activation(name: str):
     try:
         return _ACTIVATIONS[name]
     except KeyError:
-        raise ValueError(f"unknown activation {name!r}; expected one of {', '.join(_ACTIVATIONS)}") from None
+        raise ConfigError(f"unknown activation {name!r}; expected one of {', '.join(_ACTIVATIONS)}",
+                          field="hidden_act") from None

@@ -19,6 +19,7 @@ import itertools
 import keras
 from keras import ops
 
+from kbert.config import ConfigError
 from kbert.layers import accel, tf_fast
 from kbert.layers.dropout import Dropout
 from kbert.layers.initializers import truncated_normal
@@ -40,7 +41,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         super().__init__(**kwargs)
         self.attention_impl = accel.check_attention_impl(attention_impl)
         if hidden_size % num_heads:
-            raise ValueError(f"hidden_size ({hidden_size}) must be divisible by num_heads ({num_heads})")
+            raise ConfigError(f"hidden_size ({hidden_size}) must be divisible by num_heads ({num_heads})",
+                              field="hidden_size")
         self.hidden_size = hidden_size
         self.num_heads = num_heads
         self.head_size = hidden_size // num_heads

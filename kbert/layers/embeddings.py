@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from kbert.errors import OptionsError
 from kbert.layers import tf_fast
 from kbert.layers.dropout import Dropout
 from kbert.layers.initializers import truncated_normal
@@ -79,7 +80,8 @@ def _check_length(seq_length, max_length):
     message = f"sequence length exceeds max_position_embeddings ({max_length})"
     if isinstance(seq_length, int):
         if seq_length > max_length:
-            raise ValueError(f"sequence length {seq_length} exceeds max_position_embeddings ({max_length})")
+            raise OptionsError(f"sequence length {seq_length} exceeds max_position_embeddings ({max_length})",
+                               option="seq_length", value=seq_length)
         return
     # Dynamic length (a traced TensorFlow graph with an unknown sequence dimension): check at run
     # time. (JAX and torch trace with concrete lengths: the check above ran.)

@@ -7,6 +7,7 @@ from kbert.layers import tf_fast
 from kbert.layers.activations import get_activation
 from kbert.layers.initializers import truncated_normal
 from kbert.layers.normalization import make_layer_norm
+from kbert.model_metadata import ModelDirError
 
 
 class MaskedLMHead(keras.layers.Layer):
@@ -104,6 +105,6 @@ def build_head(name, config):
     elif name == "nsp":
         head = NextSentenceHead(config.hidden_size, config.initializer_range, name="nsp")
     else:
-        raise ValueError(f"unknown pre-training head {name!r}; expected 'mlm' or 'nsp'")
+        raise ModelDirError(f"unknown pre-training head {name!r}; expected 'mlm' or 'nsp'")
     head.build()
     return head

@@ -24,6 +24,8 @@ TPUs) the plain ops are used and XLA fuses them itself. Those decisions are made
 import functools
 import math
 
+from kbert.errors import OptionsError
+
 FUSED_ENV = "KBERT_FUSED_KERNELS"
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -111,7 +113,7 @@ def dropout(x, rate: float, seed, residual=None):
     import tensorflow as tf
 
     if not 0.0 < rate < 1.0:
-        raise ValueError(f"dropout rate must be in (0, 1), got {rate}")
+        raise OptionsError(f"dropout rate must be in (0, 1), got {rate}", option="dropout", value=rate)
     apply, apply_add = _dropout_kernel(_threshold(rate))
     bits = random_bits16(x.shape, seed)
 

@@ -31,6 +31,7 @@ import os
 import keras
 
 from kbert import compat
+from kbert.errors import OptionsError
 from kbert.layers import tf_elementwise
 from kbert.layers.activations import gelu_exact, gelu_tanh
 
@@ -98,7 +99,8 @@ def bf16_matmul_mode() -> str:
     if forced in ("native", "float32"):
         return forced
     if forced not in ("", "auto"):
-        raise ValueError(f"{BF16_MATMUL_ENV}={forced!r}: expected native, float32 or auto")
+        raise OptionsError(f"{BF16_MATMUL_ENV}={forced!r}: expected native, float32 or auto", option=BF16_MATMUL_ENV,
+                           value=forced)
     if keras.backend.backend() != "tensorflow":
         return "native"
     tf = _tf()

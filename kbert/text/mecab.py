@@ -47,6 +47,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from kbert.errors import Error
 from kbert.text import vocab as vocab_lib
 from kbert.text.inputs import Untracked
 from kbert.text.mecab_limits import MECAB_MAX_CHARS, mecab_pieces  # noqa: F401 (MECAB_MAX_CHARS: documented here)
@@ -67,7 +68,7 @@ INSTALL_HINT = "pip install 'kbert[ja]'"
 _NON_SPACE = re.compile(r"\S+")  # the runs str.split() keeps (both use Python's isspace)
 
 
-class MecabError(RuntimeError):
+class MecabError(Error, RuntimeError):
     """fugashi or the MeCab dictionary is missing or cannot be loaded; the message says what to install."""
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from kbert.errors import Error
 from kbert.api_export import kbert_export
 
 DEFAULT_TYPE = "wordpiece"
@@ -23,7 +24,7 @@ DEFAULT_VOCAB_FILE = "vocab.txt"
 _FIELDS = ("type", "lower_case", "vocab_file")
 
 
-class TokenizerSpecError(ValueError):
+class TokenizerSpecError(Error, ValueError):
     """A tokenizer spec that cannot be used: names the source, the field and the value."""
 
 

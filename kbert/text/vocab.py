@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from kbert.errors import DataError
+from kbert.errors import DataError, Error
 from kbert.api_export import kbert_export
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
@@ -26,7 +26,7 @@ SPECIAL_TOKEN_NAMES = {
 
 
 @kbert_export("kbert.text.VocabError")
-class VocabError(ValueError):
+class VocabError(Error, ValueError):
     """A vocabulary that cannot be used: the message names the file (or list), token and line.
 
     Examples:

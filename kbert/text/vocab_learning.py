@@ -22,6 +22,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
+from kbert.errors import Error
 from kbert.text.normalize import normalize
 from kbert.text.vocab import RESERVED_TOKENS
 
@@ -55,7 +56,7 @@ class VocabOptions:
     min_count: int | None = None  # None: the type's default
 
 
-class CorpusError(ValueError):
+class CorpusError(Error, ValueError):
     """A corpus that cannot be learned from (no files, only empty files, no words)."""
 
 

@@ -24,16 +24,18 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from kbert.errors import Error
 
-class TrainingDiverged(RuntimeError):
+
+class TrainingDiverged(Error, RuntimeError):
     pass
 
 
-class CheckpointWriteError(OSError):
+class CheckpointWriteError(Error, OSError):
     """A checkpoint could not be written; the previous checkpoints are intact."""
 
 
-class CheckpointRestoreError(RuntimeError):
+class CheckpointRestoreError(Error, RuntimeError):
     """No checkpoint in the directory could be restored."""
 
 
@@ -210,7 +212,8 @@ class KerasCheckpointState:
         with np.load(pathlib.Path(path) / "optimizer.npz") as saved:
             values = [saved[f"arr_{i}"] for i in range(len(saved.files))]
         if len(values) != len(self.optimizer.variables):
-            raise ValueError(f"{len(values)} optimizer variables saved, {len(self.optimizer.variables)} here")
+            raise CheckpointRestoreError(f"{path}: {len(values)} optimizer variables saved, "
+                                         f"{len(self.optimizer.variables)} here")
         for variable, value in zip(self.optimizer.variables, values):
             variable.assign(value)
 

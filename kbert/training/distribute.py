@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import keras
 
+from kbert.errors import Error
 from kbert import compat
 
 
@@ -66,7 +67,7 @@ class StrategyReplicas:
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
 
 
-class StrategyError(RuntimeError):
+class StrategyError(Error, RuntimeError):
     pass
 
 

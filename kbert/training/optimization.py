@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from kbert import compat
+from kbert.errors import OptionsError
 
 # Google's AdamW excludes LayerNorm and bias from weight decay. Keras matches these as substrings
 # of variable paths: kbert's layer norms are named "*layer_norm*" and their weights gamma/beta.
@@ -192,6 +193,7 @@ def create_optimizer(
             epsilon=1e-6, global_clipnorm=clipnorm,
         )
     else:
-        raise ValueError(f"unknown optimizer {optimizer!r}; expected 'adamw' or 'lamb'")
+        raise OptionsError(f"unknown optimizer {optimizer!r}; expected 'adamw' or 'lamb'", option="optimizer",
+                           value=optimizer)
     opt.exclude_from_weight_decay(var_names=NO_DECAY)
     return opt

@@ -28,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from kbert import compat
+from kbert.errors import OptionsError
 
 STEP_PREFIX = "train/"
 EPOCH_MEAN_PREFIX = "epoch_mean/"
@@ -61,7 +62,7 @@ class StepScalars(keras.callbacks.Callback):
     def __init__(self, log_dir, every=10, global_batch_size=None, epoch_means=False):
         super().__init__()
         if every < 1:
-            raise ValueError(f"every must be at least 1, got {every}")
+            raise OptionsError(f"every must be at least 1, got {every}", option="every", value=every)
         self.writer = tf.summary.create_file_writer(str(log_dir))
         self.every, self.global_batch_size, self.epoch_means = every, global_batch_size, epoch_means
         self._parts = None

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from kbert.bench.concurrency import Batcher, ClosedLoop, concat_dicts, concat_lists, rows, split_rows
+from kbert.errors import OptionsError
 
 
 def test_rows_concat_and_split_are_inverse():
@@ -35,7 +36,7 @@ def test_rows_concat_and_split_are_inverse():
 
 
 def test_bad_sizes_are_refused():
-    with pytest.raises(ValueError, match=r"Batcher: max_batch must be >= 1 and timeout_s >= 0, got 0, 0.0"):
+    with pytest.raises(OptionsError, match=r"Batcher: max_batch must be >= 1 and timeout_s >= 0, got 0, 0.0"):
         Batcher(lambda x: x, concat_lists, split_rows, max_batch=0)
     with pytest.raises(ValueError, match=r"got 4, -1"):
         Batcher(lambda x: x, concat_lists, split_rows, max_batch=4, timeout_s=-1)

@@ -60,7 +60,7 @@ def test_held_out_data_is_read_once_and_in_file_order(tmp_path):
 
 def test_pipelines_without_records_fail_before_any_work(tmp_path):
     pattern = _shards(tmp_path, [2, 0, 2, 0])
-    with pytest.raises(ValueError, match="4 file\\(s\\) for 5 input pipelines"):
+    with pytest.raises(DataError, match="got '4 file\\(s\\)'; expected at least one file for each of the 5 input"):
         record_dataset(pattern, input_context=tf.distribute.InputContext(num_input_pipelines=5, input_pipeline_id=0))
     with pytest.raises(DataError, match="records for input pipeline 1 of 2"):
         record_dataset(pattern, input_context=tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1))

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from kbert.errors import DataError
 from kbert.explore import ene_workshop
 from kbert.commands.explore import main as explore_main
 
@@ -92,29 +93,29 @@ def test_score_equals_hand_computed_micro_f1(tmp_path, capsys):
 def test_score_rejects_bad_submissions(tmp_path):
     answers = write(tmp_path / "answers.jsonl", [{"id": "a", "labels": ["X"]}, {"id": "b", "labels": ["Y"]}])
     missing = write(tmp_path / "missing.jsonl", [{"id": "a", "labels": ["X"]}])
-    with pytest.raises(ValueError, match=r"missing\.jsonl: ids missing \['b'\]"):
+    with pytest.raises(DataError, match=r"missing\.jsonl, ids missing \['b'\]"):
         ene_workshop.score(missing, answers)
     twice = write(tmp_path / "twice.jsonl", [{"id": "a", "labels": ["X"]}, {"id": "a", "labels": ["Y"]}])
-    with pytest.raises(ValueError, match=r"twice\.jsonl:2: id 'a' predicted twice"):
+    with pytest.raises(DataError, match=r"twice\.jsonl, line 2: field 'id': got 'a'; expected each id predicted once"):
         ene_workshop.score(twice, answers)
     no_labels = write(tmp_path / "nolabels.jsonl", [{"id": "a"}, {"id": "b", "labels": ["Y"]}])
-    with pytest.raises(ValueError, match=r"nolabels\.jsonl:1: no 'labels' list"):
+    with pytest.raises(DataError, match=r"nolabels\.jsonl, line 1: field 'labels': got None; expected a list of category names"):
         ene_workshop.score(no_labels, answers)
     short = write(tmp_path / "short.jsonl", [{"labels": ["X"]}])
-    with pytest.raises(ValueError, match=r"1 predictions for 2 rows"):
+    with pytest.raises(DataError, match=r"got '1 predictions'; expected one prediction for each of the 2 rows"):
         ene_workshop.score(short, answers, input_path=answers)
 
 
 def test_label_table_errors_name_the_line(tmp_path):
     bad = tmp_path / "labels.tsv"
     bad.write_text("# comment\nA\tX\nB\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"labels\.tsv:3: expected 'title<TAB>category"):
+    with pytest.raises(DataError, match=r"labels\.tsv, line 3: got .*; expected 'title<TAB>category"):
         ene_workshop.read_label_table(bad)
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("A\npara one\n\nC\npara two\n", encoding="utf-8")
     good = tmp_path / "good.tsv"
     good.write_text("A\tX\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"no categories for article\(s\) \['C'\]"):
+    with pytest.raises(DataError, match=r"no line for the article\(s\) \['C'\]"):
         ene_workshop.make_dataset(corpus, tmp_path / "out", good)
     assert not (tmp_path / "out" / "train.jsonl").exists()
 

@@ -13,6 +13,7 @@ from conftest import SHARED, UNCASED_VOCAB
 from kbert.export.tokenizer_assets import attach_tokenizer_assets
 from kbert.random_model import VOCAB
 from kbert.text import BertTokenizer
+from kbert.text.spec import TokenizerSpecError
 
 SPM = SHARED / "vocab" / "ja-sentencepiece" / "spm.model"
 
@@ -49,7 +50,7 @@ def test_wordpiece_keeps_its_vocab_file_and_case(vocab_file, tmp_path, lower_cas
 def test_a_token_list_needs_the_file_given(vocab_file, tmp_path):
     tokenizer = BertTokenizer(list(VOCAB))
     assert tokenizer.asset_files == {}
-    with pytest.raises(ValueError, match=r"^encoder export: the 'wordpiece' tokenizer has no vocab.txt file to export "
+    with pytest.raises(TokenizerSpecError, match=r"^encoder export: the 'wordpiece' tokenizer has no vocab.txt file to export "
                                          r"\(it was built from a token list\): build it from its file or a model "
                                          r"directory$"):
         attach_tokenizer_assets(tf.Module(), tokenizer, "encoder export")

@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 from kbert import BertConfig, BertEncoder
+from kbert.errors import OptionsError
 from kbert.features import COMBINATIONS, FeatureExtractor
 from kbert.model_dir import save_model_dir
 from conftest import UNCASED_VOCAB
@@ -57,7 +58,7 @@ def test_combinations_by_hand(five_layer_dir):
 
 @pytest.mark.slow
 def test_too_few_layers_for_last_four(tiny_model_dir):
-    with pytest.raises(ValueError, match="needs 4 Transformer blocks; the encoder has 2"):
+    with pytest.raises(OptionsError, match="needs 4 Transformer blocks; the encoder has 2"):
         FeatureExtractor.from_model_dir(tiny_model_dir)
     extractor = FeatureExtractor.from_model_dir(tiny_model_dir, combinations=("last_hidden", "sum_all_layers"))
     assert set(extractor(tf.constant(["a b"]))) == {"hidden_states", "input_mask", "last_hidden", "sum_all_layers"}

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 from kbert import BertConfig, BertEncoder
+from kbert.errors import OptionsError
 from kbert.layers import accel
 from kbert.layers.attention import MultiHeadSelfAttention
 
@@ -371,7 +372,7 @@ def test_fused_attention_matches_plain_on_this_backend():
 
 
 def test_attention_impl_choice():
-    with pytest.raises(ValueError, match="attention is 'flash'"):
+    with pytest.raises(OptionsError, match="attention is 'flash'"):
         MultiHeadSelfAttention(32, 4, attention_impl="flash")
     # The probabilities need the plain path, whatever was asked for.
     kwargs = dict(dtype="float32", head_size=16)

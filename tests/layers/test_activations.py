@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+from kbert.config import ConfigError
 from kbert.layers.activations import get_activation
 
 
@@ -21,5 +22,5 @@ def test_other_names_are_keras_functions_and_unknown_names_list_the_choices():
     x = np.linspace(-3, 3, 13).astype("float32")
     np.testing.assert_allclose(get_activation("relu")(x), np.maximum(x, 0))
     np.testing.assert_allclose(get_activation("tanh")(x), np.tanh(x), atol=1e-6)
-    with pytest.raises(ValueError, match="unknown activation 'swishy'; expected one of gelu, gelu_exact"):
+    with pytest.raises(ConfigError, match="unknown activation 'swishy'; expected one of gelu, gelu_exact"):
         get_activation("swishy")

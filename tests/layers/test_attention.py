@@ -4,6 +4,7 @@ import keras
 import numpy as np
 import pytest
 
+from kbert.config import ConfigError
 from kbert.layers.attention import MultiHeadSelfAttention, gather_rows
 
 
@@ -66,5 +67,5 @@ def test_positions_give_those_rows_of_the_full_output(layer):
 def test_gather_rows_and_bad_head_count():
     flat = np.arange(12, dtype="float32").reshape(6, 2)  # batch 2, seq 3
     np.testing.assert_array_equal(gather_rows(flat, np.array([[2, 0], [1, 1]]), 3), flat[[2, 0, 4, 4]])
-    with pytest.raises(ValueError, match=r"hidden_size \(10\) must be divisible by num_heads \(4\)"):
+    with pytest.raises(ConfigError, match=r"hidden_size \(10\) must be divisible by num_heads \(4\)"):
         MultiHeadSelfAttention(10, 4)

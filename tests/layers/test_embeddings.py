@@ -4,6 +4,7 @@ import keras
 import numpy as np
 import pytest
 
+from kbert.errors import OptionsError
 from kbert.layers.embeddings import BertEmbeddings
 
 
@@ -23,6 +24,6 @@ def test_sum_of_three_tables_then_layer_norm():
     np.testing.assert_allclose(layer(ids, types), expected, rtol=1e-5, atol=1e-5)
     dropped = np.asarray(layer(ids, types, training=True))
     assert 0 < (dropped == 0).mean() < 1
-    with pytest.raises(ValueError, match="sequence length 7 exceeds max_position_embeddings \\(6\\)"):
+    with pytest.raises(OptionsError, match="sequence length 7 exceeds max_position_embeddings \\(6\\)"):
         layer(np.zeros((1, 7), "int32"), np.zeros((1, 7), "int32"))
     assert BertEmbeddings.from_config(layer.get_config()).max_position_embeddings == 6

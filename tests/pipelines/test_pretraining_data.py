@@ -10,6 +10,8 @@ import tensorflow as tf
 from pipelines.pretraining_data import create_instances, parse_documents, run, split_sentences
 from conftest import SHARED, UNCASED_VOCAB
 
+from kbert.errors import DataError
+
 
 def test_parse_documents_in_both_formats():
     text = "One.\nTwo here.\n\nThree.\n\n\nFour.\n"
@@ -106,6 +108,6 @@ def test_the_beam_pipeline_refuses_an_empty_corpus_before_any_work(tmp_path):
     """It used to run and write empty shards."""
     (tmp_path / "a.txt").write_bytes(b"")
     (tmp_path / "b.txt").write_bytes(b"")
-    with pytest.raises(ValueError, match=r"corpus is empty: 2 file\(s\) matching .*\*.txt.*all 0 bytes"):
+    with pytest.raises(DataError, match=r"\*.txt, 2 file\(s\) matching --input, all 0 bytes .*corpus is empty"):
         run(["--input", str(tmp_path / "*.txt"), "--output", str(tmp_path / "out"), "--vocab", str(UNCASED_VOCAB)])
     assert not list(tmp_path.glob("out*"))

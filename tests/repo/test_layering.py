@@ -49,7 +49,7 @@ LAYERS = [
     ("models and data", {"data", "models", "convert", "model_dir", "hub_models", "random_model"}),
     ("text and layers", {"text", "layers"}),
     # cli_support: flag parsing and error reporting shared by every command's main (kbert's commands and
-    # the bench's); it imports nothing of kbert but cli_startup (the command process's import hook, over compat), so
+    # the bench's); it imports nothing of kbert but errors and cli_startup (the command process's import hook, over compat), so
     # any layer's command entry point may use it;
     # api_export: the public names' declaration, over api_table, the table generated from the
     # declarations; options: the typed options' field helper (they import nothing else of kbert)

@@ -1,7 +1,7 @@
 """kbert.cli_support, the entry every command goes through, called here in this process: ``run`` turns
 a user's error into one line ``kbert NAME: error: ...`` and exit status 1 (``--verbose``, taken out of
 the arguments wherever it is, adds the traceback), an interrupt into 130, and lets a bug's exception
-through; ``is_user_error`` tells them apart by class and by where a ValueError was raised; the
+through; ``is_user_error`` tells them apart by class (``kbert.Error`` or a file-system error); the
 commands' parser reports a wrong command line in one line with status 1; a typed options dataclass
 becomes flags and the parsed flags become it again. (The start-up noise filter needs a process of its
 own: tests/top/test_cli.py.)"""
@@ -80,13 +80,15 @@ def _raised(function):
     raise AssertionError("nothing raised")
 
 
-def test_a_value_error_is_the_users_when_kbert_raised_it():
+def test_a_users_error_is_a_kbert_error_or_a_file_systems_and_nothing_else():
     from kbert.data.tfrecord import encode_example
 
-    assert is_user_error(_raised(lambda: encode_example("ner", {})))  # a plain ValueError from kbert's code
-    assert not is_user_error(_raised(lambda: int("x")))  # one raised here
-    assert not is_user_error(ValueError("never raised"))
     assert is_user_error(ConfigError("bad")) and is_user_error(FileNotFoundError(2, "missing"))
+    assert is_user_error(DataError("rows.tsv", "0 or 1", line=2))
+    # A plain ValueError is a bug wherever it was raised, kbert's own code included (an unknown record
+    # kind can only come from kbert's code): it keeps its traceback.
+    assert not is_user_error(_raised(lambda: encode_example("ner", {})))
+    assert not is_user_error(_raised(lambda: int("x"))) and not is_user_error(ValueError("never raised"))
     assert not is_user_error(RuntimeError("a bug")) and not is_user_error(KeyError("k"))
 
 

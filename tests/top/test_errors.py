@@ -38,3 +38,77 @@ def test_training_stopped_exits_as_a_shell_reports_sigterm():
     assert stopped.exit_status == 128 + signal.SIGTERM
     assert (stopped.step, stopped.checkpoint) == (40, "runs/m/checkpoints/ckpt-40")
     assert str(stopped) == "stopped by SIGTERM at step 40; rerun the same command to resume"
+
+
+# -- the family ------------------------------------------------------------------------------------
+# Constructor arguments of the errors whose constructor is not (message); every other takes one message.
+SPECIAL_ARGUMENTS = {
+    "DataError": ("rows.tsv", "0 or 1"),
+    "CorruptRecordError": ("train-0.tfrecord", 3, 120, 400),
+    "TrainingStopped": (40, "runs/m/checkpoints/ckpt-40"),
+}
+
+
+def kbert_modules() -> list:
+    """Every module of kbert/ and pipelines/ that imports here (an extra's may be missing)."""
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    return [".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+            for package in ("kbert", "pipelines") for p in sorted((root / package).rglob("*.py"))
+            if p.name != "__main__.py"]
+
+
+def exception_classes_defined_in_kbert() -> list:
+    """(qualified name, class) of every exception class defined in kbert/ and pipelines/."""
+    import importlib
+    import inspect
+
+    found = {}
+    for name in kbert_modules():
+        module = importlib.import_module(name)
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, BaseException) and cls.__module__ == module.__name__:
+                found[f"{cls.__module__}.{cls.__qualname__}"] = cls
+    return sorted(found.items())
+
+
+@pytest.mark.slow
+def test_every_exception_kbert_defines_is_a_kbert_error():
+    from kbert.errors import Error
+
+    classes = exception_classes_defined_in_kbert()
+    assert len(classes) > 20  # the walk found them (it imports every module)
+    assert [name for name, cls in classes if not issubclass(cls, Error)] == []
+
+
+@pytest.mark.slow
+def test_each_is_one_line_and_its_exit_status_through_a_command(monkeypatch, capsys):
+    from kbert import cli_support
+
+    monkeypatch.setattr(cli_support, "quiet_setup", lambda: None)
+    monkeypatch.setattr(cli_support, "_state", dict(cli_support._state))
+    for name, cls in exception_classes_defined_in_kbert():
+        error = cls(*SPECIAL_ARGUMENTS.get(cls.__name__, ("the file x.tsv has no column 'label'",)))
+
+        def main(argv, error=error):
+            raise error
+
+        assert cli_support.run("finetune", main, []) == error.exit_status, name
+        lines = capsys.readouterr().err.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("kbert finetune: error: ") and len(lines[0]) > 24, (name, lines)
+
+
+def test_a_message_of_several_lines_is_shown_as_one():
+    from kbert.cli_support import one_line
+    from kbert.errors import TaskModelError
+
+    error = TaskModelError("runs/m/classifier.weights.h5 does not fit:\n  dense/kernel: (128, 3) here, (128, 2) saved\n")
+    assert one_line(error) == "runs/m/classifier.weights.h5 does not fit:; dense/kernel: (128, 3) here, (128, 2) saved"
+
+
+def test_an_options_error_names_its_option():
+    from kbert.errors import OptionsError
+
+    error = OptionsError("--seq-length 600 exceeds max_position_embeddings 512", option="seq_length", value=600)
+    assert (error.option, error.value, error.file) == ("seq_length", 600, None)

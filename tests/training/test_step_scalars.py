@@ -16,6 +16,8 @@ import sys
 import numpy as np
 import pytest
 
+from kbert.errors import OptionsError
+
 HERE = pathlib.Path(__file__).resolve().parent
 ROWS, BATCH, EPOCHS = 23, 5, 3  # 5 steps an epoch, the last of 3 rows: steps weigh what Keras weighs
 
@@ -102,7 +104,7 @@ def test_a_step_after_an_epoch_boundary_is_not_an_epoch_mean(tmp_path):
 def test_every_must_be_positive(tmp_path):
     from kbert.training.step_scalars import StepScalars
 
-    with pytest.raises(ValueError, match="every must be at least 1, got 0"):
+    with pytest.raises(OptionsError, match="every must be at least 1, got 0"):
         StepScalars(tmp_path, every=0)
 
 

@@ -12,6 +12,8 @@ import pathlib
 
 import numpy as np
 
+from kbert.errors import Error
+
 METADATA_FILE = "kbert_onnx.json"
 MODEL_FILE = "model.onnx"
 INT8_FILE = "model.int8.onnx"
@@ -23,7 +25,7 @@ CALL_OUTPUTS = {"text_classifier": "logits", "text_regressor": "scores", "multi_
 NOT_INSTALLED = "needs the onnx extra (onnx, onnxruntime): pip install 'kbert[onnx]'"
 
 
-class OnnxExportError(ValueError):
+class OnnxExportError(Error, ValueError):
     """An ONNX export that does not fit what is asked of it; the message names the file and field."""
 
 

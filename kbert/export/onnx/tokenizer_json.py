@@ -36,6 +36,8 @@ import json
 
 import numpy as np
 
+from kbert.errors import Error
+
 FINAL_SIGMA = r"(?<=\p{Cased}\p{Case_Ignorable}*)\x{03A3}(?!\p{Case_Ignorable}*\p{Cased})"
 SAMPLE = [
     "The quick brown fox jumps over the lazy dog.",
@@ -64,7 +66,7 @@ class TokenizerFile:
     checked: int = 0
 
 
-class Unexpressible(ValueError):
+class Unexpressible(Error, ValueError):
     """A rule of kbert's tokenizer or packing that a tokenizer.json cannot hold."""
 
 

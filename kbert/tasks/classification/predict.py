@@ -16,6 +16,7 @@ import numpy as np
 
 from kbert.data import glue, table
 from kbert.data.textio import tsv_rows
+from kbert.errors import OptionsError
 from kbert.tasks.classification import submission
 from kbert.tasks.core.prediction import RowProgress
 
@@ -66,18 +67,21 @@ class ClassificationPrediction:
     def read_prediction_input(self, task_meta, path, options):
         kind = task_meta.get("type")
         if options.probabilities and kind == "text_regressor":
-            raise ValueError("--probabilities: a regression model predicts a score, not probabilities")
+            raise OptionsError("--probabilities: a regression model predicts a score, not probabilities",
+                               option="probabilities")
         glue_task = glue_task_of(task_meta)
         fmt = options.task_format
         if fmt is None and glue_task is not None and os.fspath(path).lower().endswith(".tsv") \
                 and not options.text_columns:
             fmt = "glue"
         if fmt not in (None, *self.input_formats):
-            raise ValueError(f"--task-format {fmt!r}: a {kind} model reads one of {', '.join(self.input_formats)}")
+            raise OptionsError(f"--task-format {fmt!r}: a {kind} model reads one of {', '.join(self.input_formats)}",
+                               option="task_format")
         if fmt == "glue":
             if glue_task is None:
-                raise ValueError("--task-format glue needs a model fine-tuned on a GLUE task (glue/...); this one "
-                                 f"was fine-tuned on {(task_meta.get('info') or {}).get('task_name')!r}")
+                raise OptionsError("--task-format glue needs a model fine-tuned on a GLUE task (glue/...); this one "
+                                   f"was fine-tuned on {(task_meta.get('info') or {}).get('task_name')!r}",
+                                   option="task_format")
             return _read_glue_rows(glue_task, path)
         info = task_meta.get("info") or {}
         num_segments = int(task_meta.get("num_segments", 1))
@@ -85,7 +89,8 @@ class ClassificationPrediction:
         columns = options.text_columns or info.get("text_columns") or default
         columns = tuple(columns)
         if len(columns) != num_segments:
-            raise ValueError(f"--text-columns {','.join(columns)}: this model takes {num_segments} text(s) per row")
+            raise OptionsError(f"--text-columns {','.join(columns)}: this model takes {num_segments} text(s) per row",
+                               option="text_columns")
         label_column = info.get("label_column")  # checked where present: a label the model does not know
         return table.read_table(path, columns, label_column, label_names=task_meta.get("label_names"),
                                 regression=kind == "text_regressor", multi_label=kind == "multi_label_classifier",

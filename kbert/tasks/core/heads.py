@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import keras
 
+from kbert.errors import OptionsError
 from kbert.layers.initializers import truncated_normal
 
 
@@ -26,7 +27,8 @@ class _DenseHead(keras.layers.Layer):
         self.dropout_rate = float(dropout)
         self.initializer_range = float(initializer_range)
         if self.num_outputs < 1:
-            raise ValueError(f"{type(self).__name__}: num_outputs must be >= 1, got {num_outputs}")
+            raise OptionsError(f"{type(self).__name__}: num_outputs must be >= 1, got {num_outputs}",
+                               option="num_outputs", value=num_outputs)
         self.dropout = keras.layers.Dropout(self.dropout_rate)
         self.dense = keras.layers.Dense(self.num_outputs, kernel_initializer=truncated_normal(initializer_range),
                                         name="dense")

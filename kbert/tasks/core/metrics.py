@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kbert.errors import OptionsError
+
 # scipy.stats and sklearn.metrics are imported where used: their import is slow (docs/bench/code-notes),
 # and the task plug-ins import this module, so `kbert finetune --help` would wait for them.
 
@@ -20,12 +22,12 @@ def _class_ids(predictions, labels):
     predictions, labels = np.asarray(predictions), np.asarray(labels)
     if predictions.ndim == labels.ndim + 1:
         if predictions.shape[-1] == 1:  # argmax over one column would always say class 0
-            raise ValueError("predictions have a single score per example; threshold them into "
-                             "class ids first")
+            raise OptionsError("predictions have a single score per example; threshold them into "
+                               "class ids first")
         predictions = predictions.argmax(axis=-1)
     if predictions.shape != labels.shape:
-        raise ValueError(f"predictions of shape {predictions.shape} do not match labels of shape "
-                         f"{labels.shape}")
+        raise OptionsError(f"predictions of shape {predictions.shape} do not match labels of shape "
+                           f"{labels.shape}")
     return predictions, labels
 
 
@@ -43,7 +45,7 @@ def f1(predictions, labels, average: str = "binary", pos_label=1) -> float:
     """
     predictions, labels = _class_ids(predictions, labels)
     if labels.ndim == 2 and not np.isin(predictions, (0, 1)).all():
-        raise ValueError("multi-label predictions must be 0/1 indicators (threshold scores first)")
+        raise OptionsError("multi-label predictions must be 0/1 indicators (threshold scores first)")
     import sklearn.metrics
 
     return float(sklearn.metrics.f1_score(labels, predictions, average=average, pos_label=pos_label,
@@ -62,8 +64,8 @@ def _scores(predictions, labels):
     if predictions.ndim == 2 and predictions.shape[-1] == 1:
         predictions = predictions[:, 0]
     if predictions.shape != labels.shape:
-        raise ValueError(f"predictions of shape {predictions.shape} do not match labels of shape "
-                         f"{labels.shape}")
+        raise OptionsError(f"predictions of shape {predictions.shape} do not match labels of shape "
+                           f"{labels.shape}")
     return predictions, labels
 
 
@@ -110,6 +112,6 @@ def compute_metrics(task_metric_names, predictions, labels) -> dict:
     results = {}
     for name in task_metric_names:
         if name not in _CLASSIFICATION:
-            raise ValueError(f"unknown metric {name!r}; expected one of {METRIC_NAMES}")
+            raise OptionsError(f"unknown metric {name!r}; expected one of {METRIC_NAMES}")
         results[name] = _CLASSIFICATION[name](predictions, labels)
     return results

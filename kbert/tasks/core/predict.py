@@ -11,7 +11,7 @@ import pathlib
 import time
 
 from kbert import model_dir as model_dir_lib
-from kbert.errors import DataError
+from kbert.errors import DataError, OptionsError
 from kbert.errors import TaskModelError
 from kbert.tasks.core.prediction import PredictOptions, RowProgress, write_text
 from kbert.tasks.core.registry import UnknownTaskError, named_task_of, task_type_for_model
@@ -79,7 +79,8 @@ def predict_file(model_dir, input_path, output_path, fmt=None, options=None, sho
     formats = task_type.output_formats(task_meta)
     fmt = fmt or formats[0]
     if fmt not in formats:
-        raise ValueError(f"--format {fmt}: a {task_meta['type']} model writes {', '.join(formats)}")
+        raise OptionsError(f"--format {fmt}: a {task_meta['type']} model writes {', '.join(formats)}",
+                           option="format", value=fmt)
     # Every row is read and checked before the model is even loaded.
     data = task_type.read_prediction_input(task_meta, input_path, options)
     check_unique_ids(input_path, data.examples)

@@ -13,6 +13,7 @@ import json
 import math
 
 from kbert.api_export import kbert_export
+from kbert.errors import OptionsError
 
 
 @kbert_export("kbert.PredictOptions")
@@ -162,10 +163,10 @@ class FilePredictor:
 
     def read_prediction_input(self, task_meta, path, options):
         if options.task_format not in (None, self.file_format):
-            raise ValueError(f"--task-format {options.task_format!r}: a {self.what} model reads its own file "
-                             f"({self.file_format!r})")
+            raise OptionsError(f"--task-format {options.task_format!r}: a {self.what} model reads its own file "
+                               f"({self.file_format!r})", option="task_format")
         if options.probabilities:
-            raise ValueError(f"--probabilities: the {self.what} prediction file has none")
+            raise OptionsError(f"--probabilities: the {self.what} prediction file has none", option="probabilities")
         return self.reader(path, labelled=False)
 
     def format_predictions(self, task_meta, data, predictions, fmt):

@@ -22,6 +22,7 @@ import dataclasses
 import importlib
 import types
 
+from kbert.errors import Error
 from kbert.api_export import kbert_export
 
 # The built-in task types, in the order listings show them; each is a family package
@@ -38,7 +39,7 @@ _loaded = False
 _tasks_loaded = False
 
 
-class UnknownTaskError(ValueError):
+class UnknownTaskError(Error, ValueError):
     """A task name, task type or model type the registry does not know: lists the known ones."""
 
 

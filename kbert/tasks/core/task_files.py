@@ -9,6 +9,8 @@ import dataclasses
 import os
 from typing import Callable
 
+from kbert.errors import OptionsError
+
 
 @dataclasses.dataclass(frozen=True)
 class TaskSpec:
@@ -48,16 +50,16 @@ def resolve_task(name: str, data_dir=None, split: str = "train", *, input_path=N
 
     task = get_task(name)
     if not task.tfrecords:  # e.g. the JGLUE tasks: kbert.finetune reads their files
-        raise ValueError(f"task {name!r} has no TFRecord pipeline; fine-tune it from its files (kbert.finetune)")
+        raise OptionsError(f"task {name!r} has no TFRecord pipeline; fine-tune it from its files (kbert.finetune)")
     task_type = task.task_type
     fields = {f.name for f in dataclasses.fields(task_type.Options)}
     source = task_type.data_source(task, split, task_type.Options(**{k: v for k, v in options.items() if k in fields}))
     if input_path is not None:
         path = os.fspath(input_path)
     elif source.file is None:
-        raise ValueError(f"task {name!r} needs input_path (the file itself)")
+        raise OptionsError(f"task {name!r} needs input_path (the file itself)")
     elif data_dir is None:
-        raise ValueError(f"task {name!r} needs data_dir or input_path")
+        raise OptionsError(f"task {name!r} needs data_dir or input_path")
     else:
         path = os.path.join(os.fspath(data_dir), source.file)
     return TaskSpec(name, source.kind, path, source.read, source.metrics)

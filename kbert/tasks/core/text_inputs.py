@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
+from kbert.errors import OptionsError
+
 TEXT_KEYS = ("text_a", "text_b")
 
 
@@ -18,16 +20,16 @@ def text_segments(inputs, num_segments: int, who: str) -> list:
         unknown = sorted(set(inputs) - set(TEXT_KEYS[:num_segments]))
         missing = [k for k in TEXT_KEYS[:num_segments] if k not in inputs]
         if unknown or missing:
-            raise ValueError(f"{who} takes the dict keys {list(TEXT_KEYS[:num_segments])}; "
-                             f"got {sorted(inputs)} (missing {missing}, unexpected {unknown})")
+            raise OptionsError(f"{who} takes the dict keys {list(TEXT_KEYS[:num_segments])}; "
+                               f"got {sorted(inputs)} (missing {missing}, unexpected {unknown})")
         segments = [inputs[k] for k in TEXT_KEYS[:num_segments]]
     elif isinstance(inputs, (list, tuple)) and inputs and not all(isinstance(x, (str, bytes)) for x in inputs):
         segments = list(inputs)
     else:
         segments = [inputs]
     if len(segments) != num_segments:
-        raise ValueError(f"{who} was built for {num_segments} text input(s) per example "
-                         f"(num_segments={num_segments}) but got {len(segments)}")
+        raise OptionsError(f"{who} was built for {num_segments} text input(s) per example "
+                           f"(num_segments={num_segments}) but got {len(segments)}")
     return segments
 
 

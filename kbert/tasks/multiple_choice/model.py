@@ -16,7 +16,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kbert.errors import TaskModelError
+from kbert.errors import OptionsError, TaskModelError
 from kbert.tasks.core.base import TaskModel
 from kbert.tasks.core.host_batches import host_packing
 from kbert.tasks.core.batching import in_input_order, length_order, progress_callbacks
@@ -67,15 +67,15 @@ class MultipleChoiceModel(TaskModel):
         """(text_a [batch], choices [batch, num_choices]) string tensors, checked."""
         if not isinstance(inputs, dict) or sorted(inputs) != sorted(INPUT_KEYS):
             got = sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__
-            raise ValueError(f"MultipleChoiceModel takes a dict with keys {list(INPUT_KEYS)}, got {got}")
+            raise OptionsError(f"MultipleChoiceModel takes a dict with keys {list(INPUT_KEYS)}, got {got}")
         text_a = tf.convert_to_tensor(inputs["text_a"])
         choices = tf.convert_to_tensor(inputs["choices"])
         if text_a.shape.rank == 2 and text_a.shape[1] == 1:
             text_a = tf.squeeze(text_a, 1)
         if choices.shape.rank != 2:
-            raise ValueError(f"choices must be [batch, num_choices] strings, got shape {choices.shape}")
+            raise OptionsError(f"choices must be [batch, num_choices] strings, got shape {choices.shape}")
         if self.num_choices is not None and choices.shape[1] not in (None, self.num_choices):
-            raise ValueError(f"this model scores {self.num_choices} choices, got {choices.shape[1]}")
+            raise OptionsError(f"this model scores {self.num_choices} choices, got {choices.shape[1]}")
         return text_a, choices
 
     def pack(self, inputs) -> dict:

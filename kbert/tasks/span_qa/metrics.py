@@ -9,6 +9,8 @@ import collections
 import re
 import string
 
+from kbert.errors import OptionsError
+
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = set(string.punctuation)
 
@@ -83,7 +85,8 @@ def squad_metrics(predictions: dict, labels, version_2_with_negative: bool | Non
       Questions without a prediction score 0 (as in evaluate-v1.1.py) and are counted in missing.
     """
     if f1_unit not in F1_UNITS:
-        raise ValueError(f"f1_unit must be one of {sorted(F1_UNITS)}, got {f1_unit!r}")
+        raise OptionsError(f"f1_unit must be one of {sorted(F1_UNITS)}, got {f1_unit!r}",
+                           option="f1_unit", value=f1_unit)
     f1_score = F1_UNITS[f1_unit]
     gold = _gold_answers(labels)
     if version_2_with_negative is None:

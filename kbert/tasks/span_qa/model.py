@@ -24,7 +24,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kbert.errors import TaskModelError
+from kbert.errors import OptionsError, TaskModelError
 from kbert.tasks.core.base import TaskModel
 from kbert.tasks.core.host_batches import host_packing
 from kbert.tasks.core.batching import length_sorted_batches, trim_to_longest
@@ -123,7 +123,7 @@ class SpanQuestionAnswerer(TaskModel):
         start/end positions for training ([CLS] = 0 where the answer is not in the window).
         """
         if len(questions) != len(contexts):
-            raise ValueError(f"{len(questions)} questions but {len(contexts)} contexts")
+            raise OptionsError(f"{len(questions)} questions but {len(contexts)} contexts")
         # Questions through the tokenizer's Python step (MeCab words) and its graph part; contexts through
         # tokenize_with_offsets, which takes raw texts for every tokenizer type (MeCab runs inside it).
         query_texts = self.tokenizer.pre_tokenize([_text(q) for q in questions])

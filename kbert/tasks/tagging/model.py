@@ -25,7 +25,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kbert.errors import TaskModelError
+from kbert.errors import OptionsError, TaskModelError
 from kbert.tasks.core.base import TaskModel
 from kbert.tasks.core.host_batches import host_packing
 from kbert.tasks.core.batching import length_sorted_batches, trim_to_longest
@@ -174,7 +174,7 @@ class TokenTagger(TaskModel):
         strings: one word may give several BERT words, e.g. "U.S." -> u . s ., which are merged
         back into it) or of raw ``texts`` ([batch] strings, BERT's own word split)."""
         if (words is None) == (texts is None):
-            raise ValueError("pass exactly one of words= (pre-split) or texts= (raw strings)")
+            raise OptionsError("pass exactly one of words= (pre-split) or texts= (raw strings)")
         if texts is not None:  # pre_tokenize_data: the tokenizer's Python step (MeCab), if it has one
             return self.tokenizer(tf.convert_to_tensor(pre_tokenize_data(self.tokenizer, texts), tf.string))
         if needs_pre_tokenize(self.tokenizer):
@@ -207,7 +207,7 @@ class TokenTagger(TaskModel):
             word_labels = word_labels if isinstance(word_labels, tf.RaggedTensor) else tf.ragged.constant(
                 [list(x) for x in word_labels], dtype=tf.int64)
             if word_labels.shape.rank != 2:
-                raise ValueError(f"word_labels must be [batch, (words)], got rank {word_labels.shape.rank}")
+                raise OptionsError(f"word_labels must be [batch, (words)], got rank {word_labels.shape.rank}")
             tf.debugging.assert_equal(word_labels.row_lengths(), pieces.row_lengths(),
                                       message="each sentence needs one label per word")
             tags = tf.gather(tf.cast(word_labels.values, tf.int64), piece_word)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kbert.errors import OptionsError
+
 IGNORE_INDEX = -100
 
 
@@ -41,7 +43,8 @@ def token_word_ids(pieces_per_word, *, max_seq_length: int | None = None, num_pr
     if max_seq_length is not None:
         room = max_seq_length - num_prefix - num_suffix
         if room < 0:
-            raise ValueError(f"max_seq_length {max_seq_length} is shorter than the special tokens")
+            raise OptionsError(f"max_seq_length {max_seq_length} is shorter than the special tokens",
+                               option="seq_length")
         ids = ids[:room]
     ids = np.concatenate([np.full(num_prefix, -1), ids, np.full(num_suffix, -1)]).astype(np.int64)
     if max_seq_length is not None:
