@@ -20,24 +20,21 @@ import sys
 
 
 def main(argv=None):
-    from kbert.cli_support import prog, require_dir
+    # A user's error (a kbert.Error: the conversion's, the config's, the tokenizer's) propagates to
+    # kbert.cli_support.run, which shows it as one line with exit status 1.
+    from kbert.cli_support import require_dir
 
     args = _parser().parse_args(argv)
     if args.what == "to-google":
         require_dir(args.model_dir, "model directory")
-    errors = _conversion_errors()
-    try:
-        if args.what == "hf":
-            source, out = _hf(args)
-        elif args.what == "google":
-            out = _google(args)
-        else:
-            from kbert.convert import google
+    if args.what == "hf":
+        source, out = _hf(args)
+    elif args.what == "google":
+        out = _google(args)
+    else:
+        from kbert.convert import google
 
-            out = google.to_google(args.model_dir, args.out_prefix)
-    except errors as e:
-        print(f"{prog('convert')}: error: {e}", file=sys.stderr)
-        return 1
+        out = google.to_google(args.model_dir, args.out_prefix)
     print(f"written: {out}")
     if args.what == "hf" and args.check:
         return _check(source, out)
@@ -80,17 +77,6 @@ def _parser():
     return parser
 
 
-def _conversion_errors() -> tuple:
-    """The errors of a conversion that a user's input caused: reported in one line, exit status 1."""
-    from kbert.config import ConfigError
-    from kbert.convert.names import ConversionError
-    from kbert.model_dir import ModelDirError
-    from kbert.text.mecab import MecabError
-    from kbert.text.spec import TokenizerSpecError
-
-    return ConversionError, ConfigError, ModelDirError, TokenizerSpecError, MecabError
-
-
 def _hf(args):
     """``convert hf``: (the Hugging Face folder converted, the model directory written)."""
     from kbert.cli_support import require_dir
@@ -126,13 +112,8 @@ def _check(source, out) -> int:
     """``convert hf --check``: the comparison with transformers printed; 1 where it does not pass."""
     from kbert.cli_support import prog
     from kbert.convert.check import check_conversion
-    from kbert.convert.names import ConversionError
 
-    try:
-        report = check_conversion(source, out)
-    except ConversionError as e:
-        print(f"{prog('convert')}: error: {e}", file=sys.stderr)
-        return 1
+    report = check_conversion(source, out)
     for line in report.lines():
         print(line)
     if not report.passed:

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from kbert.convert import google, hf
-from kbert.commands.convert import main as convert_main
+from fixtures.cli import command_status
 from kbert.convert.hub import is_hub_name, split_name
 from kbert.model_dir import load_encoder
 from fixtures.hf_tiny import COMMIT, NAME, hf_cache_entry, make_hf_folder, same_model
@@ -34,10 +34,10 @@ def test_names_and_folders_are_told_apart(tmp_path, monkeypatch):
 def test_a_name_converts_from_the_cache_offline_to_the_folders_model(tmp_path, tiny_hf, offline_cache, capsys):
     hf_cache_entry(offline_cache, NAME, tiny_hf, commit=COMMIT)
     from_folder = hf.convert(tiny_hf, tmp_path / "from_folder")
-    assert convert_main(["hf", NAME, str(tmp_path / "by_name")]) == 0, capsys.readouterr().err
+    assert command_status("convert", ["hf", NAME, str(tmp_path / "by_name")]) == 0, capsys.readouterr().err
     same_model(from_folder, tmp_path / "by_name")
     # a revision: the commit itself, read from the cache's snapshots
-    assert convert_main(["hf", f"{NAME}@{COMMIT}", str(tmp_path / "by_commit")]) == 0, capsys.readouterr().err
+    assert command_status("convert", ["hf", f"{NAME}@{COMMIT}", str(tmp_path / "by_commit")]) == 0, capsys.readouterr().err
     same_model(from_folder, tmp_path / "by_commit")
 
 
@@ -45,7 +45,7 @@ def test_a_cached_pytorch_bin_is_the_fallback_loaded_weights_only(tmp_path, offl
     folder = make_hf_folder(tmp_path / "pt", safetensors=False, seed=3)
     assert not (folder / "model.safetensors").exists() and (folder / "pytorch_model.bin").exists()
     hf_cache_entry(offline_cache, "kbert-tests/tiny-pt", folder)
-    assert convert_main(["hf", "kbert-tests/tiny-pt", str(tmp_path / "out")]) == 0, capsys.readouterr().err
+    assert command_status("convert", ["hf", "kbert-tests/tiny-pt", str(tmp_path / "out")]) == 0, capsys.readouterr().err
     import torch
 
     state = torch.load(folder / "pytorch_model.bin", weights_only=True)
@@ -54,14 +54,14 @@ def test_a_cached_pytorch_bin_is_the_fallback_loaded_weights_only(tmp_path, offl
 
 
 def test_a_name_missing_from_the_offline_cache_is_one_line(tmp_path, offline_cache, capsys):
-    assert convert_main(["hf", "nobody/no-such-bert", str(tmp_path / "out")]) == 1
+    assert command_status("convert", ["hf", "nobody/no-such-bert", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and err.startswith("kbert convert: error: model 'nobody/no-such-bert'"), err
     assert "HF_HUB_OFFLINE=1" in err and "pass a folder" in err
     assert not (tmp_path / "out").exists()
     # a revision the cache does not hold
     hf_cache_entry(offline_cache, NAME, make_hf_folder(tmp_path / "f"), commit=COMMIT)
-    assert convert_main(["hf", f"{NAME}@v9", str(tmp_path / "out")]) == 1
+    assert command_status("convert", ["hf", f"{NAME}@v9", str(tmp_path / "out")]) == 1
     assert f"'{NAME}@v9'" in capsys.readouterr().err
 
 
@@ -147,13 +147,13 @@ def test_a_release_zip_by_url_downloads_resumes_checks_and_converts(tmp_path, re
     server = _Server(data)
     try:
         url = server.url(archive.name)
-        assert convert_main(["google", url, str(tmp_path / "out"), "--sha256", digest]) == 0, capsys.readouterr().err
+        assert command_status("convert", ["google", url, str(tmp_path / "out"), "--sha256", digest]) == 0, capsys.readouterr().err
         assert server.requests[0] is None and server.requests[1] == f"bytes={len(data) // 2}-"  # resumed
         assert f"sha256: {digest}" in capsys.readouterr().out
         same_model(model, tmp_path / "out", google_rules=True)
         # a wrong checksum is refused (the file is already complete in the cache: no new request)
         n = len(server.requests)
-        assert convert_main(["google", url, str(tmp_path / "out2"), "--sha256", "0" * 64]) == 1
+        assert command_status("convert", ["google", url, str(tmp_path / "out2"), "--sha256", "0" * 64]) == 1
         err = capsys.readouterr().err.strip()
         assert "\n" not in err and f"has sha256 {digest}, expected {'0' * 64}" in err
         assert len(server.requests) == n and not (tmp_path / "out2").exists()
@@ -163,18 +163,18 @@ def test_a_release_zip_by_url_downloads_resumes_checks_and_converts(tmp_path, re
 
 def test_a_release_zip_path_and_its_unpacked_folder_convert_alike(tmp_path, release, capsys):
     archive, model = release
-    assert convert_main(["google", str(archive), str(tmp_path / "from_zip")]) == 0, capsys.readouterr().err
+    assert command_status("convert", ["google", str(archive), str(tmp_path / "from_zip")]) == 0, capsys.readouterr().err
     same_model(model, tmp_path / "from_zip", google_rules=True)
     with zipfile.ZipFile(archive) as z:
         z.extractall(tmp_path / "unpacked")
-    assert convert_main(["google", str(tmp_path / "unpacked"), str(tmp_path / "from_dir")]) == 0
+    assert command_status("convert", ["google", str(tmp_path / "unpacked"), str(tmp_path / "from_dir")]) == 0
     same_model(model, tmp_path / "from_dir", google_rules=True)
     # google-research/bert's uncased release asked to convert as cased: refused by name
-    assert convert_main(["google", str(archive), str(tmp_path / "cased"), "--cased"]) == 0  # unknown size: allowed
+    assert command_status("convert", ["google", str(archive), str(tmp_path / "cased"), "--cased"]) == 0  # unknown size: allowed
     (tmp_path / "uncased_L-12_H-768_A-12").mkdir()
     with zipfile.ZipFile(archive) as z:
         z.extractall(tmp_path / "uncased_L-12_H-768_A-12")
-    assert convert_main(["google", str(tmp_path / "uncased_L-12_H-768_A-12"), str(tmp_path / "c2"), "--cased"]) == 1
+    assert command_status("convert", ["google", str(tmp_path / "uncased_L-12_H-768_A-12"), str(tmp_path / "c2"), "--cased"]) == 1
     assert "uncased release" in capsys.readouterr().err
 
 
@@ -249,9 +249,10 @@ def test_online_a_name_downloads_safetensors_only_and_a_bin_only_when_there_is_n
            "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
     for key in ("HF_HUB_OFFLINE", "HF_HUB_CACHE", "HF_TOKEN"):
         env.pop(key, None)
-    script = ("import sys; from kbert.commands.convert import main; "
-              "sys.exit(10 * main(['hf', 'org/both', sys.argv[1]]) + main(['hf', 'org/bin-only', sys.argv[2]]) "
-              "+ 100 * (main(['hf', 'org/missing', sys.argv[3]]) != 1))")
+    script = ("import sys; from kbert.cli import main; "
+              "sys.exit(10 * main(['convert', 'hf', 'org/both', sys.argv[1]]) "
+              "+ main(['convert', 'hf', 'org/bin-only', sys.argv[2]]) "
+              "+ 100 * (main(['convert', 'hf', 'org/missing', sys.argv[3]]) != 1))")
     try:
         result = subprocess.run([sys.executable, "-c", script, str(tmp_path / "a"), str(tmp_path / "b"),
                                  str(tmp_path / "c")], capture_output=True, text=True, timeout=600, env=env)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from kbert.convert import hf
-from kbert.commands.convert import main as convert_main
+from fixtures.cli import command_status
 from kbert.convert import check
 from kbert.convert.check import check_conversion
 from conftest import MINILM_DIR, SHARED
@@ -26,7 +26,7 @@ def _check_lines(out):
 
 
 def test_check_passes_on_a_faithful_conversion_and_prints_the_difference(tmp_path, tiny_hf, capsys):
-    assert convert_main(["hf", str(tiny_hf), str(tmp_path / "out"), "--check"]) == 0, capsys.readouterr().err
+    assert command_status("convert", ["hf", str(tiny_hf), str(tmp_path / "out"), "--check"]) == 0, capsys.readouterr().err
     [line] = _check_lines(capsys.readouterr().out)
     assert f"{sum(map(len, check.SENTENCES.values()))} sentences (en, ja, zh, ko, ru)" in line and "ids equal" in line
     largest = float(line.split("largest difference ")[1].split(" ")[0])
@@ -44,7 +44,7 @@ def test_check_fails_a_conversion_that_changed_a_weight(tmp_path, tiny_hf, capsy
         return arrays
 
     monkeypatch.setattr(hf, "hf_to_google", off_by_a_little)
-    assert convert_main(["hf", str(tiny_hf), str(tmp_path / "out"), "--check"]) == 1
+    assert command_status("convert", ["hf", str(tiny_hf), str(tmp_path / "out"), "--check"]) == 1
     captured = capsys.readouterr()
     [line] = _check_lines(captured.out)
     assert float(line.split("largest difference ")[1].split(" ")[0]) > 1e-4
@@ -54,7 +54,7 @@ def test_check_fails_a_conversion_that_changed_a_weight(tmp_path, tiny_hf, capsy
 
 def test_check_without_transformers_is_one_line(tmp_path, tiny_hf, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "transformers", None)  # import transformers -> ImportError
-    assert convert_main(["hf", str(tiny_hf), str(tmp_path / "out"), "--check"]) == 1
+    assert command_status("convert", ["hf", str(tiny_hf), str(tmp_path / "out"), "--check"]) == 1
     err = capsys.readouterr().err.strip()
     assert err == ("kbert convert: error: --check compares with transformers on torch, and transformers is not "
                    "installed: pip install torch transformers (or convert without --check)")
@@ -67,7 +67,7 @@ def _rows(name, n):
 
 @pytest.mark.slow
 def test_check_passes_on_minilm(tmp_path, capsys):
-    assert convert_main(["hf", str(MINILM_DIR), str(tmp_path / "out"), "--check"]) == 0, capsys.readouterr().err
+    assert command_status("convert", ["hf", str(MINILM_DIR), str(tmp_path / "out"), "--check"]) == 0, capsys.readouterr().err
     [line] = _check_lines(capsys.readouterr().out)
     assert "ids equal" in line
 

@@ -11,7 +11,7 @@ import signal
 import numpy as np
 import pytest
 
-from kbert.commands.convert import main as convert_main
+from fixtures.cli import command_status
 from kbert.model_dir import METADATA_FILE, load_encoder, load_heads, read_metadata
 from fixtures.hf_tiny import hf_cache_entry, make_hf_folder
 
@@ -46,7 +46,7 @@ def _refused(capsys, tmp_path, args, *expected):
     """Runs ``kbert convert ARGS``; asserts exit 1, one line holding ``expected``, nothing changed."""
     capsys.readouterr()  # what earlier commands printed
     before = _tree(tmp_path)
-    assert convert_main(args) == 1
+    assert command_status("convert", args) == 1
     captured = capsys.readouterr()
     err = captured.err.strip()
     assert "\n" not in err and err.startswith("kbert convert: error: "), err
@@ -80,10 +80,10 @@ def test_links_inside_the_folder_and_into_a_cache_blobs_are_read(tmp_path, folde
     (folder / "vocab-real.txt").write_bytes((folder / "vocab.txt").read_bytes())
     (folder / "vocab.txt").unlink()
     (folder / "vocab.txt").symlink_to("vocab-real.txt")
-    assert convert_main(["hf", str(folder), str(tmp_path / "a")]) == 0, capsys.readouterr().err
+    assert command_status("convert", ["hf", str(folder), str(tmp_path / "a")]) == 0, capsys.readouterr().err
     snapshot = hf_cache_entry(tmp_path / "hub", "org/tiny", folder)
     assert (snapshot / "config.json").is_symlink()
-    assert convert_main(["hf", str(snapshot), str(tmp_path / "b")]) == 0, capsys.readouterr().err
+    assert command_status("convert", ["hf", str(snapshot), str(tmp_path / "b")]) == 0, capsys.readouterr().err
     np.testing.assert_array_equal(load_encoder(tmp_path / "a").word_embeddings.numpy(),
                                   load_encoder(tmp_path / "b").word_embeddings.numpy())
     # ... but not from one cache entry into another's blobs
@@ -157,7 +157,7 @@ def fine_tuned(tmp_path, tiny_hf):
     eval_metrics in kbert.json, a task head) whose MLM/NSP heads have another width."""
     wide = make_hf_folder(tmp_path / "wide", heads=True, hidden=64, seed=5)
     model = tmp_path / "DIR"
-    assert convert_main(["hf", str(wide), str(model)]) == 0
+    assert command_status("convert", ["hf", str(wide), str(model)]) == 0
     metadata = read_metadata(model)
     metadata.update(task={"type": "classifier", "labels": ["neg", "pos"]}, eval_metrics={"accuracy": 0.91})
     metadata["heads"]["task"] = {"weights": "task.weights.h5", "type": "classifier"}
@@ -176,9 +176,9 @@ def test_converting_over_a_model_is_refused_unless_overwrite_then_replaced_whole
     (tmp_path / "notes" / "todo.txt").write_text("mine")
     _refused(capsys, tmp_path, ["hf", str(tiny_hf), str(tmp_path / "notes")], "already holds files")
     (tmp_path / "empty").mkdir()
-    assert convert_main(["hf", str(tiny_hf), str(tmp_path / "empty")]) == 0
+    assert command_status("convert", ["hf", str(tiny_hf), str(tmp_path / "empty")]) == 0
     # --overwrite: the old content goes whole
-    assert convert_main(["hf", str(tiny_hf), str(fine_tuned), "--overwrite"]) == 0, capsys.readouterr().err
+    assert command_status("convert", ["hf", str(tiny_hf), str(fine_tuned), "--overwrite"]) == 0, capsys.readouterr().err
     metadata = read_metadata(fine_tuned)
     assert "task" not in metadata and "eval_metrics" not in metadata and metadata["heads"] == {}
     assert not (fine_tuned / "task.weights.h5").exists() and not (fine_tuned / "mlm.weights.h5").exists()
@@ -190,7 +190,7 @@ def test_a_failed_overwrite_leaves_the_old_model(tmp_path, tiny_hf, folder, fine
     capsys.readouterr()
     (folder / "vocab.txt").write_text("[PAD]\n[UNK]\n")  # sizes differ: found only while converting
     before = _tree(fine_tuned)
-    assert convert_main(["hf", str(folder), str(fine_tuned), "--overwrite"]) == 1
+    assert command_status("convert", ["hf", str(folder), str(fine_tuned), "--overwrite"]) == 1
     assert "vocabulary sizes differ" in capsys.readouterr().err
     assert _tree(fine_tuned) == before
     # a failure after the new model is written in full, before it is renamed into place
@@ -203,8 +203,7 @@ def test_a_failed_overwrite_leaves_the_old_model(tmp_path, tiny_hf, folder, fine
         raise KeyboardInterrupt
 
     monkeypatch.setattr(common, "save_model_dir", written_then_killed)
-    with pytest.raises(KeyboardInterrupt):
-        convert_main(["hf", str(tiny_hf), str(fine_tuned), "--overwrite"])
+    assert command_status("convert", ["hf", str(tiny_hf), str(fine_tuned), "--overwrite"]) == 130  # interrupted
     assert _tree(fine_tuned) == before
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
 
