@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 
 import kbert
-from conftest import REFERENCE, SHARED, require
+from conftest import REFERENCE, REPO, SHARED, require
 from kbert.text.registry import record_tokenizer_spec, tokenizer_class, tokenizer_types
 from kbert.text.spec import TokenizerSpec
 from kbert.text.tokenizer_layer import TokenizerInputError, check_offset_unit, cjk_share, group_words
@@ -135,3 +135,15 @@ def test_group_words_cuts_flat_pieces_into_rows_of_words():
     assert grouped.to_list() == [[[10, 11], [12], [13, 14]], [[15]]]
     out = group_words([ids, ids * 2, ids * 3], word_starts, words_per_row)
     assert [t.to_list() for t in out] == [[[[10 * m, 11 * m], [12 * m], [13 * m, 14 * m]], [[15 * m]]] for m in (1, 2, 3)]
+
+
+def test_the_japanese_page_example_gives_the_ids_of_the_graph_part(model_dirs):
+    """docs/japanese.md's raw-text call, run as written on the converted ja-tiny-random-bert."""
+    page = (REPO / "docs" / "japanese.md").read_text(encoding="utf-8")
+    block = page.split("Called on raw text, every tokenizer", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    assert block.count('"runs/ja-tiny"') == 1
+    namespace = {}
+    exec(block.replace('"runs/ja-tiny"', repr(str(model_dirs["mecab-wordpiece"]))), namespace)
+    tokenizer, texts = namespace["tokenizer"], ["本日は晴天なり。", "吾輩は猫である。"]
+    assert namespace["ids"].to_list() == tokenizer(tokenizer.pre_tokenize(texts), pre_tokenized=True).to_list()
+    assert "吾輩は猫である。" in block and "本日は晴天なり。" in block
