@@ -25,7 +25,7 @@ def build_candidates(tokenizer_type, vocab_file):
     tagger = mecab_tagger(DEFAULT_DICTIONARY)
 
     def kbert(batch):
-        return tokenizer.tokenize(tf.constant(tokenizer.pre_tokenize(batch))).flat_values.numpy()
+        return tokenizer.tokenize(tf.constant(tokenizer.pre_tokenize(batch)), pre_tokenized=True).flat_values.numpy()
 
     graph = {}
 
@@ -33,7 +33,7 @@ def build_candidates(tokenizer_type, vocab_file):
         key = id(batch)
         if key not in graph:  # the strings pre_tokenize gives, made once
             graph[key] = tf.constant(tokenizer.pre_tokenize(batch))
-        return tokenizer.tokenize(graph[key]).flat_values.numpy()
+        return tokenizer.tokenize(graph[key], pre_tokenized=True).flat_values.numpy()
 
     candidates = {
         f"kbert {tokenizer_type}": kbert,

@@ -109,7 +109,7 @@ def write_batch(tokenizer, lines, out) -> None:
     import tensorflow as tf
 
     texts = tokenizer.pre_tokenize(lines) if not tokenizer.in_graph else lines
-    ragged = tokenizer.tokenize_flat(tf.constant(texts, tf.string, shape=[len(texts)]))
+    ragged = tokenizer.tokenize_flat(tf.constant(texts, tf.string, shape=[len(texts)]), pre_tokenized=True)
     values = ragged.flat_values.numpy().tolist()
     splits = ragged.row_splits.numpy().tolist()
     for a, b in zip(splits[:-1], splits[1:]):

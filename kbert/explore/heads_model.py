@@ -70,9 +70,9 @@ class PretrainingHeads(compat.AutoTrackable):
         tokenizer = self.preprocessor.tokenize
         if not pre_tokenized and not getattr(tokenizer, "in_graph", True):  # MeCab types: the Python word split first
             text_a, text_b = (None if t is None else _pre_tokenized(tokenizer, t) for t in (text_a, text_b))
-        segments = [tokenize_with_masks(tokenizer.tokenize_flat, text_a, self.mask_id)]
+        segments = [tokenize_with_masks(_graph_part(tokenizer), text_a, self.mask_id)]
         if text_b is not None:
-            segments.append(tokenize_with_masks(tokenizer.tokenize_flat, text_b, self.mask_id))
+            segments.append(tokenize_with_masks(_graph_part(tokenizer), text_b, self.mask_id))
         packed = self.preprocessor.bert_pack_inputs(segments)
         length = tf.maximum(tf.reduce_max(tf.reduce_sum(packed["input_mask"], axis=1)), 1)
         return {k: v[:, :length] for k, v in packed.items()}
@@ -84,7 +84,7 @@ class PretrainingHeads(compat.AutoTrackable):
         tokenizer = self.preprocessor.tokenize
         if not getattr(tokenizer, "in_graph", True):
             text_a, text_b = (None if t is None else _pre_tokenized(tokenizer, t) for t in (text_a, text_b))
-        segments = [tokenize_with_masks(tokenizer.tokenize_flat, t, self.mask_id)
+        segments = [tokenize_with_masks(_graph_part(tokenizer), t, self.mask_id)
                     for t in (text_a, text_b) if t is not None]
         tokens = sum(s.row_lengths().numpy() for s in segments) + 1 + len(segments)
         masks = sum(tf.reduce_sum(tf.cast(tf.equal(s, self.mask_id), tf.int32), axis=1).numpy() for s in segments)
@@ -145,6 +145,11 @@ def preprocessor_for(model_dir, seq_length=DEFAULT_SEQ_LENGTH):
     from kbert.text.registry import load_tokenizer
 
     return BertPreprocessor(load_tokenizer(model_dir), seq_length=seq_length)
+
+
+def _graph_part(tokenizer):
+    """``tokenize_flat`` of strings that are ``pre_tokenize``'s already (raw text for in-graph types)."""
+    return lambda strings: tokenizer.tokenize_flat(strings, pre_tokenized=True)
 
 
 def _pre_tokenized(tokenizer, texts):

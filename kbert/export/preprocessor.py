@@ -80,7 +80,7 @@ def build_preprocessor_module(preprocessor: BertPreprocessor, vocab_file=None) -
     module.__call__ = traced(lambda text: preprocessor(strings(text)), strings_spec)
 
     tokenize = tf.Module()
-    tokenize.__call__ = traced(lambda text: tokenizer(strings(text)), strings_spec)
+    tokenize.__call__ = traced(lambda text: tokenizer(strings(text), pre_tokenized=True), strings_spec)
     tokenize.get_special_tokens_dict = traced(tokenizer.get_special_tokens_dict)
     module.tokenize = tokenize
     if not takes_words(tokenizer):  # MeCab types: offsets into the raw text need the Python step

@@ -15,10 +15,15 @@ MeCab cannot run inside a TensorFlow graph, so the work is split in two:
     white space), and for ``mecab-wordpiece`` each surface is further split at white space exactly
     as transformers' ``whitespace_tokenize`` does, so no word holds one. A client of an export
     builds the same string with the few fugashi lines in docs/japanese.md.
-  * ``tokenize(pre_tokenized)`` (graph: tf.data, exports): splits at the separator and gives each word
-    its pieces with tensorflow-text's ``FastWordpieceTokenizer(no_pretokenization=True)`` (a word
-    of more than 100 characters is one ``[UNK]``, transformers' ``max_input_chars_per_word``) or a
-    static table lookup per character (a character outside the vocabulary is ``[UNK]``).
+  * ``tokenize(pre_tokenized_strings, pre_tokenized=True)`` (graph: tf.data, exports): splits at the
+    separator and gives each word its pieces with tensorflow-text's
+    ``FastWordpieceTokenizer(no_pretokenization=True)`` (a word of more than 100 characters is one
+    ``[UNK]``, transformers' ``max_input_chars_per_word``) or a static table lookup per character (a
+    character outside the vocabulary is ``[UNK]``).
+
+``tokenizer(texts)``, ``tokenize(texts)`` and ``tokenize_flat(texts)`` on RAW texts run both parts when
+called eagerly; inside a graph they refuse raw texts (``TokenizerInputError``) rather than read each
+text as one word (kbert.text.tokenizer_layer).
 
 ``tokenize_with_offsets(texts, unit)`` takes the ORIGINAL texts (it runs ``pre_tokenize`` itself,
 eagerly) and gives each piece its span in them: NFKC is mapped back character cluster by cluster
@@ -54,7 +59,7 @@ from kbert.text.mecab_limits import MECAB_MAX_CHARS, mecab_pieces  # noqa: F401 
 from kbert.text.nfkc_spans import SURROGATES, byte_positions, decode_text, nfkc_spans
 from kbert.text.registry import asset_path, register_tokenizer
 from kbert.text.spec import TokenizerSpec, TokenizerSpecError
-from kbert.text.tokenizer_layer import TokenizerLayer, check_offset_unit
+from kbert.text.tokenizer_layer import TokenizerInputError, TokenizerLayer, check_offset_unit
 
 WORD_SEPARATOR = " "
 SUFFIX_INDICATOR = "##"
@@ -212,7 +217,8 @@ class _MecabTokenizer(TokenizerLayer):
         return words
 
     # -- tokenization (graph part: pre-tokenized strings) ---------------------------------------
-    # tokenize, tokenize_serial, tokenize_flat: kbert.text.tokenizer_layer, on pre_tokenize()'s strings
+    # tokenize, tokenize_serial, tokenize_flat: kbert.text.tokenizer_layer (raw texts eagerly, or
+    # pre_tokenize()'s strings with pre_tokenized=True)
     def _tokenize_1d(self, strings):
         words = tf.strings.split(strings, sep=WORD_SEPARATOR)
         words = tf.ragged.boolean_mask(words, tf.strings.length(words) > 0)
@@ -229,8 +235,9 @@ class _MecabTokenizer(TokenizerLayer):
         """
         check_offset_unit(unit)
         if isinstance(texts, (tf.Tensor, tf.RaggedTensor)) and not tf.executing_eagerly():
-            raise TypeError(f"{type(self).__name__}.tokenize_with_offsets runs MeCab in Python: call it eagerly, "
-                            "or give the graph pre_tokenize()'s strings through tokenize()")
+            raise TokenizerInputError(
+                f"{type(self).__name__} ({self.spec.type!r} tokenizer).tokenize_with_offsets runs MeCab in Python: "
+                "call it eagerly, or give the graph pre_tokenize()'s strings through tokenize(..., pre_tokenized=True)")
         shape_source = texts
         texts = _python_texts(texts)
         all_words = [self._words(t, spans=True) for t in texts]

@@ -2,9 +2,11 @@
 
 Such a tokenizer (MeCab word splitting) maps raw texts to what its graph part takes with
 ``tokenizer.pre_tokenize(texts) -> list[str]``. These helpers run that step on the shapes the
-consumers meet: Python/numpy data given to ``fit``/``predict`` (``pre_tokenize_data``) and string
-tensors inside ``tf.data`` pipelines (``pre_tokenize_tensor``). For in-graph tokenizers (WordPiece,
-SentencePiece) both return their input unchanged, so nothing changes and nothing is traced.
+consumers meet: Python/numpy data given to ``fit``/``predict`` (``pre_tokenize_data``), string
+tensors inside ``tf.data`` pipelines (``pre_tokenize_tensor``) and eager string tensors
+(``pre_tokenize_eager``: what an eager ``tokenizer(texts)`` runs). For in-graph tokenizers (WordPiece,
+SentencePiece) they return their input unchanged, so nothing changes and nothing is traced. What
+they return goes to the tokenizer with ``pre_tokenized=True`` (kbert.text.tokenizer_layer).
 """
 
 from __future__ import annotations
@@ -61,6 +63,14 @@ def pre_tokenize_data(tokenizer, data):
     if isinstance(data, tuple) and data and not all(isinstance(v, (str, bytes)) for v in data):
         return tuple(_apply(tokenizer, v) if _is_texts(v) else v for v in data)
     return _apply(tokenizer, data) if _is_texts(data) else data
+
+
+def pre_tokenize_eager(tokenizer, strings):
+    """An eager tf.string tensor (any shape) through ``tokenizer.pre_tokenize``: a tf.string tensor of
+    the same shape; the tensor itself for in-graph tokenizers."""
+    if not needs_pre_tokenize(tokenizer):
+        return strings
+    return tf.reshape(_apply(tokenizer, strings), tf.shape(strings))
 
 
 def pre_tokenize_tensor(tokenizer, strings):

@@ -36,7 +36,8 @@ class BertPreprocessor(keras.layers.Layer):
       vocab: the old keyword for a vocabulary (same as passing it as ``tokenizer``).
 
     The texts it takes are what the tokenizer's graph part takes: for a tokenizer with a Python
-    step (``tokenizer.in_graph`` False) run ``tokenizer.pre_tokenize`` on them first.
+    step (``tokenizer.in_graph`` False) run ``tokenizer.pre_tokenize`` on them first (the tokenizer
+    itself is called with ``pre_tokenized=True``).
 
     Examples:
         >>> import kbert
@@ -108,10 +109,10 @@ class BertPreprocessor(keras.layers.Layer):
             raise ValueError("BertPreprocessor needs at least one segment of strings")
         segments = [_as_batch(s, i) for i, s in enumerate(segments)]
         if tf.executing_eagerly():  # the tokenizer's graph shards the batch itself
-            return self.packer([self.tokenizer(s) for s in segments], seq_length=seq_length, word_starts=word_starts)
+            return self.packer([self.tokenizer(s, pre_tokenized=True) for s in segments], seq_length=seq_length, word_starts=word_starts)
 
         def preprocess(*rows):
-            return self.packer([self.tokenizer.tokenize_serial(s) for s in rows], seq_length=seq_length,
+            return self.packer([self.tokenizer.tokenize_serial(s, pre_tokenized=True) for s in rows], seq_length=seq_length,
                                word_starts=word_starts)
 
         # Tokenize and pack slices of the batch in parallel (a concat of dense outputs after).

@@ -17,9 +17,13 @@ What a tokenizer class gives (``BertTokenizer`` is the reference implementation;
   * ``in_graph``: True when ``tokenize`` takes raw text inside a TensorFlow graph; False when a
     Python step must run first: ``pre_tokenize(texts) -> list[str]`` (identity for in-graph types),
     whose output is what the graph part (and an export's serving signature) takes;
-  * ``tokenize(strings)`` -> int32 RaggedTensor ``[batch, words, pieces]`` (the first piece of each
-    word starts a word: whole-word masking and tagging read the ragged structure),
-    ``tokenize_serial``, ``tokenize_flat`` and ``tokenize_with_offsets(strings, unit)``;
+  * ``tokenize(strings, pre_tokenized=False)`` -> int32 RaggedTensor ``[batch, words, pieces]`` (the
+    first piece of each word starts a word: whole-word masking and tagging read the ragged
+    structure), ``tokenize_serial``, ``tokenize_flat``, the layer call (the same) and
+    ``tokenize_with_offsets(strings, unit)``. They take raw texts: a type with a Python step runs it
+    when called eagerly and refuses raw texts inside a graph (``TokenizerInputError``);
+    ``pre_tokenized=True`` passes ``pre_tokenize``'s strings to the graph part
+    (``kbert.text.tokenizer_layer``);
   * ``starts_word()``: for each id, whether that piece begins a word (whole-word masking);
   * ``special_token_ids`` (``padding_id``, ``start_of_sequence_id``, ``end_of_segment_id``,
     ``mask_id``, ``unknown_id``), ``get_special_tokens_dict()`` (TF Hub), ``vocab_size``,
@@ -31,7 +35,8 @@ What a tokenizer class gives (``BertTokenizer`` is the reference implementation;
 Consumers take a tokenizer object (``load_tokenizer(model_dir)``, ``create_tokenizer(spec, dir)``):
 ``BertPreprocessor``, task models, ``FeatureExtractor``, the exports (files from ``asset_files``;
 ``kbert.export.tokenizer_assets``), pre-training (``MlmMasker.from_tokenizer``) and the data
-pipelines. Python paths run ``pre_tokenize`` for them (``kbert.text.pre_tokenize``).
+pipelines. Python paths run ``pre_tokenize`` for them (``kbert.text.pre_tokenize``) and hand its
+strings on with ``pre_tokenized=True``.
 """
 
 from __future__ import annotations

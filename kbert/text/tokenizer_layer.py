@@ -3,8 +3,16 @@
 A tokenizer class derives from ``TokenizerLayer``, calls ``super().__init__(**kwargs)`` first, then
 sets ``self.vocab`` and ``self._special_ids`` (``set_vocab`` does both for a ``vocab.txt`` type) and
 ``self._graphs`` (``kbert.text.inputs.entry_graphs``: ``ids``, ``serial_ids`` and one graph per offset
-unit). The entry points below run those graphs on strings of any shape; a type whose graph part
-takes something else (MeCab: pre-tokenized strings) overrides the ones that differ.
+unit). The entry points below run those graphs on strings of any shape.
+
+Raw text or pre-tokenized words: every entry point (``tokenizer(texts)``, ``tokenize``, ``tokenize_flat``,
+``tokenize_serial``) takes RAW texts. A type with a Python step (``in_graph`` False: MeCab) runs
+``pre_tokenize`` on them itself when called eagerly; inside a graph (``tf.function``, a ``tf.data`` map,
+a Keras functional model, an export), where that step cannot run, raw text is refused with a
+``TokenizerInputError``. ``pre_tokenized=True`` says the strings are ``pre_tokenize()``'s output already
+(what the data pipelines and exports give the graph part); for in-graph types it changes nothing, as
+their ``pre_tokenize`` is the identity. A flag, not a guess from the strings: a text of words joined
+by spaces is also a valid raw text.
 """
 
 from __future__ import annotations
@@ -16,8 +24,10 @@ import keras
 import tensorflow as tf
 
 from kbert import compat
+from kbert.errors import Error
 from kbert.text import vocab as vocab_lib
 from kbert.text.inputs import as_string_tensor, map_flat
+from kbert.text.pre_tokenize import pre_tokenize_eager
 from kbert.text.vocab_methods import TokenVocabulary
 
 OFFSET_UNITS = ("BYTE", "UTF8_CHAR")
@@ -29,6 +39,16 @@ CJK_VOCAB_SHARE = 0.3
 _CJK = "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]"
 _CJK_CHAR = re.compile(f"^{_CJK}$")
 _CJK_PIECE = re.compile(f"^{_CJK}+$")
+
+
+class TokenizerInputError(Error, TypeError):
+    """Raw text given to a tokenizer with a Python step (MeCab) where that step cannot run: inside a
+    TensorFlow graph. Call the tokenizer eagerly, or give the graph ``pre_tokenize()``'s strings with
+    ``pre_tokenized=True``."""
+
+    # AutoGraph (a tf.function's default) re-raises an error raised while tracing as that error's type
+    # only when the type's __init__ is Exception's; any other becomes a StagingError that hides it.
+    __init__ = Exception.__init__
 
 
 def cjk_share(tokens, whole_pieces: bool = False) -> float:
@@ -107,23 +127,42 @@ class TokenizerLayer(TokenVocabulary, keras.layers.Layer):
         """The Python step before the graph: none for in-graph types (the texts as they are)."""
         return list(texts)
 
-    def call(self, inputs):
-        return self.tokenize(inputs)
+    def call(self, inputs, pre_tokenized=False):
+        return self.tokenize(inputs, pre_tokenized=pre_tokenized)
 
-    def tokenize(self, strings):
-        """int32 RaggedTensor ``strings.shape + [words, pieces]``."""
-        return map_flat(as_string_tensor(strings, type(self).__name__), self._graphs.ids)
+    def tokenize(self, strings, pre_tokenized=False):
+        """int32 RaggedTensor ``strings.shape + [words, pieces]`` of raw texts (``pre_tokenized``: of
+        ``pre_tokenize()``'s strings; see the module docstring)."""
+        return map_flat(self._graph_strings(strings, pre_tokenized, "tokenize"), self._graphs.ids)
 
-    def tokenize_serial(self, strings):
+    def tokenize_serial(self, strings, pre_tokenized=False):
         """``tokenize`` in one slice (for callers that parallelise over rows themselves)."""
-        return map_flat(as_string_tensor(strings, type(self).__name__), self._graphs.serial_ids)
+        return map_flat(self._graph_strings(strings, pre_tokenized, "tokenize_serial"), self._graphs.serial_ids)
 
-    def tokenize_flat(self, strings):
+    def tokenize_flat(self, strings, pre_tokenized=False):
         """int32 RaggedTensor ``strings.shape + [pieces]`` (words merged)."""
-        return self.tokenize(strings).merge_dims(-2, -1)
+        return self.tokenize(strings, pre_tokenized=pre_tokenized).merge_dims(-2, -1)
 
     def tokenize_with_offsets(self, strings, unit="BYTE"):
         """``(ids, starts, ends)``, each ``strings.shape + [words, pieces]``: ``[starts, ends)`` is the span of
         the input a piece comes from, in UTF-8 bytes (``unit="BYTE"``) or code points (``"UTF8_CHAR"``)."""
         check_offset_unit(unit)
         return map_flat(as_string_tensor(strings, type(self).__name__), getattr(self._graphs, unit))
+
+    def _graph_strings(self, strings, pre_tokenized=False, entry="tokenize"):
+        """What the graph part takes, as a string tensor of ``strings``' shape: the strings themselves
+        for an in-graph type or when ``pre_tokenized``; otherwise raw texts through ``pre_tokenize``,
+        eagerly. Inside a graph raw texts are refused (TokenizerInputError): the Python step cannot
+        run there, and its graph part would read each text as one word."""
+        tensor = as_string_tensor(strings, type(self).__name__)
+        if self.in_graph or pre_tokenized:
+            return tensor
+        if not tf.executing_eagerly():
+            raise TokenizerInputError(
+                f"{type(self).__name__} ({self.spec.type!r} tokenizer).{entry}: got raw text inside a TensorFlow "
+                "graph, where its Python step (pre_tokenize) cannot run; call it eagerly, or give the graph "
+                "pre_tokenize()'s strings with pre_tokenized=True (tf.data: "
+                "kbert.text.pre_tokenize.pre_tokenize_tensor)")
+        if isinstance(tensor, tf.RaggedTensor):
+            return tensor.with_flat_values(pre_tokenize_eager(self, tensor.flat_values))
+        return pre_tokenize_eager(self, tensor)

@@ -54,7 +54,7 @@ def _flat(ragged):
 def test_ids_equal_transformers_on_every_reference_line(rows, tokenizers, name):
     tokenizer, key = tokenizers[name], TYPES[name][1]
     texts = [r["text"] for r in rows]
-    ids = _flat(tokenizer.tokenize(tokenizer.pre_tokenize(texts)))
+    ids = _flat(tokenizer.tokenize(tokenizer.pre_tokenize(texts), pre_tokenized=True))
     wrong = [i for i, (got, row) in enumerate(zip(ids, rows)) if got != row[key]]
     assert not wrong, f"{len(wrong)} of {len(rows)} lines differ, first: {rows[wrong[0]]['text'][:80]!r}"
     assert sum(3 in row[key] for row in rows) > 100  # the [SEP] written in JSQuAD contexts is id 3
@@ -66,7 +66,7 @@ def test_ids_equal_transformers_inside_tf_data(rows, tokenizers, name):
     tokenizer, key = tokenizers[name], TYPES[name][1]
     pre = tokenizer.pre_tokenize([r["text"] for r in rows])
     dataset = (tf.data.Dataset.from_tensor_slices(pre).batch(128)
-               .map(lambda s: tokenizer.tokenize(s).merge_dims(1, 2)))
+               .map(lambda s: tokenizer.tokenize(s, pre_tokenized=True).merge_dims(1, 2)))
     ids = [row for batch in dataset for row in ragged_to_lists(batch)]
     assert ids == [r[key] for r in rows]
 
@@ -84,7 +84,7 @@ def test_the_readme_client_lines_build_what_the_graph_part_takes(rows, tokenizer
     instances = namespace["request"]([r["text"] for r in rows])["instances"]
     assert len({len(i["words"]) for i in instances}) == 1 and any(i["words"][-1] == "" for i in instances)
     tokenizer = tokenizers["mecab-wordpiece"]
-    ids = _flat(tokenizer.tokenize(join_words(tf.constant([i["words"] for i in instances]))))
+    ids = _flat(tokenizer.tokenize(join_words(tf.constant([i["words"] for i in instances])), pre_tokenized=True))
     assert ids == [r["mecab_wordpiece_ids"] for r in rows]
 
 
@@ -94,14 +94,14 @@ def test_words_are_mecab_surfaces_and_wordpiece_marks_them(rows, tokenizers):
     (kbert.text.masking), masks whole MeCab words for mecab-wordpiece."""
     tokenizer = tokenizers["mecab-wordpiece"]
     plain = [r for r in rows if "[SEP]" not in r["text"] and not any(w.isspace() for w in r["mecab_words"])]
-    words = ragged_to_lists(tokenizer.tokenize(tokenizer.pre_tokenize([r["text"] for r in plain])))
+    words = ragged_to_lists(tokenizer.tokenize(tokenizer.pre_tokenize([r["text"] for r in plain]), pre_tokenized=True))
     assert [len(w) for w in words] == [len(r["mecab_words"]) for r in plain]
     vocab = tokenizer.get_vocabulary()
     for row in words:
         for pieces in row:
             assert not vocab[pieces[0]].startswith("##") and all(vocab[p].startswith("##") for p in pieces[1:])
     chars = tokenizers["mecab-character"]
-    char_words = ragged_to_lists(chars.tokenize(chars.pre_tokenize([r["text"] for r in plain[:50]])))
+    char_words = ragged_to_lists(chars.tokenize(chars.pre_tokenize([r["text"] for r in plain[:50]]), pre_tokenized=True))
     for row, ref in zip(char_words, plain[:50]):
         assert [len(w) for w in row] == [len(w) for w in ref["mecab_words"]]
 
@@ -110,7 +110,7 @@ def test_whole_word_masking_masks_whole_mecab_words(tokenizers):
     from kbert.text.masking import MlmMasker
 
     tokenizer = tokenizers["mecab-wordpiece"]
-    words = ragged_to_lists(tokenizer.tokenize(tokenizer.pre_tokenize(["本日は晴天なり。本日は晴天なり。"])))[0]
+    words = ragged_to_lists(tokenizer.tokenize(tokenizer.pre_tokenize(["本日は晴天なり。本日は晴天なり。"]), pre_tokenized=True))[0]
     # The issue's example: [本, ##日, は, 晴, ##天, なり, 。], twice.
     assert [[tokenizer.id_to_token(p) for p in w] for w in words[:5]] == [
         ["本", "##日"], ["は"], ["晴", "##天"], ["なり"], ["。"]]
@@ -156,7 +156,7 @@ def test_offsets_point_into_the_original_text(rows, tokenizers, name):
     tokenizer = tokenizers[name]
     texts = [r["text"] for r in rows[::4]] + [r["text"] for r in rows if r["source"].startswith("adv")]
     ids, _, _ = _check_offsets(tokenizer, texts)
-    assert [sum(row, []) for row in ids] == _flat(tokenizer.tokenize(tokenizer.pre_tokenize(texts)))
+    assert [sum(row, []) for row in ids] == _flat(tokenizer.tokenize(tokenizer.pre_tokenize(texts), pre_tokenized=True))
 
 
 def test_offsets_map_nfkc_back_to_the_input_characters(tokenizers):
@@ -224,7 +224,7 @@ _ODD = st.one_of(
 def test_odd_input_gives_defined_results(tokenizers, texts):
     for tokenizer in tokenizers.values():
         pre = tokenizer.pre_tokenize(texts)
-        ids = ragged_to_lists(tokenizer.tokenize(pre))
+        ids = ragged_to_lists(tokenizer.tokenize(pre, pre_tokenized=True))
         assert len(ids) == len(texts)
         assert all(0 <= p < tokenizer.vocab_size for row in ids for w in row for p in w)
         decoded = [t.decode("utf-8", "replace") if isinstance(t, bytes) else t for t in texts]
@@ -236,14 +236,14 @@ def test_odd_input_gives_defined_results(tokenizers, texts):
 
 def test_documented_odd_cases(tokenizers):
     tokenizer = tokenizers["mecab-wordpiece"]
-    empty = ragged_to_lists(tokenizer.tokenize(tokenizer.pre_tokenize(["", "  \u3000", "\x85"])))
+    empty = ragged_to_lists(tokenizer.tokenize(tokenizer.pre_tokenize(["", "  \u3000", "\x85"]), pre_tokenized=True))
     assert empty == [[], [], []]
     # MeCab reads a text up to a NUL (fugashi passes C strings), as transformers does.
     assert tokenizer.pre_tokenize(["猫\x00犬"]) == tokenizer.pre_tokenize(["猫"])
     # Invalid UTF-8 is U+FFFD, as bytes.decode("utf-8", "replace").
     assert tokenizer.pre_tokenize([b"\xff\xe7\x8c\xab"]) == tokenizer.pre_tokenize(["\ufffd猫"])
     # Words over 100 characters are one [UNK] (transformers' max_input_chars_per_word).
-    assert _flat(tokenizer.tokenize(["a" * 101, "a" * 100])) [0] == [tokenizer.special_token_ids["unknown_id"]]
+    assert _flat(tokenizer.tokenize(["a" * 101, "a" * 100], pre_tokenized=True))[0] == [tokenizer.special_token_ids["unknown_id"]]
 
 
 @pytest.mark.slow
@@ -251,7 +251,7 @@ def test_a_one_megabyte_text():
     tokenizer = MecabWordpieceTokenizer(WORDPIECE_DIR / "vocab.txt")
     text = (SHARED / "corpus" / "ja" / "wagahaiwa_nekodearu.txt").read_text(encoding="utf-8")[:350_000]
     assert len(text.encode("utf-8")) > 1_000_000
-    ids = _flat(tokenizer.tokenize(tokenizer.pre_tokenize([text])))[0]
+    ids = _flat(tokenizer.tokenize(tokenizer.pre_tokenize([text]), pre_tokenized=True))[0]
     assert len(ids) > 200_000
     assert np.mean(np.array(ids) == tokenizer.special_token_ids["unknown_id"]) < 0.01
 
@@ -265,7 +265,7 @@ def test_graph_part_runs_from_a_savedmodel_in_a_tensorflow_only_process(tmp_path
     tokenizer, key = tokenizers[name], TYPES[name][1]
     module = tf.Module()
     module.tokenizer = tokenizer
-    module.ids = tf.function(lambda s: tokenizer.tokenize(s).merge_dims(1, 2).to_tensor(-1),
+    module.ids = tf.function(lambda s: tokenizer.tokenize(s, pre_tokenized=True).merge_dims(1, 2).to_tensor(-1),
                              input_signature=[tf.TensorSpec([None], tf.string)])
     tf.saved_model.save(module, str(tmp_path / "sm"))
     subset = rows[::20]

@@ -19,6 +19,7 @@ from kbert.tasks.core.words_inputs import words_request
 from kbert.model_dir import read_tokenizer_spec, record_tokenizer_spec
 from kbert.text import BertPreprocessor, BertTokenizer, TokenizerSpec, load_tokenizer, register_tokenizer
 from kbert.text.pre_tokenize import pre_tokenize_tensor
+from kbert.text.tokenizer_layer import TokenizerInputError
 
 TEXTS = ["the quick brown fox", "Hello World , unaffable CAFÉ", "a", "jumps over the lazy dog again"]
 
@@ -93,6 +94,22 @@ def test_in_graph_type_through_preprocessor_task_model_and_export(tmp_path, mode
     with open(loaded.vocab_file.asset_path.numpy(), "rb") as f:
         assert f.read() == UNCASED_VOCAB.read_bytes()
     assert loaded.do_lower_case.numpy()
+
+
+def test_python_step_type_called_on_raw_texts_runs_its_step_eagerly_and_refuses_in_a_graph(model_dirs):
+    """Its step is not idempotent (reversing twice is the identity): raw texts go through it once,
+    ``pre_tokenized=True`` strings never."""
+    tokenizer = load_tokenizer(model_dirs["test-reversed-words"])
+    reversed_texts = [_reverse(t) for t in TEXTS]
+    want = BertTokenizer(UNCASED_VOCAB).tokenize(reversed_texts).to_list()
+    assert tokenizer(TEXTS).to_list() == want
+    assert tokenizer.tokenize(np.array(TEXTS)).to_list() == want
+    assert tokenizer.tokenize_flat(TEXTS).to_list() == [sum(row, []) for row in want]
+    assert tokenizer.tokenize(reversed_texts, pre_tokenized=True).to_list() == want
+    graph_part = tf.function(lambda s: tokenizer(s, pre_tokenized=True), autograph=False)
+    assert graph_part(tf.constant(reversed_texts)).to_list() == want
+    with pytest.raises(TokenizerInputError, match="'test-reversed-words' tokenizer"):
+        tf.function(lambda s: tokenizer(s))(tf.constant(TEXTS))
 
 
 @pytest.mark.slow

@@ -50,7 +50,7 @@ def window_inputs(model, inputs, check: bool = True, first_row: int = 0):
     row (counted from ``first_row`` + 1: ``inputs`` may be a slice of a larger input), in the graph
     an InvalidArgumentError."""
     segments = [_strings(s) for s in text_segments(inputs, model.num_segments, type(model).__name__)]
-    pieces = [model.tokenizer.tokenize_flat(s) for s in segments]
+    pieces = [model.tokenizer.tokenize_flat(s, pre_tokenized=True) for s in segments]
     seq_length = model.seq_length
     if len(pieces) == 1:
         windows = window_rows(pieces[0], seq_length - 2, model.doc_stride)

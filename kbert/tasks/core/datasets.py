@@ -33,7 +33,7 @@ def token_lengths(tokenizer, segments, seq_length: int, batch_size: int = 2048) 
     for segment in segments:
         for start in range(0, n, batch_size):
             texts = tokenizer.pre_tokenize(list(segment[start:start + batch_size]))
-            pieces = tokenizer.tokenize_flat(tf.constant(texts, tf.string, shape=[len(texts)]))
+            pieces = tokenizer.tokenize_flat(tf.constant(texts, tf.string, shape=[len(texts)]), pre_tokenized=True)
             total[start:start + batch_size] += pieces.row_lengths().numpy()
     return np.minimum(total, seq_length)
 

@@ -127,7 +127,8 @@ class SpanQuestionAnswerer(TaskModel):
         # Questions through the tokenizer's Python step (MeCab words) and its graph part; contexts through
         # tokenize_with_offsets, which takes raw texts for every tokenizer type (MeCab runs inside it).
         query_texts = self.tokenizer.pre_tokenize([_text(q) for q in questions])
-        query_ids = self.tokenizer.tokenize_flat(tf.constant(query_texts, tf.string, shape=[len(questions)])).to_list()
+        query_ids = self.tokenizer.tokenize_flat(tf.constant(query_texts, tf.string, shape=[len(questions)]),
+                                                 pre_tokenized=True).to_list()
         unique = list(dict.fromkeys(contexts))  # many questions share a context: tokenize it once
         ids, starts, ends = self.tokenizer.tokenize_with_offsets(tf.constant(unique, tf.string), unit="UTF8_CHAR")
         ids, starts, ends = (r.merge_dims(1, 2).to_list() for r in (ids, starts, ends))

@@ -43,7 +43,7 @@ def _piece_length_tables(tokenizer):
 def piece_spans(tokenizer, words, layout, tables):
     """``(ids, starts, ends)`` [batch, (pieces)]: the pieces of the row's words and their spans in
     its word text (int64, as ``tokenize_with_offsets`` gives them)."""
-    ids = tokenizer.tokenize(join_words(words))  # [batch, (words), (pieces)]
+    ids = tokenizer.tokenize(join_words(words), pre_tokenized=True)  # [batch, (words), (pieces)]
     tf.debugging.assert_equal(ids.row_lengths(), tf.cast(layout["column"].row_lengths(), ids.row_lengths().dtype),
                               message="the tokenizer's words are not the request's words")
     per_word = ids.values
@@ -94,7 +94,7 @@ def build_words_answer_fn(model):
         context_words = check_words(context_words, "context_words")
         tf.debugging.assert_equal(tf.shape(question_words)[0], tf.shape(context_words)[0],
                                   message="as many questions as contexts are needed")
-        query = tokenizer.tokenize_flat(join_words(question_words))
+        query = tokenizer.tokenize_flat(join_words(question_words), pre_tokenized=True)
         layout = word_layout(context_words)
         pieces, starts, ends = piece_spans(tokenizer, context_words, layout, tables)
         out = answer_pieces(query, pieces, starts, ends, layout["text"])

@@ -176,10 +176,11 @@ class TokenTagger(TaskModel):
         if (words is None) == (texts is None):
             raise OptionsError("pass exactly one of words= (pre-split) or texts= (raw strings)")
         if texts is not None:  # pre_tokenize_data: the tokenizer's Python step (MeCab), if it has one
-            return self.tokenizer(tf.convert_to_tensor(pre_tokenize_data(self.tokenizer, texts), tf.string))
+            return self.tokenizer(tf.convert_to_tensor(pre_tokenize_data(self.tokenizer, texts), tf.string),
+                                  pre_tokenized=True)
         if needs_pre_tokenize(self.tokenizer):
             words = _pre_tokenize_words(self.tokenizer, words)
-        return self.tokenizer(_ragged_words(words)).merge_dims(2, 3)
+        return self.tokenizer(_ragged_words(words), pre_tokenized=True).merge_dims(2, 3)
 
     def features(self, pieces: tf.RaggedTensor, word_labels=None):
         """(inputs, labels, word_ids), each [batch, seq_length]; labels is None without

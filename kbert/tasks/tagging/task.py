@@ -125,7 +125,7 @@ class Tagging(TaskType):
         def serve_words(inputs):  # mecab-*: MeCab words in, tags per word and entities as word spans
             words = check_words(valid_utf8(inputs["words"]), "words")
             layout = word_layout(words)
-            tag_ids, num_words = word_tag_ids(model.tokenizer(join_words(words)))
+            tag_ids, num_words = word_tag_ids(model.tokenizer(join_words(words), pre_tokenized=True))
             tag_ids = to_columns(layout, tag_ids, -1)
             tags = tf.where(layout["nonempty"], tf.gather(names, tf.maximum(tag_ids, 0)), "")
             out = {"tags": tags, "tag_ids": tag_ids, "num_words": num_words}
