@@ -1,5 +1,4 @@
-"""TF Serving conventions for exports: versioned directories, warm-up requests, models.config,
-and the list of ops a server must link.
+"""TF Serving conventions for exports: versioned directories, warm-up requests and models.config.
 
 * Layout: ``saved_models/NAME/VERSION/`` (TF Serving loads the highest VERSION of each NAME).
 * Warm-up: ``VERSION/assets.extra/tf_serving_warmup_requests``, a TFRecord of
@@ -81,16 +80,6 @@ def write_warmup_requests_for(export_dir, model_name: str, requests: list[tuple[
             log = prediction_log_pb2.PredictionLog(predict_log=prediction_log_pb2.PredictLog(request=request))
             writer.write(log.SerializeToString())
     return path
-
-
-def read_warmup_requests(export_dir) -> list:
-    from tensorflow_serving.apis import prediction_log_pb2
-
-    path = pathlib.Path(export_dir) / "assets.extra" / WARMUP_FILE
-    logs = []
-    for record in tf.data.TFRecordDataset(str(path)):
-        logs.append(prediction_log_pb2.PredictionLog.FromString(record.numpy()))
-    return logs
 
 
 class ModelsConfigError(Error, ModelDirError):
@@ -210,18 +199,3 @@ def write_batching_parameters(root, parameters=None) -> pathlib.Path:
 
 def _atomic_write(path: pathlib.Path, text: str):
     atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-
-
-def saved_model_ops(export_dir) -> set[str]:
-    """Every op type in the SavedModel's graphs and function library."""
-    from tensorflow.core.protobuf import saved_model_pb2
-
-    proto = saved_model_pb2.SavedModel()
-    proto.ParseFromString((pathlib.Path(export_dir) / "saved_model.pb").read_bytes())
-    ops = set()
-    for meta in proto.meta_graphs:
-        ops.update(node.op for node in meta.graph_def.node)
-        for function in meta.graph_def.library.function:
-            ops.update(node.op for node in function.node_def)
-    function_names = {f.signature.name for m in proto.meta_graphs for f in m.graph_def.library.function}
-    return ops - function_names  # calls to library functions are not ops

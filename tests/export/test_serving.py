@@ -1,7 +1,8 @@
 """kbert.export.serving, TF Serving's conventions, through its own functions: what counts as a kbert
 export, write_export's whole-folder replacement and its refusals, warm-up requests read back with
 TF Serving's protos, models.config and batching_parameters.txt parsed by TF Serving's (and
-protobuf's) own parsers, and the op list of a SavedModel whose ops are known."""
+protobuf's) own parsers; and the tests' op lister (tests/fixtures/export_contents.py) on SavedModels
+whose ops are known."""
 
 import json
 import os
@@ -13,9 +14,10 @@ import tensorflow as tf
 import kbert
 from conftest import require
 from fixtures.tf_serving_protos import batching_parameters_class
+from fixtures.export_contents import read_warmup_requests, saved_model_ops
 from kbert.export.serving import (BATCHING_FILE, BATCHING_PARAMETERS, EXPORT_MARKER, WARMUP_FILE, is_kbert_export,
-                                  read_warmup_requests, saved_model_ops, write_batching_parameters, write_export,
-                                  write_models_config, write_warmup_requests, write_warmup_requests_for)
+                                  write_batching_parameters, write_export, write_models_config, write_warmup_requests,
+                                  write_warmup_requests_for)
 from kbert.model_dir import ModelDirError, OutputExistsError
 
 require("tensorflow_serving", "TF Serving's request and config protos")
@@ -211,7 +213,7 @@ def test_batching_parameters_parse_as_tf_servings_message(tmp_path):
     assert path.read_text() == "max_batch_size { value: 4 }\n"
 
 
-# -- the ops a server must link -------------------------------------------------------------------
+# -- the op lister the export tests check exports with (tests/fixtures/export_contents.py) ----------
 def test_saved_model_ops_are_the_ops_of_its_functions(tmp_path):
     module = tf.Module()
     module.w = tf.Variable(tf.ones([3, 2]))
