@@ -189,6 +189,9 @@ BATCHING_FILE = "batching_parameters.txt"
 def write_batching_parameters(root, parameters=None) -> pathlib.Path:
     """``root/batching_parameters.txt`` for ``--enable_batching --batching_parameters_file=...``."""
     parameters = dict(BATCHING_PARAMETERS, **(parameters or {}))
+    # Formatted here, not by protobuf's text_format: tensorflow-serving-api does not ship the
+    # BatchingParameters message (session_bundle_config_pb2). The tests parse the file against TF
+    # Serving's definition of it (tests/fixtures/tf_serving_protos.py).
     lines = ["# TF Serving server-side batching (kbert.export.serving.BATCHING_PARAMETERS)"]
     lines += [f"{key} {{ value: {value} }}" for key, value in parameters.items()]
     lines.append("pad_variable_length_inputs: true")
