@@ -102,7 +102,11 @@ def write_models_config(root="saved_models") -> pathlib.Path:
         if any(v.name.isdigit() and (v / "saved_model.pb").exists() for v in model.iterdir()):
             found.append(model.name)
     path = root / "models.config"
-    text = path.read_text(encoding="utf-8") if path.exists() else None
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else None
+    except UnicodeDecodeError as e:
+        raise ModelsConfigError(f"{path} is not UTF-8 text (byte {e.start}); fix it or move it away, "
+                                "it is not replaced") from None
     config = _read_models_config(path, text) if text is not None else model_server_config_pb2.ModelServerConfig()
     listed = {c.name for c in config.model_config_list.config}
     new = [model_server_config_pb2.ModelConfig(name=name, base_path=f"/models/{name}", model_platform="tensorflow")

@@ -193,6 +193,11 @@ def test_models_config_refuses_a_file_it_cannot_extend(tmp_path):
             write_models_config(tmp_path)
         assert isinstance(raised.value, kbert.Error) and "\n" not in str(raised.value)
         assert (tmp_path / "models.config").read_text() == text
+    latin1 = 'model_config_list { config { name: "Zürich" } }'.encode("latin-1")
+    (tmp_path / "models.config").write_bytes(latin1)
+    with pytest.raises(ModelDirError, match=rf"models.config is not UTF-8 text \(byte {latin1.index(0xfc)}\)"):
+        write_models_config(tmp_path)
+    assert (tmp_path / "models.config").read_bytes() == latin1
 
 
 def parsed_config_text(text) -> list:
