@@ -296,11 +296,6 @@ def cudnn_training_route(jax_version: str | None = None) -> CudnnTrainingRoute:
         "with a padding mask (seen with jax 0.11.2, cuDNN 9.19), and no XLA setting is known to run it"))
 
 
-def cudnn_dropout_with_padding_refusal() -> str | None:
-    """Why training may not run JAX's cuDNN attention with dropout and a padding mask here, or None."""
-    return cudnn_training_route().reason
-
-
 @contextlib.contextmanager
 def keras_jax_step_jit(wrap):
     """Inside, Keras' JAX trainer compiles the steps it makes (``make_train_function`` and the

@@ -402,17 +402,12 @@ def pretraining_records(tmp_path_factory, small_vocab) -> pathlib.Path:
 
 
 def read_scalars(log_dir) -> dict:
-    """{tag: [(step, value), ...]} of the scalar summaries in a TensorBoard log folder's event files
-    (read with TensorFlow's own event reader)."""
-    import tensorflow as tf
+    """{tag: [(step, value), ...]} of the scalar summaries in the event files of one TensorBoard log
+    folder (not its sub-folders'): kbert.explore.curves.read_scalars, which reads them with
+    TensorBoard's own reader (tests/explore/test_curves.py checks it against what was written)."""
+    from kbert.explore.curves import read_scalars as read_logs
 
-    scalars = {}
-    for path in sorted(pathlib.Path(log_dir).glob("events.out.tfevents.*")):
-        for event in tf.compat.v1.train.summary_iterator(str(path)):
-            for value in event.summary.value:
-                number = tf.make_ndarray(value.tensor) if value.HasField("tensor") else value.simple_value
-                scalars.setdefault(value.tag, []).append((event.step, float(number)))
-    return scalars
+    return {tag: points for (run, tag), points in read_logs(log_dir).items() if run == "."}
 
 
 # -- runs and exports that several test modules check, each made once per session ----------------

@@ -8,7 +8,7 @@ domain, and the JSQuAD Wikipedia paragraphs, CC BY-SA 4.0; see its README) it
   2. learns an 8,000-token vocabulary of the chosen type from the training part (default
      ``sentencepiece``, whose exports take raw strings; ``wordpiece`` is learned cased;
      ``mecab-wordpiece`` / ``mecab-character`` are the Tohoku BERTs' types, pre-trained with
-     whole-word masking over MeCab words, and their exports take words, kbert.export.words_inputs);
+     whole-word masking over MeCab words, and their exports take words, kbert.tasks.core.words_inputs);
   3. writes pre-training TFRecords (``pipelines.pretraining_data --language ja``);
   4. pre-trains BERT-Tiny (masked LM + next sentence prediction, 1,000 steps of 32 x 128);
   5. exports the encoder and the preprocessor, and reports the held-out MLM accuracy and the

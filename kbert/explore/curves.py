@@ -18,24 +18,36 @@ METRIC_WORDS = ("accuracy", "f1", "exact", "matthews", "pearson", "spearman", "c
 
 
 def read_scalars(log_dir) -> dict[tuple[str, str], list[tuple[int, float]]]:
-    """{(sub-directory, tag): [(step, value), ...]} of every scalar summary under ``log_dir``."""
-    import tensorflow as tf
+    """{(sub-directory, tag): [(step, value), ...]} of every scalar summary under ``log_dir``, each list
+    in step order; the sub-directory of the event files directly in ``log_dir`` is ``"."``.
 
-    log_dir = pathlib.Path(log_dir)
+    Read by TensorBoard's own reader (``EventMultiplexer``: one ``EventAccumulator`` per folder that
+    holds event files), which reads every event file of a folder in name order, that is the order
+    they were written in (a resumed run's file after the first run's), and stops quietly at the end
+    of a file still being written. Every point is kept (TensorBoard keeps a sample of 10 per tensor
+    tag unless told otherwise). TensorFlow 2's ``tf.summary.scalar`` writes tensors under the
+    ``scalars`` plugin; ``simple_value`` summaries (TensorFlow 1, ``tf.compat.v1``) are TensorBoard's
+    ``Scalars``: both are read, every other summary (text, histograms, images) is not.
+    """
+    from tensorboard.backend.event_processing import event_accumulator, event_multiplexer
+    from tensorboard.util import tensor_util
+
+    everything = {event_accumulator.SCALARS: 0, event_accumulator.TENSORS: 0}  # 0: keep every point
+    logs = event_multiplexer.EventMultiplexer(size_guidance=everything)
+    logs.AddRunsFromDirectory(str(log_dir))
+    logs.Reload()
     series = {}
-    for path in sorted(log_dir.rglob("events.out.tfevents.*")):
-        run = str(path.parent.relative_to(log_dir)) if path.parent != log_dir else "."
-        for record in tf.data.TFRecordDataset(str(path)):
-            event = tf.compat.v1.Event.FromString(record.numpy())
-            for value in event.summary.value:
-                if value.HasField("simple_value"):
-                    number = float(value.simple_value)
-                elif value.HasField("tensor") and value.metadata.plugin_data.plugin_name == "scalars":
-                    number = float(np.asarray(tf.make_ndarray(value.tensor)).reshape(()))
-                else:
-                    continue
-                series.setdefault((run, value.tag), []).append((int(event.step), number))
-    return {k: sorted(v) for k, v in series.items()}
+    for run, tags in logs.Runs().items():
+        for tag in tags[event_accumulator.SCALARS]:
+            series.setdefault((run, tag), []).extend((e.step, e.value) for e in logs.Scalars(run, tag))
+        for tag in tags[event_accumulator.TENSORS]:
+            if logs.SummaryMetadata(run, tag).plugin_data.plugin_name == "scalars":
+                points = [(e.step, tensor_util.make_ndarray(e.tensor_proto).item()) for e in logs.Tensors(run, tag)]
+                series.setdefault((run, tag), []).extend(points)
+    # Steps in order; a step logged twice (a run resumed from a checkpoint before its last logged
+    # step) keeps its points in the order they were written.
+    return {key: sorted(((int(step), float(value)) for step, value in points), key=lambda point: point[0])
+            for key, points in series.items()}
 
 
 def _panel(tag: str):

@@ -9,7 +9,6 @@ import pathlib
 import random
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from kbert.explore.heads_model import PretrainingHeads
@@ -91,15 +90,3 @@ class FillMaskLogger(keras.callbacks.Callback):
         """The current top-k tokens for each sentence (for tests and printing)."""
         result = self.heads.fill_mask(self.heads.pack([s for s, _ in self.sentences]), self.top_k)
         return [[t.decode("utf-8") for t in row[0]] for row in result["tokens"].numpy()]
-
-
-def read_fill_mask_summaries(log_dir) -> dict[int, str]:
-    """{step: markdown} of the ``fill_mask`` text summaries under ``log_dir``."""
-    texts = {}
-    for path in sorted(pathlib.Path(log_dir).glob("events.out.tfevents.*")):
-        for record in tf.data.TFRecordDataset(str(path)):
-            event = tf.compat.v1.Event.FromString(record.numpy())
-            for value in event.summary.value:
-                if value.tag == "fill_mask":
-                    texts[event.step] = np.asarray(tf.make_ndarray(value.tensor)).item().decode("utf-8")
-    return texts

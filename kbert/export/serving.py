@@ -1,5 +1,4 @@
-"""TF Serving conventions for exports: versioned directories, warm-up requests, models.config,
-and the list of ops a server must link.
+"""TF Serving conventions for exports: versioned directories, warm-up requests and models.config.
 
 * Layout: ``saved_models/NAME/VERSION/`` (TF Serving loads the highest VERSION of each NAME).
 * Warm-up: ``VERSION/assets.extra/tf_serving_warmup_requests``, a TFRecord of
@@ -18,11 +17,12 @@ from __future__ import annotations
 
 import json
 import pathlib
-import re
 
 import numpy as np
 import tensorflow as tf
+from google.protobuf import text_format
 
+from kbert.errors import Error
 from kbert.model_dir import ModelDirError, atomic_write, check_output, replace_dir
 
 WARMUP_FILE = "tf_serving_warmup_requests"
@@ -82,76 +82,88 @@ def write_warmup_requests_for(export_dir, model_name: str, requests: list[tuple[
     return path
 
 
-def read_warmup_requests(export_dir) -> list:
-    from tensorflow_serving.apis import prediction_log_pb2
-
-    path = pathlib.Path(export_dir) / "assets.extra" / WARMUP_FILE
-    logs = []
-    for record in tf.data.TFRecordDataset(str(path)):
-        logs.append(prediction_log_pb2.PredictionLog.FromString(record.numpy()))
-    return logs
+class ModelsConfigError(Error, ModelDirError):
+    """A ``models.config`` that kbert cannot add models to: not a TF Serving ModelServerConfig, or
+    one whose model_config_list's end it cannot find. The message names the file."""
 
 
 def write_models_config(root="saved_models") -> pathlib.Path:
     """``models.config`` for ``tensorflow_model_server --model_config_file=...``: one entry per
     ``root/NAME/`` that holds at least one numbered version. An existing file keeps every entry it
-    has, as written (hand edits survive); models it does not list yet are added before its last
-    ``}``. A file that is not a model_config_list is refused (ModelDirError), not replaced. Also
-    writes ``batching_parameters.txt`` where there is none."""
+    has, as written (hand edits, comments, version policies survive); models it does not list yet
+    are added before its model_config_list's closing ``}``. A file that is not a model_config_list
+    is refused (ModelsConfigError), not replaced. Also writes ``batching_parameters.txt`` where
+    there is none."""
+    from tensorflow_serving.config import model_server_config_pb2
+
     root = pathlib.Path(root)
     found = []
     for model in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
         if any(v.name.isdigit() and (v / "saved_model.pb").exists() for v in model.iterdir()):
             found.append(model.name)
     path = root / "models.config"
-    text = path.read_text(encoding="utf-8") if path.exists() else None
-    listed = _listed_models(path, text) if text is not None else set()
-    entries = "".join(
-        "  config {\n"
-        f"    name: \"{name}\"\n"
-        f"    base_path: \"/models/{name}\"\n"
-        "    model_platform: \"tensorflow\"\n"
-        "  }\n" for name in found if name not in listed)
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else None
+    except UnicodeDecodeError as e:
+        raise ModelsConfigError(f"{path} is not UTF-8 text (byte {e.start}); fix it or move it away, "
+                                "it is not replaced") from None
+    config = _read_models_config(path, text) if text is not None else model_server_config_pb2.ModelServerConfig()
+    listed = {c.name for c in config.model_config_list.config}
+    new = [model_server_config_pb2.ModelConfig(name=name, base_path=f"/models/{name}", model_platform="tensorflow")
+           for name in found if name not in listed]
     if text is None:
+        config.model_config_list.SetInParent()
+        config.model_config_list.config.extend(new)
         header = "".join(f"# {line}\n" for line in SERVER_FLAGS_NOTE)
-        _atomic_write(path, header + "model_config_list {\n" + entries + "}\n")
-    elif entries:
-        end = _closing_brace(text)
-        if end is None:
-            raise ModelDirError(f"{path}: cannot tell where its model_config_list ends (its last line that is "
-                                "not a comment must be the closing '}'); add the new models by hand")
-        _atomic_write(path, text[:end] + entries + text[end:])
+        _atomic_write(path, header + text_format.MessageToString(config))
+    elif new:
+        _atomic_write(path, _with_models_added(path, text, config, new))
     if not (root / BATCHING_FILE).exists():  # hand-tuned settings are the user's
         write_batching_parameters(root)
     return path
 
 
-def _listed_models(path, text: str) -> set:
-    """The model names an existing models.config lists (checked with TF Serving's proto where
-    tensorflow-serving-api is installed)."""
-    try:
-        from google.protobuf import text_format
-        from tensorflow_serving.config import model_server_config_pb2
-    except ImportError:
-        return set(re.findall(r'\bname\s*:\s*"([^"]*)"', text))
+def _read_models_config(path, text: str):
+    """``text`` parsed by protobuf's text format parser as TF Serving's ModelServerConfig."""
+    from tensorflow_serving.config import model_server_config_pb2
+
     try:
         config = text_format.Parse(text, model_server_config_pb2.ModelServerConfig())
     except text_format.ParseError as e:
-        raise ModelDirError(f"{path} is not a TF Serving model config ({e}); fix it or move it away, "
-                            "it is not replaced") from None
-    return {c.name for c in config.model_config_list.config}
+        problem = " ".join(str(e).splitlines())
+        raise ModelsConfigError(f"{path} is not a TF Serving model config ({problem}); fix it or move it away, "
+                                "it is not replaced") from None
+    if config.WhichOneof("config") not in (None, "model_config_list"):
+        raise ModelsConfigError(f"{path} holds a {config.WhichOneof('config')}, not a model_config_list; "
+                                "add the new models by hand")
+    return config
 
 
-def _closing_brace(text: str):
-    """The offset of the last ``}`` outside comments (model_config_list's end), or None."""
-    offset = len(text)
-    for line in reversed(text.splitlines(keepends=True)):
-        offset -= len(line)
-        stripped = line.split("#", 1)[0].rstrip()
-        if not stripped:
-            continue
-        return offset + stripped.rindex("}") if stripped.endswith("}") else None
-    return None
+def _with_models_added(path, text: str, config, new: list) -> str:
+    """``text`` (which parses as ``config``) with the ModelConfig messages ``new`` added at the end of
+    its model_config_list; everything else in it is kept as written.
+
+    The entries are written by protobuf's text format; the file is not rewritten whole with it because
+    that would drop the user's comments and layout. The place is found by the parser: the last ``}``
+    before which the new entries make the file parse as the old list followed by the new (a ``}`` in a
+    comment after the list is passed over). A file with no list yet gets one after its text.
+    """
+    entries = "".join("  config {\n" + text_format.MessageToString(c, indent=4) + "  }\n" for c in new)
+    if not config.HasField("model_config_list"):  # empty, or comments only
+        return text + ("\n" if text and not text.endswith("\n") else "") + "model_config_list {\n" + entries + "}\n"
+    expected = type(config)()
+    expected.CopyFrom(config)
+    expected.model_config_list.config.extend(new)
+    end = len(text)
+    while (end := text.rfind("}", 0, end)) >= 0:
+        candidate = text[:end] + entries + text[end:]
+        try:
+            if text_format.Parse(candidate, type(config)()) == expected:
+                return candidate
+        except text_format.ParseError:
+            pass
+    raise ModelsConfigError(f"{path}: cannot tell where its model_config_list ends (it must close with "
+                            "'}'); add the new models by hand")
 
 
 # TensorFlow Serving's flags for these exports (docs/serving.md, "Serving latency"): the comment at the top
@@ -181,6 +193,9 @@ BATCHING_FILE = "batching_parameters.txt"
 def write_batching_parameters(root, parameters=None) -> pathlib.Path:
     """``root/batching_parameters.txt`` for ``--enable_batching --batching_parameters_file=...``."""
     parameters = dict(BATCHING_PARAMETERS, **(parameters or {}))
+    # Formatted here, not by protobuf's text_format: tensorflow-serving-api does not ship the
+    # BatchingParameters message (session_bundle_config_pb2). The tests parse the file against TF
+    # Serving's definition of it (tests/fixtures/tf_serving_protos.py).
     lines = ["# TF Serving server-side batching (kbert.export.serving.BATCHING_PARAMETERS)"]
     lines += [f"{key} {{ value: {value} }}" for key, value in parameters.items()]
     lines.append("pad_variable_length_inputs: true")
@@ -191,18 +206,3 @@ def write_batching_parameters(root, parameters=None) -> pathlib.Path:
 
 def _atomic_write(path: pathlib.Path, text: str):
     atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-
-
-def saved_model_ops(export_dir) -> set[str]:
-    """Every op type in the SavedModel's graphs and function library."""
-    from tensorflow.core.protobuf import saved_model_pb2
-
-    proto = saved_model_pb2.SavedModel()
-    proto.ParseFromString((pathlib.Path(export_dir) / "saved_model.pb").read_bytes())
-    ops = set()
-    for meta in proto.meta_graphs:
-        ops.update(node.op for node in meta.graph_def.node)
-        for function in meta.graph_def.library.function:
-            ops.update(node.op for node in function.node_def)
-    function_names = {f.signature.name for m in proto.meta_graphs for f in m.graph_def.library.function}
-    return ops - function_names  # calls to library functions are not ops

@@ -10,7 +10,17 @@ import numpy as np
 import tensorflow as tf
 
 from conftest import PRETRAIN_RUN_EVERY, PRETRAIN_RUN_STEPS
-from kbert.explore.fill_mask_callback import FillMaskLogger, held_out_sentences, read_fill_mask_summaries
+from kbert.explore.fill_mask_callback import FillMaskLogger, held_out_sentences
+
+
+def read_fill_mask_summaries(log_dir) -> dict[int, str]:
+    """{step: markdown} of the ``fill_mask`` text summaries in ``log_dir``, read with TensorBoard's
+    EventAccumulator (every point: it keeps a sample of 10 per tensor tag by default)."""
+    from tensorboard.backend.event_processing import event_accumulator
+    from tensorboard.util import tensor_util
+
+    logs = event_accumulator.EventAccumulator(str(log_dir), size_guidance={event_accumulator.TENSORS: 0}).Reload()
+    return {e.step: tensor_util.make_ndarray(e.tensor_proto).item().decode("utf-8") for e in logs.Tensors("fill_mask")}
 
 
 def test_held_out_sentences_hide_one_whole_vocabulary_word(tmp_path):

@@ -107,7 +107,7 @@ PAIRS = (["the man went to the store.", "the man went to the store."],
 @pytest.mark.slow
 def test_export_signatures_equal_the_python_path_in_a_tensorflow_only_process(english_dir, tmp_path):
     from kbert.export.encoder import export_encoder
-    from kbert.export.serving import read_warmup_requests, saved_model_ops
+    from fixtures.export_contents import read_warmup_requests, saved_model_ops
 
     out = export_encoder(english_dir, tmp_path / "sm" / "bert" / "1")
     result = tmp_path / "out.json"

@@ -54,7 +54,7 @@ def test_xla_signature_gives_the_plain_outputs(xla_export, batch, seq, pad_from)
 
 
 def test_xla_export_has_a_warmup_request_for_its_signature(xla_export):
-    from kbert.export.serving import read_warmup_requests
+    from fixtures.export_contents import read_warmup_requests
 
     logs = read_warmup_requests(xla_export[0])
     requests = [log.predict_log.request for log in logs]

@@ -320,7 +320,7 @@ def _padded_words(tokenizer, texts):
 @pytest.mark.parametrize("kind", sorted(TYPES))
 def test_warmup_requests_are_padded_words(exported, kind):
     from kbert.export.head_signatures import warmup_requests
-    from kbert.export.serving import read_warmup_requests
+    from fixtures.export_contents import read_warmup_requests
     from kbert.tasks.core.registry import task_type_for_model
     from kbert.text import load_tokenizer
 

@@ -1,7 +1,8 @@
 """kbert.export.serving, TF Serving's conventions, through its own functions: what counts as a kbert
 export, write_export's whole-folder replacement and its refusals, warm-up requests read back with
 TF Serving's protos, models.config and batching_parameters.txt parsed by TF Serving's (and
-protobuf's) own parsers, and the op list of a SavedModel whose ops are known."""
+protobuf's) own parsers; and the tests' op lister (tests/fixtures/export_contents.py) on SavedModels
+whose ops are known."""
 
 import json
 import os
@@ -10,11 +11,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import kbert
 from conftest import require
 from fixtures.tf_serving_protos import batching_parameters_class
+from fixtures.export_contents import read_warmup_requests, saved_model_ops
 from kbert.export.serving import (BATCHING_FILE, BATCHING_PARAMETERS, EXPORT_MARKER, WARMUP_FILE, is_kbert_export,
-                                  read_warmup_requests, saved_model_ops, write_batching_parameters, write_export,
-                                  write_models_config, write_warmup_requests, write_warmup_requests_for)
+                                  write_batching_parameters, write_export, write_models_config, write_warmup_requests,
+                                  write_warmup_requests_for)
 from kbert.model_dir import ModelDirError, OutputExistsError
 
 require("tensorflow_serving", "TF Serving's request and config protos")
@@ -147,26 +150,54 @@ def test_models_config_lists_each_model_with_a_version(tmp_path):
 def test_models_config_keeps_what_it_has_and_adds_the_new(tmp_path):
     versions(tmp_path, "old/1")
     hand = ('model_config_list {\n  config {\n    name: "old"\n    base_path: "/srv/old"\n'
-            '    model_platform: "tensorflow"\n  }\n}  # closing\n# after\n')
+            '    model_platform: "tensorflow"\n    model_version_policy { specific { versions: 1 } }\n'
+            '  }\n}  # closing }\n# after }\n')
     (tmp_path / "models.config").write_text(hand)
     assert write_models_config(tmp_path).read_text() == hand  # nothing new
     versions(tmp_path, "new/2")
     text = write_models_config(tmp_path).read_text()
-    assert text.startswith(hand[:hand.index("}  # closing")]) and text.endswith("}  # closing\n# after\n")
+    assert text.startswith(hand[:hand.index("}  # closing")]) and text.endswith("}  # closing }\n# after }\n")
     assert parsed_config(tmp_path / "models.config") == [("old", "/srv/old", "tensorflow"),
                                                          ("new", "/models/new", "tensorflow")]
+    config = text_format.Parse(text, model_server_config_pb2.ModelServerConfig())
+    assert list(config.model_config_list.config[0].model_version_policy.specific.versions) == [1]
+    assert not config.model_config_list.config[1].HasField("model_version_policy")  # TF Serving's default: latest
+
+
+def test_models_config_extends_a_list_on_one_line_and_a_file_of_comments(tmp_path):
+    versions(tmp_path, "a/1", "b/1")
+    one_line = 'model_config_list { config { name: "a" base_path: "/srv/a#1" } }  # a "#" in a path, a } here\n'
+    (tmp_path / "models.config").write_text(one_line)
+    text = write_models_config(tmp_path).read_text()
+    assert text.startswith('model_config_list { config { name: "a" base_path: "/srv/a#1" } ')
+    assert text.endswith('}  # a "#" in a path, a } here\n')
+    assert parsed_config(tmp_path / "models.config") == [("a", "/srv/a#1", ""), ("b", "/models/b", "tensorflow")]
+    (tmp_path / "models.config").write_text("# models go here\n")
+    text = write_models_config(tmp_path).read_text()
+    assert text.startswith("# models go here\n")
+    assert parsed_config(tmp_path / "models.config") == [("a", "/models/a", "tensorflow"),
+                                                         ("b", "/models/b", "tensorflow")]
 
 
 def test_models_config_refuses_a_file_it_cannot_extend(tmp_path):
     versions(tmp_path, "a/1", "b/1")
     angle = 'model_config_list <\n  config < name: "a" base_path: "/m/a" >\n>\n'  # valid, but not its braces
     assert parsed_config_text(angle) == ["a"]
-    for text, message in [(angle, "cannot tell where its model_config_list ends"),
-                          ("model_config_list { config { name: ", "is not a TF Serving model config")]:
+    custom = 'custom_model_config { }\n'
+    for text, message in [(angle, "models.config: cannot tell where its model_config_list ends"),
+                          ("model_config_list { config { name: ", "models.config is not a TF Serving model config"),
+                          ("model_config_list { config { nme: 'a' } }", "models.config is not a TF Serving model config"),
+                          (custom, "models.config holds a custom_model_config, not a model_config_list")]:
         (tmp_path / "models.config").write_text(text)
-        with pytest.raises(ModelDirError, match=message):
+        with pytest.raises(ModelDirError, match=message) as raised:
             write_models_config(tmp_path)
+        assert isinstance(raised.value, kbert.Error) and "\n" not in str(raised.value)
         assert (tmp_path / "models.config").read_text() == text
+    latin1 = 'model_config_list { config { name: "Zürich" } }'.encode("latin-1")
+    (tmp_path / "models.config").write_bytes(latin1)
+    with pytest.raises(ModelDirError, match=rf"models.config is not UTF-8 text \(byte {latin1.index(0xfc)}\)"):
+        write_models_config(tmp_path)
+    assert (tmp_path / "models.config").read_bytes() == latin1
 
 
 def parsed_config_text(text) -> list:
@@ -187,7 +218,7 @@ def test_batching_parameters_parse_as_tf_servings_message(tmp_path):
     assert path.read_text() == "max_batch_size { value: 4 }\n"
 
 
-# -- the ops a server must link -------------------------------------------------------------------
+# -- the op lister the export tests check exports with (tests/fixtures/export_contents.py) ----------
 def test_saved_model_ops_are_the_ops_of_its_functions(tmp_path):
     module = tf.Module()
     module.w = tf.Variable(tf.ones([3, 2]))

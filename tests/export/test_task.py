@@ -20,10 +20,10 @@ import pytest
 import tensorflow as tf
 
 from kbert.export import rest
-from kbert.export.serving import read_warmup_requests, saved_model_ops
 from kbert.export.task import export_task
-from conftest import REFERENCE, REPO, TAGS, run_fresh_python
+from conftest import REFERENCE, REPO, run_fresh_python
 from conftest import TASK_LABELS as LABELS
+from fixtures.export_contents import read_warmup_requests, saved_model_ops
 from fixtures.file_tree import tree
 
 

@@ -9,8 +9,14 @@ import numpy as np
 import pytest
 
 from conftest import REPO, SHARED, python
-from kbert.tasks.core.task_files import read_task, resolve_task
+from kbert.tasks.core.task_files import resolve_task
 from pipelines import task_data
+
+
+def read_task(name, data_dir, split):
+    """The task's reader output for a split: what the pipeline reads (resolve_task's file and reader)."""
+    spec = resolve_task(name, data_dir, split)
+    return spec.read(spec.path)
 
 
 def _records(prefix, kind, **kwargs):

@@ -63,9 +63,3 @@ def resolve_task(name: str, data_dir=None, split: str = "train", *, input_path=N
     else:
         path = os.path.join(os.fspath(data_dir), source.file)
     return TaskSpec(name, source.kind, path, source.read, source.metrics)
-
-
-def read_task(name: str, data_dir=None, split: str = "train", **kwargs):
-    """Reads a task split: resolve_task(...).read(path) -> TaskData."""
-    spec = resolve_task(name, data_dir, split, **kwargs)
-    return spec.read(spec.path)

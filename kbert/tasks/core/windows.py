@@ -12,9 +12,9 @@ from the window where the token has the most context on both sides, ``run_squad.
 ``_check_is_max_context``: the largest ``min(left, right) + 0.01 * window length``, the first such
 window on a tie.
 
-This module plans windows in plain Python (the reference, used by tests) and in TensorFlow over
-RaggedTensors of word-piece ids (``window_rows``), which the task models run in their graph, so that
-an exported SavedModel cuts windows itself.
+This module plans windows in TensorFlow over RaggedTensors of word-piece ids (``window_rows``), which
+the task models run in their graph, so that an exported SavedModel cuts windows itself; the tests
+hold it to a plain Python plan (tests/fixtures/windows_reference.py).
 """
 
 from __future__ import annotations
@@ -53,44 +53,12 @@ def check_long_documents(long_documents, doc_stride, seq_length) -> None:
                          "far apart would not overlap")
 
 
-def window_starts(num_tokens: int, window_tokens: int, stride: int) -> list:
-    """Where the windows over ``num_tokens`` pieces start: 0, step, 2 step, ... until one reaches
-    the end (``step`` = ``min(stride, window_tokens)``, so no piece is skipped). Each window holds
-    ``min(window_tokens, num_tokens - start)`` pieces. An empty text has one (empty) window."""
-    if window_tokens < 1:
-        raise ValueError(f"a window needs room for at least one word piece, got {window_tokens}")
-    if stride < 1:
-        raise ValueError(f"stride must be >= 1, got {stride}")
-    starts, start = [0], 0
-    while start + window_tokens < num_tokens:
-        start += min(stride, window_tokens)
-        starts.append(start)
-    return starts
-
-
-def max_context_windows(num_tokens: int, window_tokens: int, stride: int) -> list:
-    """For each piece 0 .. num_tokens - 1, the index of the window (of ``window_starts``) where it
-    has the most context: ``run_squad.py``'s ``_check_is_max_context`` score, first window on ties."""
-    starts = window_starts(num_tokens, window_tokens, stride)
-    best = []
-    for position in range(num_tokens):
-        best_score, best_index = None, None
-        for index, start in enumerate(starts):
-            length = min(window_tokens, num_tokens - start)
-            end = start + length - 1
-            if not start <= position <= end:
-                continue
-            score = min(position - start, end - position) + 0.01 * length
-            if best_score is None or score > best_score:
-                best_score, best_index = score, index
-        best.append(best_index)
-    return best
-
-
 # -- in the graph ------------------------------------------------------------------------------------
 def window_rows(tokens, window_tokens, stride):
     """The windows of every row of ``tokens`` (a RaggedTensor [batch, (pieces)] of ids), in row
-    then window order, as ``window_starts`` plans them.
+    then window order: they start at 0, step, 2 step, ... until one reaches the end (``step`` =
+    ``min(stride, window_tokens)``, so no piece is skipped), each holding ``min(window_tokens,
+    pieces - start)`` pieces; an empty row has one (empty) window.
 
     ``window_tokens``: the room of a window, a scalar or one per row ([batch], e.g. less text A);
     ``stride``: a scalar. Returns a dict: ``pieces`` RaggedTensor [windows, (pieces)], ``document``
@@ -119,9 +87,9 @@ def window_rows(tokens, window_tokens, stride):
 
 
 def max_context_mask(windows: dict):
-    """bool RaggedTensor [windows, (pieces)] shaped as ``windows["pieces"]``: True where the piece's
-    best window (``max_context_windows``) is this one. Every piece of a row is True in exactly one
-    of its windows."""
+    """bool RaggedTensor [windows, (pieces)] shaped as ``windows["pieces"]``: True where this window
+    is the piece's best (``run_squad.py``'s max-context score, the first window on a tie). Every
+    piece of a row is True in exactly one of its windows."""
     import tensorflow as tf
 
     pieces, document, start = windows["pieces"], windows["document"], windows["start"]

@@ -149,8 +149,3 @@ def to_columns(layout, per_word, fill):
     target = tf.fill(tf.shape(layout["lengths"]), tf.constant(fill, per_word.dtype))
     return tf.tensor_scatter_nd_update(target, tf.stack([rows, column.flat_values], axis=1), values)
 
-
-def words_rows(tokenizer, texts) -> list:
-    """Raw texts -> their words, rows padded with "" to the longest: the request a words-in export
-    takes for one input (``words_request``, for tests and clients with a list of texts)."""
-    return words_request(tokenizer, {"text": list(texts)})["words"]

@@ -18,21 +18,19 @@ run_squad.py) inside a ``tf.function``:
     score = min over windows of start[CLS]+end[CLS], the null answer when
     null score - best span score > ``null_score_diff_threshold``.
 
-The function only closes over the model (its variables) and constants, so a tf.Module holding
-both saves and loads in a process that imports nothing but ``tensorflow`` and
-``tensorflow_text`` (``build_answer_module`` / ``export_answer_model``)::
+The function only closes over the model (its variables) and constants, so a SavedModel that
+serves it (``kbert.export.task``: span QA's ``serving_default``) loads and answers in a process that
+imports nothing but ``tensorflow`` and ``tensorflow_text``::
 
     qa = tf.saved_model.load(path)
-    qa.answer(tf.constant(["Who?"]), tf.constant(["Ada wrote it."]))["answer_text"]
+    qa.signatures["serving_default"](question=tf.constant(["Who?"]),
+                                     context=tf.constant(["Ada wrote it."]))["answer_text"]
 """
 
 from __future__ import annotations
 
-import os
-
 import tensorflow as tf
 
-from kbert import compat
 from kbert.tasks.core.batching import trim_to_longest
 
 ANSWER_KEYS = ("answer_text", "answer_start", "answer_end", "score", "null_score_diff")
@@ -336,31 +334,3 @@ def _chosen(cand, null_score, batch, s) -> dict:
         "score": tf.cast(probability, tf.float32),
         "null_score_diff": null_score_diff,
     }
-
-
-# ---------------------------------------------------------------- SavedModel
-
-
-def build_answer_module(model) -> tf.Module:
-    """A tf.Module whose ``answer(question, context)`` is the traced answer function (settings
-    and vocabulary are constants of its graph, the model's weights its variables)."""
-    module = tf.Module()
-    # The graph reads the model's variables; tracking them (not the Keras model, whose own
-    # functions SavedModel would otherwise trace and store as well) saves them.
-    module.model_variables = [getattr(v, "value", v) for v in model.variables]
-    fn = build_answer_fn(model)
-    module.answer = tf.function(fn, input_signature=[tf.TensorSpec([None], tf.string, name="question"),
-                                                     tf.TensorSpec([None], tf.string, name="context")],
-                                autograph=False)
-    return module
-
-
-def export_answer_model(model, out_dir) -> str:
-    """Saves ``build_answer_module(model)`` with ``answer`` as the serving_default signature
-    (inputs ``question``, ``context``; outputs ANSWER_KEYS)."""
-    with compat.tracing_for_save():  # traced once, not again by the save
-        module = build_answer_module(model)
-        signatures = {"serving_default": module.answer.get_concrete_function()}
-    out_dir = os.fspath(out_dir)
-    tf.saved_model.save(module, out_dir, signatures=signatures)
-    return out_dir

@@ -7,8 +7,8 @@ question, [SEP], padding). The answer text is then context[start_char:end_char] 
 tokens, so run_squad's get_final_text (which re-aligns normalised WordPiece text with the original
 words) and _improve_answer_span (which searches for sub-word answer boundaries) are not needed.
 
-Offsets are Python str (code point) positions. Tokenizers that report UTF-8 byte offsets (e.g.
-tensorflow-text) can be converted with char_offsets_from_byte_offsets.
+Offsets are Python str (code point) positions, as kbert's tokenizers report them
+(``tokenize_with_offsets(..., unit="UTF8_CHAR")``).
 """
 
 from __future__ import annotations
@@ -23,21 +23,6 @@ DocSpan = collections.namedtuple("DocSpan", ["start", "length"])
 
 
 # ---------------------------------------------------------------- windows
-
-
-def char_offsets_from_byte_offsets(text: str, byte_offsets) -> np.ndarray:
-    """Converts [n, 2] UTF-8 byte offsets into `text` to code point offsets (-1 stays -1)."""
-    byte_offsets = np.asarray(byte_offsets, dtype=np.int64).reshape(-1, 2)
-    lengths = np.fromiter((len(ch.encode("utf-8")) for ch in text), dtype=np.int64, count=len(text))
-    boundaries = np.concatenate([[0], np.cumsum(lengths)])  # byte position of char i
-    result = np.full_like(byte_offsets, -1)
-    valid = byte_offsets >= 0
-    positions = np.searchsorted(boundaries, byte_offsets[valid])
-    in_range = positions < len(boundaries)
-    if not in_range.all() or not (boundaries[positions] == byte_offsets[valid]).all():
-        raise ValueError("byte offsets do not fall on UTF-8 character boundaries of the text")
-    result[valid] = positions
-    return result
 
 
 def doc_spans(num_context_tokens: int, max_tokens_for_doc: int, doc_stride: int) -> list:
@@ -301,25 +286,3 @@ def postprocess_example(context: str, windows, start_logits, end_logits, *, n_be
     return SquadPrediction(final.text, final.start_char, final.end_char, final.probability,
                            final.start_logit, final.end_logit, nbest, null_score, score_diff,
                            best_non_null)
-
-
-def postprocess_predictions(contexts: dict, features, **kwargs) -> dict:
-    """postprocess_example for many questions.
-
-    Args:
-      contexts: {question id: context string}.
-      features: iterable of (question id, window, start_logits, end_logits), windows of one
-        question in their build_windows order.
-      **kwargs: passed to postprocess_example.
-
-    Returns:
-      {question id: SquadPrediction}; questions without features are left out.
-    """
-    grouped = collections.OrderedDict()
-    for qid, window, starts, ends in features:
-        grouped.setdefault(qid, ([], [], []))
-        grouped[qid][0].append(window)
-        grouped[qid][1].append(starts)
-        grouped[qid][2].append(ends)
-    return {qid: postprocess_example(contexts[qid], w, s, e, **kwargs)
-            for qid, (w, s, e) in grouped.items()}

@@ -8,11 +8,11 @@ are built in the graph with the model's own tokenizer (``features``), in tf.data
       first piece, IGNORE_INDEX = -100 on other pieces, [CLS], [SEP] and padding, so they are out
       of the loss), word_ids (the word index on first pieces, -1 elsewhere)
 
-The conventions are those of kbert.tasks.tagging.ner_alignment (its numpy functions are the reference
-the tests check this graph code against). Predictions go back to words (``predict_words``);
-``predict_entities`` tags raw text, whose words are then the tokenizer's (WordPiece: whitespace
-and punctuation split; ``mecab-*``: MeCab words; SentencePiece: space-separated runs), and returns
-entity spans as character offsets into the text.
+The conventions are those of kbert.tasks.tagging.ner_alignment (in numpy in
+tests/fixtures/ner_alignment_reference.py, the reference the tests check this graph code against).
+Predictions go back to words (``predict_words``); ``predict_entities`` tags raw text, whose words
+are then the tokenizer's (WordPiece: whitespace and punctuation split; ``mecab-*``: MeCab words;
+SentencePiece: space-separated runs), and returns entity spans as character offsets into the text.
 
 Tokenizers with a Python step (``mecab-*``, ``in_graph`` False) get it here: raw texts through
 ``pre_tokenize``, and each pre-split word through it on its own (NFKC, MeCab), as transformers
@@ -77,19 +77,6 @@ class TokenAccuracy(keras.metrics.Mean):
             labelled = labelled * sample_weight
         correct = keras.ops.equal(keras.ops.cast(keras.ops.argmax(y_pred, axis=-1), "int32"), y_true)
         return super().update_state(keras.ops.cast(correct, self.dtype), sample_weight=labelled)
-
-
-def words_from_tokens(token_tags, word_ids, num_words: int, fill_value: int = 0) -> np.ndarray:
-    """Word tag ids from token tag ids: each word takes its first piece's tag (the positions where
-    ``word_ids`` >= 0, as ``features`` makes them); words truncation cut off get ``fill_value``."""
-    token_tags = np.asarray(token_tags)
-    word_ids = np.asarray(word_ids)
-    if token_tags.shape != word_ids.shape:
-        raise ValueError(f"{token_tags.shape} token tags for word_ids of shape {word_ids.shape}")
-    tags = np.full(num_words, fill_value, dtype=np.int64)
-    first = word_ids >= 0
-    tags[word_ids[first]] = token_tags[first]
-    return tags
 
 
 @kbert_export("kbert.TokenTagger", "kbert.tasks.TokenTagger")

@@ -11,7 +11,7 @@ from kbert.tasks import load_task_model
 from kbert.errors import TaskModelError
 from kbert.tasks.classification.model import MultiLabelClassifier, TextClassifier, TextRegressor
 from kbert.tasks.core.heads import TokenAttentionHead
-from kbert.tasks.core.windows import window_starts
+from fixtures.windows_reference import window_starts
 
 SHORT = ["a short text", "another one that fits easily", ""]
 LONG = " ".join(["the quick brown fox jumps over the lazy dog while everyone watches"] * 9)

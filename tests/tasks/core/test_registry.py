@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kbert.export.serving import read_warmup_requests
 from kbert.export.task import export_task
 from kbert.commands.finetune import finetune_options, parse_args, run
 from kbert.tasks import load_task_model
@@ -21,6 +20,7 @@ from kbert.tasks.core.options import FinetuneOptions, option
 from kbert.tasks.core.registry import get_task, register_task, register_task_type, task_names, task_type_for_model
 from kbert.tasks.core.task_type import Recipe, TaskType
 from conftest import read_scalars
+from fixtures.export_contents import read_warmup_requests
 
 TASK = "test/good_count"
 

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import SHARED
 from kbert.data.glue import read_glue
-from kbert.tasks.core.task_files import read_task, resolve_task
+from kbert.tasks.core.task_files import resolve_task
 
 
 def test_a_glue_split_is_the_file_in_the_task_folder():
@@ -15,8 +15,8 @@ def test_a_glue_split_is_the_file_in_the_task_folder():
     assert spec.path == os.path.join(SHARED / "glue" / "MRPC", "dev.tsv")  # other types' options ignored
     assert (spec.name, spec.kind) == ("glue/mrpc", "classification")
     assert resolve_task("glue/stsb", SHARED / "glue" / "STS-B", "dev").kind == "regression"
-    examples = read_task("glue/mrpc", SHARED / "glue" / "MRPC", "dev").examples
-    assert examples == read_glue("mrpc", "dev", SHARED / "glue" / "MRPC").examples
+    dev = resolve_task("glue/mrpc", SHARED / "glue" / "MRPC", "dev")
+    assert dev.read(dev.path).examples == read_glue("mrpc", "dev", SHARED / "glue" / "MRPC").examples
 
 
 def test_input_path_overrides_and_what_each_task_needs(tmp_path):

@@ -1,6 +1,7 @@
-"""Windows over long documents (kbert.tasks.core.windows): the plan against google-research/bert's
-run_squad.py doc spans and _check_is_max_context (kbert.tasks.span_qa.postprocess holds them as
-written there), and the TensorFlow version against the plan."""
+"""Windows over long documents (kbert.tasks.core.windows): the plain Python plan the tests use
+(tests/fixtures/windows_reference.py) against google-research/bert's run_squad.py doc spans and
+_check_is_max_context (kbert.tasks.span_qa.postprocess holds them as written there), and the
+TensorFlow version against the plan."""
 
 import itertools
 
@@ -9,8 +10,8 @@ import pytest
 import tensorflow as tf
 
 from kbert.tasks.span_qa import postprocess as squad_postprocess
-from kbert.tasks.core.windows import (check_long_documents, max_context_mask, max_context_windows, window_rows,
-                                 window_starts)
+from fixtures.windows_reference import max_context_windows, window_starts
+from kbert.tasks.core.windows import check_long_documents, max_context_mask, window_rows
 
 CASES = [(n, w, s) for n, w, s in itertools.product([0, 1, 5, 12, 13, 40, 97], [1, 4, 12], [1, 3, 6, 12, 20])]
 

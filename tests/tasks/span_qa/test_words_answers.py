@@ -48,6 +48,13 @@ def _jsquad_rows():
                      ("何の会社？", "ｶﾀｶﾅの㈱は全角ＡＢＣ株式会社、New York にある。"), ("何？", "")]
 
 
+def words_rows(tokenizer, texts) -> list:
+    """Raw texts -> the rows of words a words-in export takes for one input (its words request)."""
+    from kbert.tasks.core.words_inputs import words_request
+
+    return words_request(tokenizer, {"text": list(texts)})["words"]
+
+
 def _randomize(model, scale, seed):
     rng = np.random.default_rng(seed)
     for w in model.head.weights:
@@ -58,7 +65,6 @@ def _randomize(model, scale, seed):
 def served(tmp_path_factory, ja_model_dirs):
     """{"qa": {kind: (model, rows)}, "tagger": model} and the fresh process's answers."""
     from kbert.export.task import export_task
-    from kbert.tasks.core.words_inputs import words_rows
     from kbert.tasks import SpanQuestionAnswerer, TokenTagger
 
     root = tmp_path_factory.mktemp("mecab_answers")
@@ -208,7 +214,7 @@ def test_piece_spans_cover_each_word():
     text (WordPiece without ##; [UNK] and [SEP] the whole word) for both tokenizer types."""
     import tensorflow as tf
 
-    from kbert.tasks.core.words_inputs import word_layout, words_rows
+    from kbert.tasks.core.words_inputs import word_layout
     from kbert.tasks.span_qa.words_answers import _piece_length_tables, piece_spans
     from kbert.text import TokenizerSpec, create_tokenizer
 

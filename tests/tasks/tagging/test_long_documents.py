@@ -1,7 +1,7 @@
 """Tagging over windows: CoNLL-2003 articles joined into documents (../shared/data/conll2003) are read
 in windows of a small seq_length and every word of every document is tagged exactly once, from the
-window where it has the most context (kbert.tasks.core.windows.max_context_windows); sentences that fit
-get exactly the truncate tags; the exported graph tags the same."""
+window where it has the most context (max_context_windows, tests/fixtures/windows_reference.py);
+sentences that fit get exactly the truncate tags; the exported graph tags the same."""
 
 import numpy as np
 import pytest
@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from kbert.data.conll import read_conll
 from kbert.tasks.tagging.model import TokenTagger
-from kbert.tasks.core.windows import max_context_windows, window_starts
+from fixtures.windows_reference import max_context_windows, window_starts
 
 SEQ = 32
 

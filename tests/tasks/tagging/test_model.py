@@ -1,6 +1,6 @@
-"""TokenTagger: the in-graph features against kbert.tasks.tagging.ner_alignment's numpy reference on real
-CoNLL-2003 sentences, word-level round trips, training, raw-text entities, save/reload; MeCab words
-(mecab-wordpiece) in and out against fugashi's."""
+"""TokenTagger: the in-graph features against the numpy alignment (tests/fixtures/ner_alignment_reference.py)
+on real CoNLL-2003 sentences, word-level round trips, training, raw-text entities, save/reload; MeCab
+words (mecab-wordpiece) in and out against fugashi's."""
 
 import unicodedata
 
@@ -10,9 +10,9 @@ import pytest
 
 from kbert.data.conll import read_conll
 from kbert.tasks import TokenTagger, load_task_model
-from kbert.tasks.tagging.ner_alignment import IGNORE_INDEX, align_labels, first_token_mask, token_word_ids
-from kbert.tasks.tagging.model import words_from_tokens
+from kbert.tasks.tagging.ner_alignment import IGNORE_INDEX
 from conftest import SHARED, require
+from fixtures.ner_alignment_reference import align_labels, first_token_mask, token_word_ids, word_predictions
 from fixtures.task_runs import reference_rows
 
 TAGS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
@@ -51,7 +51,7 @@ def test_word_level_round_trip(tagger, sentences):
     words = [s["words"] for s in sentences]
     _, token_labels, word_ids = tagger.numpy_features(words, [s["labels"] for s in sentences])
     for i, s in enumerate(sentences):
-        back = words_from_tokens(token_labels[i], word_ids[i], len(s["words"]), fill_value=-1)
+        back = word_predictions(token_labels[i], word_ids[i], len(s["words"]), fill_value=-1)
         kept = back >= 0
         np.testing.assert_array_equal(back[kept], np.array(s["labels"])[kept])
         assert kept.sum() == len(set(word_ids[i][word_ids[i] >= 0]))

@@ -1,4 +1,6 @@
-"""Word <-> WordPiece label alignment, round trips, and entity spans against seqeval."""
+"""Entity spans (kbert.tasks.tagging.ner_alignment) against seqeval; and the numpy word <-> WordPiece
+alignment the tagger's tests hold its graph to (tests/fixtures/ner_alignment_reference.py), by hand and in
+round trips."""
 
 import numpy as np
 import pytest
@@ -6,9 +8,9 @@ from hypothesis import given, settings, strategies as st
 from seqeval.metrics import f1_score as seqeval_f1
 from seqeval.metrics.sequence_labeling import get_entities
 
-from kbert.tasks.tagging.ner_alignment import (
-    IGNORE_INDEX, align_labels, entity_spans, first_token_mask, token_word_ids, truncated_words,
-    word_predictions)
+from fixtures.ner_alignment_reference import (align_labels, first_token_mask, token_word_ids, truncated_words,
+                                              word_predictions)
+from kbert.tasks.tagging.ner_alignment import IGNORE_INDEX, entity_spans
 
 X = IGNORE_INDEX
 
