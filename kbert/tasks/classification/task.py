@@ -124,6 +124,20 @@ class ClassificationRecipe(Recipe):
     main_metric, split and num_segments): TableRecipe (csv), GlueRecipe, and the JGLUE and KLUE tasks'."""
 
     multi_label = False  # only TableRecipe reads multi-label files
+    # The TableOptions fields that only a file with named columns reads (TableRecipe's): the other
+    # recipes know their files' texts and labels and refuse them rather than ignore them.
+    TABLE_FIELDS = ("text_columns", "label_column", "label_names", "regression", "multi_label", "threshold",
+                    "at_least_one_label")
+    reads_table_fields = False
+
+    def __init__(self, task, options):
+        if not self.reads_table_fields:
+            given, defaults = task.task_type.options(options.task_options), TableOptions()
+            for name in self.TABLE_FIELDS:
+                if getattr(given, name) != getattr(defaults, name):
+                    raise OptionsError(f"--{name.replace('_', '-')} is for a file with named columns (csv); task "
+                                       f"{task.name!r} reads its own files", option=name, value=getattr(given, name))
+        super().__init__(task, options)
 
     def finish_read(self, train, dev) -> None:
         """Subsets of the examples read (--max-*-examples) and the number of texts a row holds."""
@@ -257,6 +271,8 @@ class ClassificationRecipe(Recipe):
 class TableRecipe(ClassificationRecipe):
     """csv / jsonl: a generic file with named columns (TableOptions: columns, labels, regression or
     multi-label); single-label, regression or multi-label metrics."""
+
+    reads_table_fields = True
 
     def read(self):
         o, t = self.options, self.task_options
