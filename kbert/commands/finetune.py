@@ -34,7 +34,8 @@ def parse_args(argv=None):
     add_arguments(p, FinetuneOptions)
     p.add_argument("--quiet", action="store_true", help="one line per epoch instead of a progress bar")
     for options_class, (title, _) in task_options_classes().items():
-        add_arguments(p, options_class, title=f"{title} options ({options_class.__doc__.strip().splitlines()[0]})")
+        summary = options_class.__doc__.strip().splitlines()[0].rstrip(".")
+        add_arguments(p, options_class, title=f"{title} options ({summary})")
     return p.parse_args(argv)
 
 

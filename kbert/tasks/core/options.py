@@ -39,10 +39,11 @@ class NoOptions:
 @kbert_export("kbert.tasks.RowsOptions")
 @dataclasses.dataclass
 class RowsOptions:
-    """Rows of the files: a named task's options where its benchmark publishes one labelled file for
-    what others split in two (its tasks then train on one slice and evaluate on another). The span-QA
-    tasks slice a file by articles instead, which keeps an article's questions together
-    (``kbert.tasks.ArticlesOptions``).
+    """Rows of the files: a slice to train on, another to evaluate on.
+
+    A named task's options where its benchmark publishes one labelled file for what others split in
+    two (the KLUE tasks). The span-QA tasks slice a file by articles instead, which keeps an
+    article's questions together (``kbert.tasks.ArticlesOptions``).
 
     Attributes:
         train_rows: ``START:END``, a Python slice of the training file's rows (e.g. ``:1500``).

@@ -33,7 +33,7 @@ SQUAD_FILES = {
 
 @dataclasses.dataclass
 class SquadOptions:
-    """span QA: answer selection as run_squad.py (the windows' stride: --doc-stride)"""
+    """span QA: answer selection as run_squad.py; the windows' stride is --doc-stride"""
 
     max_query_length: int = option(64, help="question tokens kept")
     n_best_size: int = option(20, help="start/end candidates per window")
@@ -44,8 +44,10 @@ class SquadOptions:
 @kbert_export("kbert.tasks.ArticlesOptions")
 @dataclasses.dataclass
 class ArticlesOptions:
-    """Articles of a SQuAD-style file: the span-QA tasks' own options, to train on some articles of
-    one file and evaluate on others (an article's questions stay together, on one side).
+    """Articles of a SQuAD-style file: a slice to train on, another to evaluate on.
+
+    The span-QA tasks' own options: one file's articles split for training and evaluation, each
+    article's questions on one side (``kbert.tasks.RowsOptions`` slices the KLUE tasks' rows).
 
     Attributes:
         train_articles: ``START:END``, a Python slice of the training file's articles in file
