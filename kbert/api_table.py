@@ -71,6 +71,7 @@ PUBLIC = {
     "kbert.tasks.MultipleChoiceModel": "kbert.tasks.multiple_choice.model",
     "kbert.SpanQuestionAnswerer": "kbert.tasks.span_qa.model",
     "kbert.tasks.SpanQuestionAnswerer": "kbert.tasks.span_qa.model",
+    "kbert.tasks.ArticlesOptions": "kbert.tasks.span_qa.task",
     "kbert.TokenTagger": "kbert.tasks.tagging.model",
     "kbert.tasks.TokenTagger": "kbert.tasks.tagging.model",
     "kbert.text.BertPacker": "kbert.text.packer",

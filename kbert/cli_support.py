@@ -285,11 +285,6 @@ def add_arguments(parser, cls, *, only=None, defaults=None, helps=None, title=No
     target = parser.add_argument_group(title) if title else parser
     for name in (only or list(fields)):
         field = fields[name]
-        # A flag that an earlier dataclass made for a field of the same name is shared, made once
-        # (--doc-stride: the windows of any task, span QA's own); from_args gives each its value.
-        existing = parser._option_string_actions.get(_flag(field))
-        if existing is not None and existing.dest == name:
-            continue
         default = defaults.get(name, field.default)
         help_text = helps.get(name, field.metadata.get("help"))
         kwargs = {"dest": name, "help": help_text}
@@ -312,12 +307,7 @@ def add_arguments(parser, cls, *, only=None, defaults=None, helps=None, title=No
 
 def from_args(cls, args: argparse.Namespace, **extra):
     """``cls`` from the parsed namespace (fields it lacks keep their defaults)."""
-    import dataclasses
-
     values = {f.name: getattr(args, f.name) for f in cli_fields(cls) if hasattr(args, f.name)}
-    for f in cli_fields(cls):  # a shared flag left out (None) keeps this field's own default
-        if values.get(f.name, 0) is None and f.default is not None and f.default is not dataclasses.MISSING:
-            del values[f.name]
     return cls(**values, **extra)
 
 

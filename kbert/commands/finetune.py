@@ -26,53 +26,56 @@ import sys
 def parse_args(argv=None):
     from kbert.cli_support import ArgumentParser, add_arguments, add_backend_flag, prog
     from kbert.tasks.core.options import FinetuneOptions
-    from kbert.tasks.core.registry import task_listing, task_types
+    from kbert.tasks.core.registry import task_listing
 
     p = ArgumentParser(prog=prog("finetune"), description=__doc__ + task_listing(),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_backend_flag(p)
     add_arguments(p, FinetuneOptions)
     p.add_argument("--quiet", action="store_true", help="one line per epoch instead of a progress bar")
-    for task_type in task_types():
-        if dataclasses.fields(task_type.Options):
-            add_arguments(p, task_type.Options, title=f"{task_type.name} options ({task_type.Options.__doc__.strip().splitlines()[0]})")
-    for options_class, names in named_task_options().items():
-        add_arguments(p, options_class, title=f"{', '.join(names)} options "
-                                              f"({options_class.__doc__.strip().splitlines()[0]})")
+    for options_class, (title, _) in task_options_classes().items():
+        summary = options_class.__doc__.strip().splitlines()[0].rstrip(".")
+        add_arguments(p, options_class, title=f"{title} options ({summary})")
     return p.parse_args(argv)
 
 
-def named_task_options() -> dict:
-    """{options class: the names of the named tasks that take it}, in listing order."""
-    from kbert.tasks.core.registry import tasks
+def task_options_classes() -> dict:
+    """{options class: (its group's title, the tasks that take it)} of every task type's options and
+    every named task's own (``NamedTask.options``), in listing order: one flag group each. An option
+    has one home, so each flag belongs to one group (tests/tasks/core/test_options.py)."""
+    from kbert.tasks.core.registry import task_types, tasks
 
-    found = {}
+    found = {t.Options: (t.name, f"the {t.name} tasks") for t in task_types() if dataclasses.fields(t.Options)}
+    named = {}
     for task in tasks():
         if task.options is not None:
-            found.setdefault(task.options, []).append(task.name)
+            named.setdefault(task.options, []).append(task.name)
+    found.update({cls: (", ".join(names), f"the tasks {', '.join(names)}") for cls, names in named.items()})
     return found
 
 
 def finetune_options(args):
-    """FinetuneOptions (with the task type's options) from parsed arguments; FinetuneOptions pass
-    through. The task's defaults (seq_length) are the library's to fill in
+    """FinetuneOptions (with the task type's and the named task's options) from parsed arguments;
+    FinetuneOptions pass through. A flag of another task's options is an OptionsError, not ignored.
+    The task's defaults (seq_length, doc_stride) are the library's to fill in
     (``kbert.training.finetune.resolve_options``)."""
-    from kbert.cli_support import from_args
+    from kbert.cli_support import cli_fields, from_args
+    from kbert.errors import OptionsError
     from kbert.tasks.core.options import FinetuneOptions
     from kbert.tasks.core.registry import get_task
 
     if isinstance(args, FinetuneOptions):
         return args
-    from kbert.cli_support import cli_fields
-
     named = get_task(args.task)
-    for options_class, names in named_task_options().items():  # another task's flag: refused, not ignored
-        if options_class is named.options:
+    for options_class, (_, takers) in task_options_classes().items():
+        if options_class in (named.task_type.Options, named.options):
             continue
         for f in cli_fields(options_class):
-            if getattr(args, f.name, f.default) != f.default:
-                raise ValueError(f"--{f.name.replace('_', '-')} is an option of the tasks {', '.join(names)}; "
-                                 f"task {named.name!r} does not take it")
+            value = getattr(args, f.name, f.default)
+            if value != f.default:
+                flag = f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+                raise OptionsError(f"{flag} is an option of {takers}; task {named.name!r} does not take it",
+                                   option=f.name, value=value)
     named_options = from_args(named.options, args) if named.options is not None else None
     return from_args(FinetuneOptions, args, task_options=from_args(named.task_type.Options, args),
                      named_options=named_options)

@@ -24,14 +24,17 @@ from kbert.api_export import kbert_export
 
 
 def resolve_options(options: FinetuneOptions) -> FinetuneOptions:
-    """``options`` with the task's defaults filled in (seq_length) and checked against the task type
-    (its options class, the backends it runs on)."""
+    """``options`` with the task's defaults filled in (seq_length, and doc_stride where the run reads
+    windows) and checked against the task (its type's and its own options classes, the backends it
+    runs on, the windows it can read): an OptionsError naming the option for one that cannot apply."""
     import keras
 
     from kbert.tasks.core.registry import get_task
 
-    task_type = get_task(options.task).task_type
-    task_type.options(options.task_options)  # a TypeError naming both classes when they do not fit
+    task = get_task(options.task)
+    task_type = task.task_type
+    task_type.options(options.task_options)  # an OptionsError naming both classes when they do not fit
+    task.named_options(options.named_options)
     backend = keras.backend.backend()
     if backend not in task_type.backends:
         raise OptionsError(f"task {options.task!r} (task type {task_type.name!r}) cannot be fine-tuned under the "
@@ -42,22 +45,35 @@ def resolve_options(options: FinetuneOptions) -> FinetuneOptions:
     if pathlib.Path(options.init).resolve() == pathlib.Path(options.model_dir).resolve():
         raise OptionsError("--model-dir must differ from --init (the best epoch is saved there)")
     options = dataclasses.replace(options, seq_length=options.seq_length or task_type.default_seq_length)
-    check_windows(task_type, options)
-    return options
+    check_windows(task, options)
+    return dataclasses.replace(options, doc_stride=task_type.doc_stride(options))
 
 
-def check_windows(task_type, options: FinetuneOptions) -> None:
-    """--long-documents and --doc-stride against the task type and --seq-length (OptionsError)."""
+def check_windows(task, options: FinetuneOptions) -> None:
+    """--long-documents and --doc-stride against the task and --seq-length (OptionsError): a mode
+    the task's models cannot take, a stride where the run reads no windows, a stride not below
+    --seq-length."""
     from kbert.tasks.core.windows import check_long_documents
 
-    try:
-        check_long_documents(options.long_documents, options.doc_stride, options.seq_length)
-    except ValueError as e:
-        raise OptionsError(str(e)) from None
-    if options.long_documents not in task_type.long_documents:
+    def check(doc_stride):
+        try:
+            check_long_documents(options.long_documents, doc_stride, options.seq_length)
+        except ValueError as e:
+            option = "long_documents" if str(e).startswith("--long-documents") else "doc_stride"
+            raise OptionsError(str(e), option=option, value=getattr(options, option)) from None
+
+    check(None)  # the mode itself first
+    taken = task.long_documents
+    if options.long_documents not in taken:
         raise OptionsError(f"--long-documents {options.long_documents}: task {options.task!r} (task type "
-                           f"{task_type.name!r}) cannot combine windows into one answer; it takes "
-                           f"{', '.join(task_type.long_documents)}")
+                           f"{task.type!r}) cannot combine windows into one answer; it takes {', '.join(taken)}",
+                           option="long_documents", value=options.long_documents)
+    if options.doc_stride is not None and not task.task_type.reads_windows(options.long_documents):
+        how = ("under --long-documents truncate (add --long-documents windows)" if "windows" in taken
+               else "(it reads whole texts only)")
+        raise OptionsError(f"--doc-stride {options.doc_stride}: task {options.task!r} reads no windows {how}",
+                           option="doc_stride", value=options.doc_stride)
+    check(options.doc_stride)
 
 
 @kbert_export("kbert.finetune")

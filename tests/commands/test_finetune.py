@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from kbert.data.glue import read_glue
-from kbert.errors import DataError
+from kbert.errors import DataError, OptionsError
 from kbert.commands.finetune import main
 from kbert.tasks import load_task_model
 from fixtures.file_tree import tree
@@ -105,3 +105,38 @@ def test_finetune_max_train_examples_below_one_is_one_line(kbert_cli, tiny_model
         f"kbert finetune: error: max_train_examples (--max-train-examples) must be a positive whole number "
         f"(leave it out to use every example), got {value}"]
     assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("task, flags, option, message", [
+    ("glue/sst2", ["--max-query-length", "16"], "max_query_length",
+     "--max-query-length is an option of the span_qa tasks; task 'glue/sst2' does not take it"),
+    ("squad/v1.1", ["--text-columns", "a"], "text_columns",
+     "--text-columns is an option of the classification tasks; task 'squad/v1.1' does not take it"),
+    ("klue/nli", ["--train-articles", ":3"], "train_articles",
+     "--train-articles is an option of the tasks squad/v1.1, squad/v2.0, jglue/jsquad, korquad/v1.0, cmrc2018; "
+     "task 'klue/nli' does not take it"),
+    ("squad/v2.0", ["--train-rows", ":3"], "train_rows",
+     "--train-rows is an option of the tasks klue/nli, klue/sts, klue/ner; task 'squad/v2.0' does not take it"),
+])
+def test_another_tasks_flag_is_refused_not_ignored(task, flags, option, message):
+    from kbert.commands.finetune import finetune_options, parse_args
+
+    with pytest.raises(OptionsError) as info:
+        finetune_options(parse_args(["--task", task, "--init", "i", "--model-dir", "m", *flags]))
+    assert str(info.value) == message and info.value.option == option
+
+
+def test_each_flag_has_one_home_in_the_parser():
+    """--doc-stride is FinetuneOptions' alone (span QA's stride too); --train-articles the span-QA
+    tasks' own options, as --train-rows are KLUE's."""
+    from kbert.commands.finetune import finetune_options, parse_args
+    from kbert.tasks.core.options import RowsOptions
+    from kbert.tasks.span_qa.task import ArticlesOptions, SquadOptions
+
+    options = finetune_options(parse_args(["--task", "korquad/v1.0", "--init", "i", "--model-dir", "m",
+                                           "--doc-stride", "64", "--train-articles", ":2", "--eval-articles", "139:"]))
+    assert options.doc_stride == 64 and options.task_options == SquadOptions()
+    assert options.named_options == ArticlesOptions(train_articles=":2", eval_articles="139:")
+    options = finetune_options(parse_args(["--task", "klue/ner", "--init", "i", "--model-dir", "m",
+                                           "--train-rows", ":10"]))
+    assert options.named_options == RowsOptions(train_rows=":10") and options.doc_stride is None

@@ -135,16 +135,16 @@ def test_named_tasks_select_rows_and_articles():
     recipe = _recipe("klue/sts", data_dir=str(KLUE), train_file=str(STS_FILE), train_rows=":300", eval_rows="300:")
     assert (recipe.num_train, recipe.num_eval) == (300, 50)  # --data-dir: the KLUE root finds the dev file
     recipe = _recipe("korquad/v1.0", train_file=str(KORQUAD_FILE), eval_file=str(KORQUAD_FILE),
-                     task_options=_qa_options(train_articles=":2", eval_articles="139:"))
+                     named_options=_articles(train_articles=":2", eval_articles="139:"))
     titles = list(dict.fromkeys(a["title"] for a in json.loads(KORQUAD_FILE.read_text(encoding="utf-8"))["data"]))
     assert {e["title"] for e in recipe.dev} == {titles[139]}
     assert {e["title"] for e in recipe.train} == set(titles[:2])
 
 
-def _qa_options(**kwargs):
-    from kbert.tasks.span_qa.task import SquadOptions
+def _articles(**kwargs):
+    from kbert.tasks.span_qa.task import ArticlesOptions
 
-    return SquadOptions(**kwargs)
+    return ArticlesOptions(**kwargs)
 
 
 @pytest.mark.parametrize("task, kwargs, message", [
@@ -161,8 +161,11 @@ def test_named_task_errors(task, kwargs, message):
 def test_rows_are_the_klue_tasks_own_options():
     from kbert.commands.finetune import finetune_options, parse_args
 
-    with pytest.raises(TypeError, match="task 'glue/sst2' takes no options of its own, got RowsOptions"):
+    from kbert.errors import OptionsError
+
+    with pytest.raises(OptionsError, match="task 'glue/sst2' takes no options of its own, got RowsOptions") as e:
         _recipe("glue/sst2", data_dir="x", train_rows=":10")
+    assert e.value.option == "named_options"
     flags = ["--init", "i", "--model-dir", "m", "--train-rows", ":10"]
     with pytest.raises(ValueError, match=re.escape("--train-rows is an option of the tasks klue/nli, klue/sts, "
                                                    "klue/ner; task 'glue/sst2' does not take it")):

@@ -31,6 +31,61 @@ def test_finetune_fills_in_the_task_types_sequence_length(tmp_path):
     assert options.seq_length is None and resolve_options(options).seq_length == 128
 
 
+def _resolved(tmp_path, task, **settings):
+    return resolve_options(FinetuneOptions(task=task, init=str(tmp_path / "a"), model_dir=str(tmp_path / "b"),
+                                           **settings))
+
+
+def test_finetune_fills_in_the_one_window_stride(tmp_path):
+    """doc_stride has one home, FinetuneOptions: span QA's default is run_squad.py's 128, windows'
+    half a window ([CLS] and [SEP] left out); a run that reads no windows has none."""
+    assert _resolved(tmp_path, "squad/v1.1").doc_stride == 128
+    assert _resolved(tmp_path, "squad/v1.1", doc_stride=64).doc_stride == 64
+    assert _resolved(tmp_path, "cmrc2018", doc_stride=64, seq_length=128).doc_stride == 64
+    assert _resolved(tmp_path, "glue/sst2").doc_stride is None
+    assert _resolved(tmp_path, "conll2003", long_documents="windows", seq_length=64).doc_stride == (64 - 2) // 2
+    assert _resolved(tmp_path, "glue/sst2", long_documents="windows", doc_stride=8).doc_stride == 8
+
+
+@pytest.mark.parametrize("task, settings, option, message", [
+    ("glue/sst2", {"doc_stride": 64}, "doc_stride",
+     "--doc-stride 64: task 'glue/sst2' reads no windows under --long-documents truncate (add --long-documents "
+     "windows)"),
+    ("swag", {"doc_stride": 64}, "doc_stride", "--doc-stride 64: task 'swag' reads no windows (it reads whole texts "
+                                               "only)"),
+    ("klue/ner", {"long_documents": "windows"}, "long_documents",
+     "--long-documents windows: task 'klue/ner' (task type 'tagging') cannot combine windows into one answer; it "
+     "takes truncate"),
+    ("klue/ner", {"doc_stride": 16}, "doc_stride", "--doc-stride 16: task 'klue/ner' reads no windows (it reads "
+                                                   "whole texts only)"),
+    ("squad/v1.1", {"doc_stride": 384}, "doc_stride", "--doc-stride 384 must be below --seq-length 384: windows "
+                                                      "that far apart would not overlap"),
+    ("glue/sst2", {"long_documents": "sliding"}, "long_documents", "--long-documents must be one of truncate, "
+                                                                   "windows, got 'sliding'"),
+])
+def test_a_window_setting_that_cannot_apply_is_one_line_naming_it(tmp_path, task, settings, option, message):
+    with pytest.raises(OptionsError) as info:
+        _resolved(tmp_path, task, **settings)
+    assert str(info.value) == message and info.value.option == option
+
+
+def test_options_of_another_class_are_refused_naming_the_field(tmp_path):
+    from kbert.tasks.classification.task import TableOptions
+    from kbert.tasks.core.options import RowsOptions
+    from kbert.tasks.span_qa.task import ArticlesOptions
+
+    cases = [("squad/v1.1", {"task_options": TableOptions()}, "task_options",
+              "task_options: task type 'span_qa' takes SquadOptions options, got TableOptions"),
+             ("glue/sst2", {"named_options": RowsOptions()}, "named_options",
+              "named_options: task 'glue/sst2' takes no options of its own, got RowsOptions"),
+             ("klue/nli", {"named_options": ArticlesOptions()}, "named_options",
+              "named_options: task 'klue/nli' takes RowsOptions, got ArticlesOptions")]
+    for task, settings, option, message in cases:
+        with pytest.raises(OptionsError) as info:
+            _resolved(tmp_path, task, **settings)
+        assert str(info.value) == message and info.value.option == option
+
+
 # kbert/cli_support.py's use_backend: the first refusal a fine-tuning command meets (it picks the
 # backend before anything imports Keras), checked here beside resolve_options' own.
 def test_a_second_backend_in_one_process_is_refused():

@@ -36,7 +36,7 @@ class _PairRecipe(ClassificationRecipe):
         o = self.options
         train = self.read_file(_path(self, "train", o.train_file))
         dev = self.read_file(_path(self, self.eval_split, o.eval_file))
-        self.glue_task, self.split, self.num_segments = None, self.eval_split, 2
+        self.split, self.num_segments = self.eval_split, 2
         self.file_labels = self.label_names
         self.subsets(train.examples, dev.examples)
 

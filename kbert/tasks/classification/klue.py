@@ -64,7 +64,7 @@ class _KluePairRecipe(ClassificationRecipe):
 
     def read(self):
         train, dev = klue_splits(self, self.kind)
-        self.glue_task, self.split, self.num_segments = None, self.eval_split, 2
+        self.split, self.num_segments = self.eval_split, 2
         self.file_labels = self.label_names
         self.subsets(train.examples, dev.examples)
 

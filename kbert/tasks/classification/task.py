@@ -1,10 +1,11 @@
 """Task type "classification": one label (or a score) for a text or a text pair, from the pooled
 [CLS] output (kbert.tasks.classification.model: TextClassifier, TextRegressor, MultiLabelClassifier).
 
-Tasks: the GLUE tasks (glue/<task>, read by kbert.data.glue, labels named as in the task
-definition, predictions in the GLUE server's TSV) and csv (aliases table, jsonl: a CSV/TSV/JSONL file
-with named columns, kbert.data.table; single-label, regression or multi-label). kbert.predict
-runs the models: kbert.tasks.classification.predict.
+Tasks: the GLUE tasks (glue/<task>: GlueRecipe with the task's GlueSettings, read by kbert.data.glue,
+labels named as in the task definition, predictions in the GLUE server's TSV) and csv (aliases table,
+jsonl: TableRecipe, a CSV/TSV/JSONL file with named columns, kbert.data.table; single-label,
+regression or multi-label). Both are subclasses of ClassificationRecipe, as the JGLUE and KLUE tasks'
+recipes are. kbert.predict runs the models: kbert.tasks.classification.predict.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 from kbert.data import glue, table
 from kbert.tasks.classification import submission
 from kbert.tasks.core.metrics import compute_metrics
-from kbert.tasks.core.options import comma_list, option
+from kbert.tasks.core.options import OptionsError, comma_list, option
 from kbert.api_export import kbert_export
 from kbert.tasks.classification.predict import ClassificationPrediction
 from kbert.tasks.core.registry import register_task, register_task_type
@@ -83,70 +84,71 @@ class TableOptions:
         self.text_columns = comma_list(self.text_columns) if self.text_columns else None
         self.label_names = comma_list(self.label_names) if self.label_names else None
         if not 0.0 < float(self.threshold) < 1.0:
-            raise ValueError(f"--threshold must be between 0 and 1, got {self.threshold}")
+            raise OptionsError(f"--threshold must be between 0 and 1, got {self.threshold}", option="threshold",
+                               value=self.threshold)
         if self.multi_label and self.regression:
-            raise ValueError("--multi-label and --regression exclude each other")
+            raise OptionsError("--multi-label and --regression exclude each other", option="multi_label", value=True)
         from kbert.tasks.classification.window_inputs import POOLINGS
 
         if self.window_training not in WINDOW_TRAINING:
-            raise ValueError(f"--window-training must be one of {', '.join(WINDOW_TRAINING)}, "
-                             f"got {self.window_training!r}")
+            raise OptionsError(f"--window-training must be one of {', '.join(WINDOW_TRAINING)}, "
+                               f"got {self.window_training!r}", option="window_training", value=self.window_training)
         if self.window_pooling is not None and self.window_pooling not in POOLINGS:
-            raise ValueError(f"--window-pooling must be one of {', '.join(POOLINGS)}, got {self.window_pooling!r}")
+            raise OptionsError(f"--window-pooling must be one of {', '.join(POOLINGS)}, got {self.window_pooling!r}",
+                               option="window_pooling", value=self.window_pooling)
         if self.max_windows is not None and (isinstance(self.max_windows, bool) or not isinstance(self.max_windows, int)
                                              or self.max_windows < 1):
-            raise ValueError(f"--max-windows must be a positive whole number, got {self.max_windows!r}")
+            raise OptionsError(f"--max-windows must be a positive whole number, got {self.max_windows!r}",
+                               option="max_windows", value=self.max_windows)
+
+
+@dataclasses.dataclass(frozen=True)
+class GlueSettings:
+    """A GLUE task's fixed setting (``NamedTask.settings`` of glue/<task>).
+
+    Attributes:
+        glue_task: the task's name in kbert.data.glue (``sst2``, ``mnli``, ...).
+    """
+
+    glue_task: str
+
+    @property
+    def task(self):
+        """The kbert.data.glue task (files, labels, metrics)."""
+        return glue.get_task(self.glue_task)
 
 
 class ClassificationRecipe(Recipe):
-    multi_label = False  # read() sets it; subclasses with their own read() (JGLUE) stay single-label
+    """The model, training, evaluation and predictions of every classification task. A subclass
+    reads its files (``read``: the examples, and regression, label_names, file_labels, metric_names,
+    main_metric, split and num_segments): TableRecipe (csv), GlueRecipe, and the JGLUE and KLUE tasks'."""
 
-    def read(self):
-        o, t = self.options, self.task_options
-        if "glue_task" in self.task.preset:
-            self.glue_task = glue.get_task(self.task.preset["glue_task"])
-            split = o.eval_split or ("dev_matched" if self.glue_task.name == "mnli" else "dev")
+    multi_label = False  # only TableRecipe reads multi-label files
+    # The TableOptions fields that only a file with named columns reads (TableRecipe's): the other
+    # recipes know their files' texts and labels and refuse them rather than ignore them.
+    TABLE_FIELDS = ("text_columns", "label_column", "label_names", "regression", "multi_label", "threshold",
+                    "at_least_one_label")
+    reads_table_fields = False
 
-            def read(split_name, override):
-                if override:
-                    return glue.read_glue(self.glue_task, split_name, path=override)
-                if not o.data_dir:
-                    raise ValueError(f"task {self.task.name!r} needs --data-dir (the GLUE task folder or GLUE root)")
-                return glue.read_glue(self.glue_task, split_name, o.data_dir)
+    def __init__(self, task, options):
+        if not self.reads_table_fields:
+            given, defaults = task.task_type.options(options.task_options), TableOptions()
+            for name in self.TABLE_FIELDS:
+                if getattr(given, name) != getattr(defaults, name):
+                    raise OptionsError(f"--{name.replace('_', '-')} is for a file with named columns (csv); task "
+                                       f"{task.name!r} reads its own files", option=name, value=getattr(given, name))
+        super().__init__(task, options)
 
-            train, dev = read("train", o.train_file), read(split, o.eval_file)
-            for name, data in (("train", train), ("eval", dev)):  # MNLI's no-consensus "-" rows
-                self.leave_out(name, data.meta.get("left_out", ()), "rows",
-                               f"gold label {self.glue_task.no_consensus!r}: no consensus, not scored by GLUE")
-            self.regression = self.glue_task.is_regression
-            self.metric_names = self.glue_task.metrics
-            self.main_metric = GLUE_MAIN_METRIC.get(self.glue_task.name, self.metric_names[0])
-            self.split = split
-            self.label_names = self.glue_task.class_names
-            self.file_labels = self.glue_task.labels  # what the GLUE server's TSV holds
-        else:  # a generic file with named columns
-            if not (o.train_file and o.eval_file and t.text_columns):
-                raise ValueError(f"task {self.task.name!r} needs --train-file, --eval-file and --text-columns")
-            self.glue_task = None
-            self.regression = t.regression
-            kwargs = dict(text_columns=list(t.text_columns), label_column=t.label_column, regression=t.regression,
-                          multi_label=t.multi_label, label_names=list(t.label_names) if t.label_names else None)
-            train = table.read_table(o.train_file, **kwargs)
-            if not t.regression and kwargs["label_names"] is None:
-                kwargs["label_names"] = train.label_names  # the same ids in both files
-            dev = table.read_table(o.eval_file, **kwargs)
-            if t.multi_label:
-                self.metric_names, self.main_metric = ("micro_f1", "macro_f1", "exact_match"), "micro_f1"
-            else:
-                self.metric_names = ("pearson", "spearman") if t.regression else ("accuracy", "macro_f1")
-                self.main_metric = self.metric_names[-1] if t.regression else "accuracy"
-            self.split = "eval"
-            self.label_names = self.file_labels = None if t.regression else tuple(train.label_names)
-        self.multi_label = self.glue_task is None and t.multi_label
+    def finish_read(self, train, dev) -> None:
+        """Subsets of the examples read (--max-*-examples) and the number of texts a row holds."""
         if self.regression:
             self.label_names = self.file_labels = None
         self.subsets(train.examples, dev.examples)
         self.num_segments = 2 if any(e["text_b"] is not None for e in train.examples) else 1
+
+    def predictions_file_name(self) -> str:
+        return "predictions.tsv"
+
 
     def inputs(self, examples):
         text_a = np.array([e["text_a"] for e in examples], dtype=object)
@@ -167,7 +169,7 @@ class ClassificationRecipe(Recipe):
         from kbert.tasks.classification.model import MultiLabelClassifier, TextClassifier, TextRegressor
 
         o = self.options
-        common = dict(num_segments=self.num_segments, long_documents=o.long_documents, doc_stride=o.doc_stride,
+        common = dict(num_segments=self.num_segments, long_documents=o.long_documents, doc_stride=self.doc_stride,
                       window_pooling=self.task_options.window_pooling, **self.build_kwargs(encoder_overrides))
         if self.regression:
             return TextRegressor.from_model_dir(init_dir, **common)
@@ -176,13 +178,6 @@ class ClassificationRecipe(Recipe):
             return MultiLabelClassifier.from_model_dir(init_dir, label_names=self.label_names, threshold=t.threshold,
                                                        at_least_one=t.at_least_one_label, **common)
         return TextClassifier.from_model_dir(init_dir, label_names=self.label_names, **common)
-
-    def task_info(self) -> dict:
-        info = super().task_info()
-        if self.glue_task is None:  # what kbert.predict reads by default
-            t = self.task_options
-            info.update(text_columns=list(t.text_columns)[:self.num_segments], label_column=t.label_column)
-        return info
 
     def train_dataset(self, model):
         from kbert.tasks.core.datasets import make_dataset, token_lengths
@@ -269,9 +264,73 @@ class ClassificationRecipe(Recipe):
             write_text(path, jsonl_text(rows))
             return [path]
         values = outputs if self.regression else outputs.argmax(axis=-1)
-        name = (submission.glue_file_name(self.glue_task.name, self.split) if self.glue_task
-                else "predictions.tsv")
-        return [submission.write_glue(self.out_path(out_dir, name), self.dev_index, values, self.file_labels)]
+        return [submission.write_glue(self.out_path(out_dir, self.predictions_file_name()), self.dev_index, values,
+                                      self.file_labels)]
+
+
+class TableRecipe(ClassificationRecipe):
+    """csv / jsonl: a generic file with named columns (TableOptions: columns, labels, regression or
+    multi-label); single-label, regression or multi-label metrics."""
+
+    reads_table_fields = True
+
+    def read(self):
+        o, t = self.options, self.task_options
+        if not (o.train_file and o.eval_file and t.text_columns):
+            raise ValueError(f"task {self.task.name!r} needs --train-file, --eval-file and --text-columns")
+        self.regression, self.multi_label = t.regression, t.multi_label
+        kwargs = dict(text_columns=list(t.text_columns), label_column=t.label_column, regression=t.regression,
+                      multi_label=t.multi_label, label_names=list(t.label_names) if t.label_names else None)
+        train = table.read_table(o.train_file, **kwargs)
+        if not t.regression and kwargs["label_names"] is None:
+            kwargs["label_names"] = train.label_names  # the same ids in both files
+        dev = table.read_table(o.eval_file, **kwargs)
+        if t.multi_label:
+            self.metric_names, self.main_metric = ("micro_f1", "macro_f1", "exact_match"), "micro_f1"
+        else:
+            self.metric_names = ("pearson", "spearman") if t.regression else ("accuracy", "macro_f1")
+            self.main_metric = self.metric_names[-1] if t.regression else "accuracy"
+        self.split = "eval"
+        self.label_names = self.file_labels = None if t.regression else tuple(train.label_names)
+        self.finish_read(train, dev)
+
+    def task_info(self) -> dict:
+        t = self.task_options  # what kbert.predict reads by default
+        return {**super().task_info(), "text_columns": list(t.text_columns)[:self.num_segments],
+                "label_column": t.label_column}
+
+
+class GlueRecipe(ClassificationRecipe):
+    """A GLUE task (``GlueSettings``): its TSVs in --data-dir (the task's folder or the GLUE root),
+    its metrics, and the GLUE server's submission TSV."""
+
+    Settings = GlueSettings
+
+    def read(self):
+        o, self.glue_task = self.options, self.task.settings.task
+        split = o.eval_split or ("dev_matched" if self.glue_task.name == "mnli" else "dev")
+
+        def read(split_name, override):
+            if override:
+                return glue.read_glue(self.glue_task, split_name, path=override)
+            if not o.data_dir:
+                raise ValueError(f"task {self.task.name!r} needs --data-dir (the GLUE task folder or GLUE root)")
+            return glue.read_glue(self.glue_task, split_name, o.data_dir)
+
+        train, dev = read("train", o.train_file), read(split, o.eval_file)
+        for name, data in (("train", train), ("eval", dev)):  # MNLI's no-consensus "-" rows
+            self.leave_out(name, data.meta.get("left_out", ()), "rows",
+                           f"gold label {self.glue_task.no_consensus!r}: no consensus, not scored by GLUE")
+        self.regression = self.glue_task.is_regression
+        self.metric_names = self.glue_task.metrics
+        self.main_metric = GLUE_MAIN_METRIC.get(self.glue_task.name, self.metric_names[0])
+        self.split = split
+        self.label_names = self.glue_task.class_names
+        self.file_labels = self.glue_task.labels  # what the GLUE server's TSV holds
+        self.finish_read(train, dev)
+
+    def predictions_file_name(self) -> str:
+        return submission.glue_file_name(self.glue_task.name, self.split)
 
 
 def long_document_report(seq_length, lengths, windows: bool, what: str) -> tuple:
@@ -314,7 +373,7 @@ def _pooled_outputs(model, logits):
 class Classification(ClassificationPrediction, TaskType):
     name = "classification"
     model_types = ("text_classifier", "text_regressor", "multi_label_classifier")
-    recipe_class = ClassificationRecipe
+    recipe_class = TableRecipe  # csv's; the GLUE, JGLUE and KLUE tasks name their own
     Options = TableOptions
     signature_docs = {
         "text_classifier": "text | text_a, text_b -> probabilities [b, C], class_ids [b], labels [b], logits [b, C]",
@@ -329,8 +388,8 @@ class Classification(ClassificationPrediction, TaskType):
                 "multi_label_classifier": model.MultiLabelClassifier}[model_type]
 
     def data_source(self, task, split, options):
-        if "glue_task" in task.preset:
-            glue_task = glue.get_task(task.preset["glue_task"])
+        if isinstance(task.settings, GlueSettings):
+            glue_task = task.settings.task
             kind = "regression" if glue_task.is_regression else "classification"
             return DataSource(kind, glue_task.file(split), functools.partial(_read_glue, glue_task, split),
                               glue_task.metrics)
@@ -389,8 +448,8 @@ def _read_table(text_columns, label_column, label_names, regression, path, data=
 
 for _glue_task in glue.TASKS.values():
     _aliases = {f"glue/{_glue_task.directory.lower()}"} - {f"glue/{_glue_task.name}"}
-    register_task(f"glue/{_glue_task.name}", "classification", glue_task=_glue_task.name, aliases=tuple(_aliases),
-                  help=f"GLUE {_glue_task.directory}")
+    register_task(f"glue/{_glue_task.name}", "classification", recipe=GlueRecipe,
+                  settings=GlueSettings(_glue_task.name), aliases=tuple(_aliases), help=f"GLUE {_glue_task.directory}")
 register_task("csv", "classification", aliases=("table", "jsonl"),
               help="a CSV/TSV/JSONL file (format from the extension): --train-file, --eval-file, --text-columns, "
                    "--label-column [--multi-label]")

@@ -1,8 +1,11 @@
 """Fine-tuning options as typed dataclasses.
 
-``FinetuneOptions`` holds what every task shares (data files, training hyper-parameters); each
-task type adds its own dataclass (``TaskType.Options``, e.g. the CSV columns or SQuAD's window
-settings), held in ``FinetuneOptions.task_options``. From Python::
+``FinetuneOptions`` holds what every task shares (data files, training hyper-parameters, long
+documents' windows); each task type adds its own dataclass (``TaskType.Options``, e.g. the CSV
+columns or SQuAD's answer selection), held in ``FinetuneOptions.task_options``, and a named task may
+add one more (``NamedTask.options``, e.g. ``RowsOptions``), held in ``FinetuneOptions.named_options``.
+Each option has one home: no two of the classes a run holds define the same field or flag
+(tests/tasks/core/test_options.py walks them). From Python::
 
     from kbert.training.finetune import finetune
     from kbert.tasks.core.options import FinetuneOptions
@@ -17,6 +20,7 @@ and ``kbert bench finetune`` both build their parsers from these fields.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from kbert.api_export import kbert_export
 from kbert.errors import OptionsError
@@ -24,7 +28,7 @@ from kbert.options import ATTENTION_CHOICES, PRECISIONS, comma_list, option
 
 # option and comma_list live in kbert.options (PretrainOptions uses them too); the task types' option
 # classes import them from here as well. One OptionsError for every option: kbert.errors'.
-__all__ = ["FinetuneOptions", "NoOptions", "OptionsError", "RowsOptions", "comma_list", "option"]
+__all__ = ["FinetuneOptions", "NoOptions", "OptionsError", "RowsOptions", "check_slices", "comma_list", "option"]
 
 
 @dataclasses.dataclass
@@ -35,8 +39,11 @@ class NoOptions:
 @kbert_export("kbert.tasks.RowsOptions")
 @dataclasses.dataclass
 class RowsOptions:
-    """Rows of the files: a named task's options where its benchmark publishes one labelled file for
-    what others split in two (its tasks then train on one slice and evaluate on another).
+    """Rows of the files: a slice to train on, another to evaluate on.
+
+    A named task's options where its benchmark publishes one labelled file for what others split in
+    two (the KLUE tasks). The span-QA tasks slice a file by articles instead, which keeps an
+    article's questions together (``kbert.tasks.ArticlesOptions``).
 
     Attributes:
         train_rows: ``START:END``, a Python slice of the training file's rows (e.g. ``:1500``).
@@ -50,6 +57,20 @@ class RowsOptions:
 
     train_rows: str | None = option(None, help="START:END slice of the training file's rows (e.g. :1500)")
     eval_rows: str | None = option(None, help="START:END slice of the evaluation file's rows (e.g. 1500:)")
+
+    def __post_init__(self):
+        check_slices(self, "rows", "1500")
+
+
+def check_slices(options, unit: str, example: str) -> None:
+    """An OptionsError for a ``train_<unit>`` / ``eval_<unit>`` field of ``options`` that is not a
+    ``START:END`` slice (whole numbers, either side may be empty; ``example``: one for the message)."""
+    for name in (f"train_{unit}", f"eval_{unit}"):
+        value = getattr(options, name)
+        parts = value.split(":") if isinstance(value, str) else []
+        if value is not None and not (len(parts) == 2 and all(re.fullmatch(r"\s*(-?\d+)?\s*", p) for p in parts)):
+            raise OptionsError(f"{name} (--{name.replace('_', '-')}) must be START:END (e.g. :{example} or "
+                               f"{example}:), got {value!r}", option=name, value=value)
 
 
 @kbert_export("kbert.FinetuneOptions")
@@ -69,6 +90,10 @@ class FinetuneOptions:
             ``learning_rate``, ``warmup_proportion``, ``weight_decay``: the optimisation (AdamW).
         seq_length: at most this many tokens per example (None: the task type's default).
         max_train_examples: train on a random subset of this size (``max_eval_examples`` likewise).
+        long_documents: ``truncate`` or ``windows``: how texts longer than ``seq_length`` are read.
+        doc_stride: word pieces between the starts of a text's windows, for every task that reads
+            windows (span QA's contexts always; other types under ``long_documents="windows"``, which
+            refuse it otherwise); None: the task type's default (span QA 128, else half a window).
         task_options: the task type's own options (e.g. ``kbert.TableOptions`` for ``csv``).
         named_options: the named task's own options, where its ``NamedTask.options`` names a class
             (e.g. ``kbert.tasks.RowsOptions``); None: that class's defaults.
@@ -117,9 +142,13 @@ class FinetuneOptions:
     long_documents: str = option("truncate", help="texts longer than --seq-length: truncate (cut them; the run "
                                                   "reports how many) or windows (read each in overlapping windows, "
                                                   "one answer per text; classification, regression, multi-label)")
-    doc_stride: int | None = option(None, type=int, help="windows: word pieces between the starts of a text's "
-                                                         "windows, below --seq-length (default: half a window; "
-                                                         "span QA: 128)")
+    # The one stride of every task's windows: span QA reads each context in windows whatever
+    # long_documents says; other types read windows under long_documents="windows" only, and refuse a
+    # stride otherwise (TaskType.doc_stride).
+    doc_stride: int | None = option(None, type=int, help="word pieces between the starts of a text's windows, "
+                                                         "below --seq-length: span QA's contexts, and texts under "
+                                                         "--long-documents windows (default: span QA 128, "
+                                                         "otherwise half a window)")
     task_options: object = dataclasses.field(default=None, metadata={"cli": False})
     named_options: object = dataclasses.field(default=None, metadata={"cli": False})
 

@@ -72,8 +72,8 @@ def predict_file(model_dir, input_path, output_path, fmt=None, options=None, sho
 
     # the model's windows, as its task type (not a named task's predictor) builds it
     settings = model_settings(task_type, task_meta, options.long_documents, options.doc_stride)
-    # A named task may read and write its benchmark's own files (its ``predictor``: an object with
-    # the four prediction methods of TaskType); otherwise the task type does.
+    # A named task may read and write its benchmark's own files (its NamedTask.predictor: an object
+    # with the four prediction methods of TaskType); otherwise the task type does.
     named = named_task_of(task_meta)
     task_type = (named.predictor or task_type) if named is not None else task_type
     formats = task_type.output_formats(task_meta)

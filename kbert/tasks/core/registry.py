@@ -5,11 +5,13 @@ A **task type** (a ``kbert.tasks.core.task_type.TaskType`` subclass; the built-i
 options (a dataclass, one command-line group), how it reads data, trains and evaluates
 (a Recipe), its submission files, and its serving signatures and warm-up requests.
 
-A **named task** ("glue/sst2", "squad/v2.0", "conll2003", "csv", ...) is a task type plus fixed
-settings (``preset``: which GLUE task, which SQuAD version, ...) and, where its benchmark needs
-them, its own recipe, predictor and options (``NamedTask``). ``kbert.finetune --task NAME``,
-``kbert.tasks.core.task_files.resolve_task(NAME)`` (the TFRecord pipeline), ``load_task_model`` and
-``kbert.export task`` all look tasks up here; none of them knows a task by name.
+A **named task** ("glue/sst2", "squad/v2.0", "conll2003", "csv", ...) is a task type and, where its
+benchmark needs them, its own recipe (a subclass of the type's that reads the benchmark's files),
+the recipe's fixed settings (``settings``: an instance of the recipe's ``Settings`` dataclass, e.g.
+which GLUE task, which SQuAD version), predictor and options (``NamedTask``; all typed, no mapping
+read by key). ``kbert.finetune --task NAME``, ``kbert.tasks.core.task_files.resolve_task(NAME)`` (the
+TFRecord pipeline), ``load_task_model`` and ``kbert.export task`` all look tasks up here; none of
+them knows a task by name.
 
 A new task is one new module that calls ``register_task_type`` and ``register_task`` (see
 docs/finetuning.md "Adding a task" and tests/tasks/core/test_registry.py). The built-in plug-ins are imported on the
@@ -20,10 +22,10 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import types
 
 from kbert.errors import Error
 from kbert.api_export import kbert_export
+from kbert.errors import OptionsError
 
 # The built-in task types, in the order listings show them; each is a family package
 # (kbert/tasks/<name>/) whose ``task`` module registers the type and its named tasks, and whose
@@ -50,10 +52,11 @@ class NamedTask:
     Attributes:
       name: e.g. "glue/sst2".
       type: the task type's name, e.g. "classification".
-      preset: fixed settings the task type reads (e.g. {"glue_task": "sst2"}).
       help: one line for listings.
       aliases: other accepted names (case is ignored for all).
       recipe: its own ``Recipe`` subclass (None: the type's), for a benchmark's own files and metric.
+      settings: the recipe's fixed settings of this task, an instance of the recipe's ``Settings``
+        dataclass (e.g. ``GlueSettings(glue_task="sst2")``); None where the recipe takes none.
       predictor: its own ``kbert predict`` (None: the type's); see kbert.tasks.core.predict.
       options: the dataclass of its own options (None: none), one command-line group; the run's
         instance is ``FinetuneOptions.named_options``.
@@ -63,10 +66,10 @@ class NamedTask:
 
     name: str
     type: str
-    preset: types.MappingProxyType = dataclasses.field(default_factory=lambda: types.MappingProxyType({}))
     help: str = ""
     aliases: tuple = ()
     recipe: type | None = None
+    settings: object = None
     predictor: object = None
     options: type | None = None
     read_unlabelled: object = None
@@ -76,17 +79,29 @@ class NamedTask:
     def task_type(self):
         return get_task_type(self.type)
 
+    @property
+    def recipe_class(self):
+        """The Recipe class that fine-tunes it: its own, else its type's."""
+        return self.recipe or self.task_type.recipe_class
+
+    @property
+    def long_documents(self) -> tuple:
+        """The ``FinetuneOptions.long_documents`` values it takes: its recipe's, else its type's."""
+        return getattr(self.recipe_class, "long_documents", None) or self.task_type.long_documents
+
     def named_options(self, given=None):
         """``given`` (``FinetuneOptions.named_options``) checked against ``options``: None gives the
-        defaults; options for a task that takes none, or of another class, are a TypeError."""
+        defaults; options for a task that takes none, or of another class, are an OptionsError."""
         if self.options is None:
             if given is not None:
-                raise TypeError(f"task {self.name!r} takes no options of its own, got {type(given).__name__}")
+                raise OptionsError(f"named_options: task {self.name!r} takes no options of its own, got "
+                                   f"{type(given).__name__}", option="named_options", value=given)
             return None
         if given is None:
             return self.options()
         if not isinstance(given, self.options):
-            raise TypeError(f"task {self.name!r} takes {self.options.__name__}, got {type(given).__name__}")
+            raise OptionsError(f"named_options: task {self.name!r} takes {self.options.__name__}, got "
+                               f"{type(given).__name__}", option="named_options", value=given)
         return given
 
 
@@ -120,9 +135,9 @@ def register_task_type(task_type):
 
 
 @kbert_export("kbert.tasks.register_task")
-def register_task(name: str, task_type: str, *, help: str = "", aliases=(), recipe=None, predictor=None,
-                  options=None, read_unlabelled=None, tfrecords: bool = True, **preset) -> NamedTask:
-    """Registers ``name`` (and ``aliases``) as a task of a registered task type with preset settings.
+def register_task(name: str, task_type: str, *, help: str = "", aliases=(), recipe=None, settings=None,
+                  predictor=None, options=None, read_unlabelled=None, tfrecords: bool = True) -> NamedTask:
+    """Registers ``name`` (and ``aliases``) as a task of a registered task type.
 
     A later registration of the same name replaces it; ``kbert finetune --task NAME`` and
     ``kbert.FinetuneOptions(task=NAME)`` then find it.
@@ -132,28 +147,65 @@ def register_task(name: str, task_type: str, *, help: str = "", aliases=(), reci
         task_type: the registered task type's name (``classification``, ``tagging``, ``span_qa``, ...).
         help: one line for ``kbert finetune --help``.
         aliases: other names of the task.
-        recipe, predictor, options, read_unlabelled, tfrecords: the task's own parts (``NamedTask``).
-        **preset: the task type's settings of this task (e.g. ``glue_task="sst2"``).
+        recipe: its own ``kbert.tasks.Recipe`` subclass (None: the type's), e.g. for a benchmark's files.
+        settings: the recipe's fixed settings of this task: an instance of ``recipe.Settings``, where
+            the recipe declares that dataclass (None: its defaults, if it has them).
+        predictor, options, read_unlabelled, tfrecords: the task's own parts (``NamedTask``).
 
     Returns:
         The ``NamedTask``.
 
+    Raises:
+        TypeError: ``settings`` or ``options`` that do not fit (a mistake in the registering code).
+
     Examples:
-        >>> import kbert
+        >>> import dataclasses, kbert
         >>> task = kbert.tasks.register_task("my/reviews", "classification", help="reviews as CSV")
         >>> kbert.tasks.get_task("my/reviews").task_type.name
         'classification'
+
+        A recipe shared by several tasks declares what differs between them as ``Settings``:
+
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Reviews:
+        ...     language: str
+        >>> class ReviewsRecipe(kbert.tasks.get_task("csv").recipe_class):
+        ...     Settings = Reviews  # read() reads self.task.settings.language
+        >>> task = kbert.tasks.register_task("my/reviews-de", "classification", recipe=ReviewsRecipe,
+        ...                                  settings=Reviews("de"), help="German reviews as CSV")
+        >>> kbert.tasks.get_task("my/reviews-de").settings.language
+        'de'
     """
     _load_builtins()
     if task_type not in _TYPES:
         raise UnknownTaskError(f"task {name!r}: unknown task type {task_type!r}; known: {sorted(_TYPES)}")
     if options is not None and not dataclasses.is_dataclass(options):
         raise TypeError(f"task {name!r}: options must be a dataclass, got {options!r}")
-    task = NamedTask(name, task_type, types.MappingProxyType(dict(preset)), help, tuple(aliases), recipe=recipe,
-                     predictor=predictor, options=options, read_unlabelled=read_unlabelled, tfrecords=bool(tfrecords))
+    recipe_class = recipe or _TYPES[task_type].recipe_class
+    task = NamedTask(name, task_type, help, tuple(aliases), recipe=recipe,
+                     settings=_checked_settings(name, recipe_class, settings), predictor=predictor, options=options,
+                     read_unlabelled=read_unlabelled, tfrecords=bool(tfrecords))
     for key in (name, *aliases):
         _TASKS[key.lower()] = task
     return task
+
+
+def _checked_settings(name: str, recipe_class, settings):
+    """``settings`` checked against ``recipe_class.Settings`` (None: its defaults); TypeError if they
+    do not fit."""
+    wanted, recipe = getattr(recipe_class, "Settings", None), getattr(recipe_class, "__name__", None)
+    if wanted is None:
+        if settings is not None:
+            raise TypeError(f"task {name!r}: recipe {recipe} takes no settings, got {settings!r}")
+        return None
+    if settings is None:
+        try:
+            return wanted()
+        except TypeError:
+            raise TypeError(f"task {name!r}: recipe {recipe} needs settings={wanted.__name__}(...)") from None
+    if not isinstance(settings, wanted):
+        raise TypeError(f"task {name!r}: recipe {recipe} takes {wanted.__name__} settings, got {settings!r}")
+    return settings
 
 
 def _load_builtins():
@@ -192,7 +244,7 @@ def get_task(name: str) -> NamedTask:
         name: a task name (``kbert.tasks.task_names()``), e.g. ``glue/sst2``, ``csv``, ``squad``.
 
     Returns:
-        The ``NamedTask``: ``name``, ``task_type`` (a ``kbert.tasks.TaskType``), ``preset``, ``help``.
+        The ``NamedTask``: ``name``, ``task_type`` (a ``kbert.tasks.TaskType``), ``settings``, ``help``.
 
     Raises:
         kbert.tasks.core.registry.UnknownTaskError: an unknown name; the message lists the known ones.

@@ -14,7 +14,7 @@ type and its named tasks::
         def signatures(self, module): ...        # serving_default / serving_ids tf.functions
         def warmup_inputs(self, model): ...      # TF Serving warm-up requests
 
-    register_task("my_task", "my_type", help="...")
+    register_task("my_task", "my_type", help="...")   # recipe=, settings=, options=: the task's own
 
 Nothing here imports TensorFlow: the methods that need it import it when called.
 """
@@ -28,8 +28,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from kbert.tasks.core.options import FinetuneOptions, NoOptions
 from kbert.api_export import kbert_export
+from kbert.errors import OptionsError
+from kbert.tasks.core.options import FinetuneOptions, NoOptions
+from kbert.tasks.core.windows import default_stride
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +61,9 @@ class TaskType:
         Options: the dataclass of its own fine-tuning options (``FinetuneOptions.task_options``).
         recipe_class: its fine-tuning ``kbert.tasks.Recipe``.
         default_seq_length: the sequence length when ``FinetuneOptions.seq_length`` is None.
+        long_documents: the ``FinetuneOptions.long_documents`` values its models take.
+        default_doc_stride: the stride of its windows when ``FinetuneOptions.doc_stride`` is None
+            (None: half a window).
         backends: the Keras backends its models run under.
 
     Examples:
@@ -79,6 +84,7 @@ class TaskType:
     # How its models may read texts longer than seq_length (FinetuneOptions.long_documents):
     # "windows" only where the type can combine the windows' outputs into one answer.
     long_documents: tuple = ("truncate",)
+    default_doc_stride: int | None = None
     # What serving_default takes and returns, per model type (docs/serving.md documents the same).
     signature_docs: dict = {}
 
@@ -87,18 +93,32 @@ class TaskType:
         raise NotImplementedError
 
     def options(self, task_options=None):
-        """``task_options`` checked against this type's Options (None: the defaults)."""
+        """``task_options`` checked against this type's Options (None: the defaults); another class
+        is an OptionsError."""
         if task_options is None:
             return self.Options()
         if not isinstance(task_options, self.Options):
-            raise TypeError(f"task type {self.name!r} takes {self.Options.__name__} options, "
-                            f"got {type(task_options).__name__}")
+            raise OptionsError(f"task_options: task type {self.name!r} takes {self.Options.__name__} options, "
+                               f"got {type(task_options).__name__}", option="task_options", value=task_options)
         return task_options
 
+    def reads_windows(self, long_documents: str) -> bool:
+        """Whether a run with ``long_documents`` reads its texts in windows (and so has a stride)."""
+        return long_documents == "windows"
+
+    def doc_stride(self, options: FinetuneOptions) -> int | None:
+        """The stride of a run's windows: ``options.doc_stride``, else ``default_doc_stride``, else
+        half a window; None where the run reads no windows (kbert.training.finetune refuses a stride there)."""
+        if not self.reads_windows(options.long_documents):
+            return None
+        if options.doc_stride is not None:
+            return options.doc_stride
+        return self.default_doc_stride or default_stride(options.seq_length or self.default_seq_length)
+
     def recipe(self, task, options: FinetuneOptions):
-        """The fine-tuning Recipe of ``task``: the named task's own (preset ``recipe``, a subclass of
+        """The fine-tuning Recipe of ``task``: the named task's own (``NamedTask.recipe``, a subclass of
         this type's Recipe that reads another file format) or this type's ``recipe_class``."""
-        return (task.recipe or self.recipe_class)(task, options)
+        return task.recipe_class(task, options)
 
     def data_source(self, task, split: str, options) -> DataSource:
         raise NotImplementedError(f"task type {self.name!r} has no TFRecord pipeline")
@@ -171,7 +191,10 @@ class Recipe:
     the model, feed it, evaluate it with the benchmark's metric and write its predictions.
 
     Subclasses set metric_names, main_metric, num_train, num_eval and implement read, build_model,
-    train_dataset, evaluate and write_predictions.
+    train_dataset, evaluate and write_predictions. A recipe that several named tasks share with
+    different fixed settings (which GLUE task, which SQuAD version) declares them as a dataclass,
+    ``Settings``; each task registers an instance (``register_task(..., settings=...)``), read as
+    ``self.task.settings``.
 
     Args:
         task: the ``NamedTask`` (``kbert.tasks.get_task``).
@@ -185,6 +208,10 @@ class Recipe:
         True
     """
 
+    Settings = None  # the dataclass of a named task's fixed settings (NamedTask.settings); None: none
+    # The FinetuneOptions.long_documents values its models take, where fewer than its type's (None:
+    # the type's), e.g. a recipe whose model reads no windows.
+    long_documents: tuple | None = None
     metric_names: tuple = ()
     main_metric = ""
     # Lines kbert.finetune logs before training: what read() did with the files that the user should
@@ -201,6 +228,11 @@ class Recipe:
     @property
     def seq_length(self) -> int:
         return self.options.seq_length or self.task.task_type.default_seq_length
+
+    @property
+    def doc_stride(self) -> int | None:
+        """The stride of the run's windows (``TaskType.doc_stride``); None where it reads none."""
+        return self.task.task_type.doc_stride(self.options)
 
     @property
     def eval_split(self) -> str:

@@ -122,8 +122,11 @@ def max_context_mask(windows: dict):
 def model_settings(task_type, task_meta: dict, long_documents=None, doc_stride=None) -> dict:
     """The load_task_model settings for ``long_documents`` / ``doc_stride`` given to kbert predict or
     the task export instead of what the model directory recorded (None: keep it). ValueError for
-    windows on a task type that cannot combine them, or a stride not below the model's seq_length."""
+    windows on a task type that cannot combine them, a stride not below the model's seq_length, or a
+    stride for a model that reads no windows (an OptionsError naming doc_stride)."""
     import inspect
+
+    from kbert.errors import OptionsError
 
     seq_length = task_meta.get("seq_length")
     check_long_documents(long_documents or "truncate", doc_stride, seq_length)
@@ -131,6 +134,12 @@ def model_settings(task_type, task_meta: dict, long_documents=None, doc_stride=N
         raise ValueError(f"--long-documents {long_documents}: a {task_meta.get('type')} model (task type "
                          f"{task_type.name!r}) cannot combine windows into one answer; it takes "
                          f"{', '.join(task_type.long_documents)}")
+    mode = long_documents or task_meta.get("long_documents") or "truncate"
+    if doc_stride is not None and not task_type.reads_windows(mode):
+        raise OptionsError(f"--doc-stride {doc_stride}: this {task_meta.get('type')} model reads no windows under "
+                           f"--long-documents {mode}" + (" (add --long-documents windows)"
+                                                         if "windows" in task_type.long_documents else ""),
+                           option="doc_stride", value=doc_stride)
     # the constructor arguments of the model class and the classes it passes **kwargs on to
     accepted = {name for klass in task_type.model_class(task_meta["type"]).__mro__ if "__init__" in vars(klass)
                 for name in inspect.signature(klass.__init__).parameters}

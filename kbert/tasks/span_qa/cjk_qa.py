@@ -11,18 +11,18 @@ has answers with ``answer_start`` -1, an annotator's own words); training takes 
 answer that is a span of its context and leaves out (naming them) the questions with none.
 ``--data-dir`` holds the official names (KorQuAD_v1.0_train.json / KorQuAD_v1.0_dev.json;
 cmrc2018_train.json / cmrc2018_dev.json, and cmrc2018_trial.json with --eval-split trial);
-``--train-articles`` / ``--eval-articles`` split one file by articles, read as it is (KorQuAD's
-licence allows no modified copy, so a subset is chosen at run time, never written). Windows over
-long contexts follow --doc-stride as for SQuAD, and every answer is cut from its context by the
-tokenizer's character offsets: Korean spacing, Chinese without spaces and full-width punctuation
-come back as written. ``kbert predict`` on such a model writes the {question id: answer} file the
-official scripts read.
+``--train-articles`` / ``--eval-articles`` (the tasks' ``kbert.tasks.ArticlesOptions``) split one
+file by articles, read as it is (KorQuAD's licence allows no modified copy, so a subset is chosen at
+run time, never written). Windows over long contexts follow --doc-stride as for SQuAD, and every
+answer is cut from its context by the tokenizer's character offsets: Korean spacing, Chinese without
+spaces and full-width punctuation come back as written. ``kbert predict`` on such a model writes the
+{question id: answer} file the official scripts read.
 """
 
 from __future__ import annotations
 
 from kbert.tasks.span_qa.metrics_cjk import cmrc2018_metrics, korquad_metrics
-from kbert.tasks.span_qa.task import SquadRecipe
+from kbert.tasks.span_qa.task import ArticlesOptions, SquadRecipe
 from kbert.tasks.core.registry import get_task_type, register_task
 
 KORQUAD_FILES = {"train": "KorQuAD_v1.0_train.json", "dev": "KorQuAD_v1.0_dev.json"}
@@ -30,6 +30,7 @@ CMRC_FILES = {"train": "cmrc2018_train.json", "dev": "cmrc2018_dev.json", "trial
 
 
 class _OfficialQARecipe(SquadRecipe):
+    Settings = None  # one version and the official file names (``files``): nothing to set per task
     files: dict = {}
     metric = None  # (predictions {id: text}, examples) -> {"exact_match", "f1", ...}
 
@@ -69,11 +70,11 @@ class SubmissionPredictor:
         return ("squad", "jsonl", "tsv")
 
 
-register_task("korquad/v1.0", "span_qa", version="v1.1", recipe=KorquadRecipe, tfrecords=False,
+register_task("korquad/v1.0", "span_qa", recipe=KorquadRecipe, options=ArticlesOptions, tfrecords=False,
               predictor=SubmissionPredictor(), aliases=("korquad",),
               help="KorQuAD 1.0, exact match and character F1 (--data-dir: KorQuAD_v1.0_train.json, "
                    "KorQuAD_v1.0_dev.json; or --train-file/--eval-file with --train-articles/--eval-articles)")
-register_task("cmrc2018", "span_qa", version="v1.1", recipe=CmrcRecipe, tfrecords=False,
+register_task("cmrc2018", "span_qa", recipe=CmrcRecipe, options=ArticlesOptions, tfrecords=False,
               predictor=SubmissionPredictor(),
               help="CMRC 2018, exact match and F1 by mixed segmentation (--data-dir: cmrc2018_train.json, "
                    "cmrc2018_dev.json; or --train-file/--eval-file with --train-articles/--eval-articles)")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from kbert.data import jglue
 from kbert.tasks.core.registry import register_task
-from kbert.tasks.span_qa.task import SquadRecipe
+from kbert.tasks.span_qa.task import ArticlesOptions, SquadRecipe
 
 
 def _path(recipe, split: str, override) -> str:
@@ -34,6 +34,7 @@ def _path(recipe, split: str, override) -> str:
 class JsquadRecipe(SquadRecipe):
     """SQuAD 1.1 rules (every question answerable) with JGLUE's character F1."""
 
+    Settings = None  # JGLUE's file names and one version: nothing to set per task
     f1_unit = "char"
 
     def paths(self):
@@ -48,5 +49,5 @@ class JsquadRecipe(SquadRecipe):
 
 
 _FILES = "--data-dir: train*.json and valid*.json / dev*.json"
-register_task("jglue/jsquad", "span_qa", recipe=JsquadRecipe, tfrecords=False,
+register_task("jglue/jsquad", "span_qa", recipe=JsquadRecipe, options=ArticlesOptions, tfrecords=False,
               help=f"JGLUE JSQuAD, span QA, exact match and character F1 ({_FILES})")

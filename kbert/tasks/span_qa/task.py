@@ -7,7 +7,10 @@ Tasks: squad/v1.1 (alias squad) and squad/v2.0 (kbert.data.squad), evaluated wit
 exact match / F1 (2.0 also the best threshold); predictions as run_squad.py writes them. Every span-QA
 task (these, jglue/jsquad, korquad/v1.0, cmrc2018) evaluates on every answer's text and trains on each
 question's first answer that is a span of its context (kbert.data.squad.training_span); a question
-with none is left out of training and named in the run's log and summary (Recipe.leave_out).
+with none is left out of training and named in the run's log and summary (Recipe.leave_out). Each
+of them takes ``ArticlesOptions`` (``--train-articles``/``--eval-articles``: some articles of a file
+for training, others for evaluation); the windows' stride is every task's ``--doc-stride``
+(``FinetuneOptions.doc_stride``, 128 here when not given).
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import dataclasses
 from kbert.data import squad
 from kbert.tasks.span_qa import submission
 from kbert.tasks.span_qa.metrics import squad_metrics, squad_v2_best_threshold
-from kbert.tasks.core.options import option
+from kbert.api_export import kbert_export
+from kbert.tasks.core.options import OptionsError, check_slices, option
 from kbert.tasks.core.registry import register_task, register_task_type
 from kbert.tasks.core.task_type import WARMUP_TEXTS, DataSource, Recipe, TaskType
 
@@ -29,65 +33,108 @@ SQUAD_FILES = {
 
 @dataclasses.dataclass
 class SquadOptions:
-    """SQuAD: windows and answer selection as run_squad.py, article subsets"""
+    """span QA: answer selection as run_squad.py; the windows' stride is --doc-stride"""
 
-    train_articles: str | None = option(None, type=str,
-                                        help="START:END slice of the training file's articles, e.g. :36")
-    eval_articles: str | None = option(None, type=str,
-                                       help="START:END slice of the evaluation file's articles, e.g. 36:")
-    doc_stride: int = option(128, help="tokens between the starts of a context's windows")
     max_query_length: int = option(64, help="question tokens kept")
     n_best_size: int = option(20, help="start/end candidates per window")
     max_answer_length: int = option(30, help="longest answer, in tokens")
     null_score_diff_threshold: float = option(0.0, help="SQuAD 2.0: predict no answer above this score difference")
 
 
-def select_articles(examples, spec, path):
+@kbert_export("kbert.tasks.ArticlesOptions")
+@dataclasses.dataclass
+class ArticlesOptions:
+    """Articles of a SQuAD-style file: a slice to train on, another to evaluate on.
+
+    The span-QA tasks' own options: one file's articles split for training and evaluation, each
+    article's questions on one side (``kbert.tasks.RowsOptions`` slices the KLUE tasks' rows).
+
+    Attributes:
+        train_articles: ``START:END``, a Python slice of the training file's articles in file
+            order (e.g. ``:36``).
+        eval_articles: the same of the evaluation file's articles (e.g. ``36:``).
+
+    Examples:
+        >>> import kbert
+        >>> kbert.tasks.ArticlesOptions(train_articles=":36", eval_articles="36:").train_articles
+        ':36'
+    """
+
+    train_articles: str | None = option(None, help="START:END slice of the training file's articles, e.g. :36")
+    eval_articles: str | None = option(None, help="START:END slice of the evaluation file's articles, e.g. 36:")
+
+    def __post_init__(self):
+        check_slices(self, "articles", "36")
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadSettings:
+    """A SQuAD task's fixed setting (``NamedTask.settings`` of squad/v1.1 and squad/v2.0).
+
+    Attributes:
+        version: ``v1.1`` or ``v2.0``: the files' names, and whether questions may have no answer.
+    """
+
+    version: str
+
+    def __post_init__(self):
+        if self.version not in SQUAD_FILES:
+            raise ValueError(f"SQuAD version must be one of {', '.join(SQUAD_FILES)}, got {self.version!r}")
+
+
+def select_articles(examples, spec, path, option: str = "train_articles"):
     """SQuAD examples of the articles ``spec`` ("START:END", Python slice of the articles in
-    file order), e.g. ":36" and "36:" to split the 48 dev articles into train and eval."""
+    file order, checked by ArticlesOptions), e.g. ":36" and "36:" to split the 48 dev articles
+    into train and eval; a slice that selects none is an OptionsError naming ``option``."""
     if not spec:
         return examples
-    try:
-        start, end = (int(p) if p else None for p in spec.split(":"))
-    except ValueError:
-        raise ValueError(f"articles must be START:END (e.g. :36 or 36:), got {spec!r}") from None
+    start, end = (int(p) if p.strip() else None for p in spec.split(":"))
     titles = list(dict.fromkeys(e["title"] for e in examples))
     chosen = set(titles[start:end])
     if not chosen:
-        raise ValueError(f"articles {spec!r} selects none of the {len(titles)} articles of {path}")
+        raise OptionsError(f"--{option.replace('_', '-')} {spec} selects none of the {len(titles)} articles of {path}",
+                           option=option, value=spec)
     return [e for e in examples if e["title"] in chosen]
 
 
 class SquadRecipe(Recipe):
+    """SQuAD's files (the version's names in --data-dir) and metric; the span-QA reading, training
+    and evaluation every span-QA task shares (subclasses change paths, read_file, is_version_2 and
+    the metric). Articles of a file are chosen by the named task's ``ArticlesOptions``."""
+
+    Settings = SquadSettings
     main_metric = "f1"
     metric_names = ("exact_match", "f1")
     f1_unit = None  # "word" or "char"; None: from the model's tokenizer (kbert.text.registry.f1_unit)
 
     def paths(self) -> tuple:
         """(training file, evaluation file)."""
-        o, files = self.options, SQUAD_FILES[self.task.preset["version"]]
+        o, files = self.options, SQUAD_FILES[self.task.settings.version]
         return self.data_file(files, "train", o.train_file), self.data_file(files, self.eval_split, o.eval_file)
 
     def read_file(self, path):
         return squad.read_squad(path)
 
     def is_version_2(self, train) -> bool:
-        return self.task.preset["version"] == "v2.0" or train.meta.get("version_2_with_negative", False)
+        return self.task.settings.version == "v2.0" or train.meta.get("version_2_with_negative", False)
 
     def read(self):
-        t = self.task_options
+        t = self.named_options or ArticlesOptions()  # a plug-in task without them reads whole files
         train_path, eval_path = self.paths()
         train = self.read_file(train_path)
         dev = train if eval_path == train_path else self.read_file(eval_path)
         self.version_2 = self.is_version_2(train)
-        train_examples = select_articles(train.examples, t.train_articles, train_path)
-        dev_examples = select_articles(dev.examples, t.eval_articles, eval_path)
+        train_examples = select_articles(train.examples, t.train_articles, train_path, "train_articles")
+        dev_examples = select_articles(dev.examples, t.eval_articles, eval_path, "eval_articles")
         if eval_path == train_path and not (t.train_articles and t.eval_articles):
-            raise ValueError("training and evaluating on the same SQuAD file needs --train-articles and "
-                             "--eval-articles (e.g. :36 and 36:)")
+            missing = "train_articles" if not t.train_articles else "eval_articles"
+            raise OptionsError("training and evaluating on the same SQuAD file needs --train-articles and "
+                               "--eval-articles (e.g. :36 and 36:)", option=missing, value=None)
         overlap = {e["id"] for e in train_examples} & {e["id"] for e in dev_examples}
         if overlap:
-            raise ValueError(f"{len(overlap)} questions are in both the training and the evaluation articles")
+            raise OptionsError(f"{len(overlap)} questions are in both the training and the evaluation articles "
+                               f"(--train-articles {t.train_articles}, --eval-articles {t.eval_articles})",
+                               option="eval_articles", value=t.eval_articles)
         # Evaluation keeps every question and every answer's text (the official scorers' view);
         # training needs a span: a question none of whose answers is one is left out, and named.
         train_examples, left_out = squad.left_out_of_training(train_examples)
@@ -104,7 +151,7 @@ class SquadRecipe(Recipe):
 
         t = self.task_options
         return SpanQuestionAnswerer.from_model_dir(
-            init_dir, max_query_length=t.max_query_length, doc_stride=t.doc_stride, n_best_size=t.n_best_size,
+            init_dir, max_query_length=t.max_query_length, doc_stride=self.doc_stride, n_best_size=t.n_best_size,
             max_answer_length=t.max_answer_length, version_2_with_negative=self.version_2,
             null_score_diff_threshold=t.null_score_diff_threshold, **self.build_kwargs(encoder_overrides))
 
@@ -145,6 +192,7 @@ class SquadRecipe(Recipe):
 class SpanQA(TaskType):
     name = "span_qa"
     long_documents = ("truncate", "windows")  # its contexts are always read in windows (--doc-stride)
+    default_doc_stride = 128  # run_squad.py's
     model_types = ("span_qa",)
     recipe_class = SquadRecipe
     Options = SquadOptions
@@ -158,13 +206,16 @@ class SpanQA(TaskType):
                    "null_score_diff [b]",
     }
 
+    def reads_windows(self, long_documents):
+        return True  # a context longer than one input is read in windows whatever --long-documents says
+
     def model_class(self, model_type):
         from kbert.tasks.span_qa.model import SpanQuestionAnswerer
 
         return SpanQuestionAnswerer
 
     def data_source(self, task, split, options):
-        file = self.split_file(task, SQUAD_FILES[task.preset["version"]], split)
+        file = self.split_file(task, SQUAD_FILES[task.settings.version], split)
         return DataSource("squad", file, _read_squad, ("squad_exact_match", "squad_f1"))
 
     def signatures(self, module):
@@ -240,6 +291,7 @@ def _read_squad(path, data=None):  # module-level: picklable for Beam workers
     return squad.read_squad(path, data=data)
 
 
-register_task("squad/v1.1", "span_qa", version="v1.1", aliases=("squad",),
+register_task("squad/v1.1", "span_qa", settings=SquadSettings("v1.1"), options=ArticlesOptions, aliases=("squad",),
               help="SQuAD 1.1 (--data-dir: train-v1.1.json, dev-v1.1.json)")
-register_task("squad/v2.0", "span_qa", version="v2.0", help="SQuAD 2.0 (--data-dir: train-v2.0.json, dev-v2.0.json)")
+register_task("squad/v2.0", "span_qa", settings=SquadSettings("v2.0"), options=ArticlesOptions,
+              help="SQuAD 2.0 (--data-dir: train-v2.0.json, dev-v2.0.json)")

@@ -34,7 +34,7 @@ class TaggingRecipe(Recipe):
 
         return TokenTagger.from_model_dir(init_dir, label_names=self.label_names,
                                           long_documents=self.options.long_documents,
-                                          doc_stride=self.options.doc_stride, **self.build_kwargs(encoder_overrides))
+                                          doc_stride=self.doc_stride, **self.build_kwargs(encoder_overrides))
 
     def train_dataset(self, model):
         return model.dataset([e["words"] for e in self.train], [e["labels"] for e in self.train],

@@ -48,3 +48,19 @@ def test_csv_task(tiny_model_dir, tmp_path):
           "--text-columns", "text", "--init", str(tiny_model_dir), "--model-dir", str(out), *TINY_FLAGS])
     assert load_task_model(out).label_names == ["neg", "pos"]
     assert (out / "predictions.tsv").read_text().splitlines()[0] == "index\tprediction"
+
+
+@pytest.mark.parametrize("task", ["glue/sst2", "jglue/jnli", "klue/sts"])
+@pytest.mark.parametrize("field, value", [("text_columns", "a,b"), ("label_column", "y"), ("regression", True),
+                                          ("multi_label", True), ("label_names", "x,y")])
+def test_csv_columns_are_refused_by_the_tasks_that_know_their_files(task, field, value):
+    from kbert.errors import OptionsError
+    from kbert.tasks.classification.task import TableOptions
+    from kbert.tasks.core.options import FinetuneOptions
+    from kbert.tasks.core.registry import get_task
+
+    named = get_task(task)
+    options = FinetuneOptions(task=task, init="unused", model_dir="unused", task_options=TableOptions(**{field: value}))
+    with pytest.raises(OptionsError, match=f"--{field.replace('_', '-')} is for a file with named columns") as info:
+        named.task_type.recipe(named, options)
+    assert info.value.option == field

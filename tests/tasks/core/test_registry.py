@@ -17,7 +17,8 @@ from kbert.commands.finetune import finetune_options, parse_args, run
 from kbert.tasks import load_task_model
 from kbert.tasks.classification.model import TextRegressor
 from kbert.tasks.core.options import FinetuneOptions, option
-from kbert.tasks.core.registry import get_task, register_task, register_task_type, task_names, task_type_for_model
+from kbert.tasks.core.registry import (UnknownTaskError, get_task, register_task, register_task_type, task_names,
+                                      task_type_for_model)
 from kbert.tasks.core.task_type import Recipe, TaskType
 from conftest import read_scalars
 from fixtures.export_contents import read_warmup_requests
@@ -156,3 +157,43 @@ def test_a_task_defined_here_fine_tunes_reloads_and_exports(tiny_model_dir, tmp_
     np.testing.assert_allclose(served, predicted, atol=1e-4)
     (request,) = read_warmup_requests(export_dir)
     assert request.predict_log.request.inputs["text"].string_val == [b"good good"]
+
+
+def test_named_tasks_are_typed():
+    """A named task's settings are an instance of its recipe's Settings dataclass (no mapping read by
+    key), and register_task refuses settings that do not fit the recipe."""
+    from collections.abc import Mapping
+
+    from kbert.tasks.classification.task import GlueRecipe, GlueSettings, TableRecipe
+    from kbert.tasks.core.registry import tasks
+
+    for task in tasks():
+        assert not [f.name for f in dataclasses.fields(task) if isinstance(getattr(task, f.name), Mapping)]
+        wanted = task.recipe_class.Settings
+        assert task.settings is None if wanted is None else type(task.settings) is wanted, task.name
+    assert get_task("glue/mnli").settings == GlueSettings("mnli") and get_task("glue/mnli").recipe is GlueRecipe
+    assert get_task("csv").recipe_class is TableRecipe and get_task("csv").settings is None
+
+    with pytest.raises(TypeError, match="unexpected keyword argument 'glue_task'"):
+        register_task("test/untyped", "classification", glue_task="sst2")
+    with pytest.raises(TypeError, match=r"recipe GlueRecipe needs settings=GlueSettings\(...\)"):
+        register_task("test/untyped", "classification", recipe=GlueRecipe)
+    with pytest.raises(TypeError, match="recipe GlueRecipe takes GlueSettings settings, got CountOptions"):
+        register_task("test/untyped", "classification", recipe=GlueRecipe, settings=CountOptions())
+    with pytest.raises(TypeError, match="recipe TableRecipe takes no settings, got GlueSettings"):
+        register_task("test/untyped", "classification", settings=GlueSettings("sst2"))
+    with pytest.raises(UnknownTaskError):
+        get_task("test/untyped")  # nothing was registered
+
+
+def test_a_recipe_declares_its_settings():
+    @dataclasses.dataclass(frozen=True)
+    class Field:
+        score_field: str = "score"
+
+    class FieldRecipe(CountRecipe):
+        Settings = Field
+
+    assert register_task("test/field", "test_good_count", recipe=FieldRecipe).settings == Field()
+    assert register_task("test/field", "test_good_count", recipe=FieldRecipe, settings=Field("y")).settings.score_field \
+        == "y"

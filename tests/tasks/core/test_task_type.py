@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from kbert.tasks.core.options import FinetuneOptions, RowsOptions
+from kbert.tasks.core.options import FinetuneOptions, OptionsError, RowsOptions
 from kbert.tasks.core.registry import get_task
 from kbert.tasks.core.task_type import LEFT_OUT_SHOWN, Recipe, subsample
 
@@ -52,8 +52,9 @@ def test_recipe_subsets_files_and_rows_left_out(tmp_path):
 
 def test_a_named_tasks_own_options_are_refused_for_another_task():
     rows = RowsOptions(train_rows=":10")
-    with pytest.raises(TypeError, match="task 'glue/sst2' takes no options of its own, got RowsOptions"):
+    with pytest.raises(OptionsError, match="task 'glue/sst2' takes no options of its own, got RowsOptions") as e:
         Bare(get_task("glue/sst2"), _options(named_options=rows))
+    assert e.value.option == "named_options"
     recipe = Bare(get_task("klue/nli"), _options(task="klue/nli", named_options=rows))
     assert recipe.named_options is rows
     assert Bare(get_task("klue/nli"), _options(task="klue/nli")).named_options == RowsOptions()

@@ -4,6 +4,7 @@ _check_is_max_context (kbert.tasks.span_qa.postprocess holds them as written the
 TensorFlow version against the plan."""
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -82,3 +83,24 @@ def test_bad_settings(mode, stride, seq, message):
     with pytest.raises(ValueError, match=message):
         check_long_documents(mode, stride, seq)
     check_long_documents("windows", 63, 64)
+
+
+def test_predict_and_export_refuse_a_stride_where_the_model_reads_no_windows():
+    from kbert.errors import OptionsError
+    from kbert.tasks.core.registry import task_type_for_model
+    from kbert.tasks.core.windows import model_settings
+
+    truncated = {"type": "text_classifier", "seq_length": 64, "long_documents": "truncate"}
+    classifier = task_type_for_model("text_classifier")
+    with pytest.raises(OptionsError, match=re.escape("--doc-stride 16: this text_classifier model reads no windows "
+                                                     "under --long-documents truncate (add --long-documents windows)")):
+        model_settings(classifier, truncated, None, 16)
+    assert model_settings(classifier, truncated, "windows", 16) == {"long_documents": "windows", "doc_stride": 16}
+    assert model_settings(classifier, {**truncated, "long_documents": "windows"}, None, 16) == {"doc_stride": 16}
+    with pytest.raises(OptionsError, match=r"this multiple_choice model reads no windows under --long-documents "
+                                           r"truncate$") as info:
+        model_settings(task_type_for_model("multiple_choice"), {"type": "multiple_choice", "seq_length": 64}, None, 16)
+    assert info.value.option == "doc_stride"
+    # span QA reads its contexts in windows whatever long_documents says
+    assert model_settings(task_type_for_model("span_qa"), {"type": "span_qa", "seq_length": 64}, None, 16) == \
+        {"doc_stride": 16}

@@ -91,12 +91,12 @@ def test_cmrc2018_trains_on_the_trial_set_and_scores_the_dev_articles_as_distrib
 def test_korquad(tiny_model_dir, tmp_path):
     """KorQuAD is read whole (its licence allows no modified copy): articles are chosen at run time."""
     from kbert.data.squad import read_squad
-    from kbert.tasks.span_qa.task import SquadOptions
+    from kbert.tasks.span_qa.task import ArticlesOptions
     from kbert.tasks.core.predict import predict_file
 
     result = finetune_tiny(tiny_model_dir, tmp_path / "kq", "korquad/v1.0", train_file=str(KORQUAD_FILE),
-                       eval_file=str(KORQUAD_FILE), seq_length=128,
-                       task_options=SquadOptions(train_articles=":2", eval_articles="139:", doc_stride=64))
+                       eval_file=str(KORQUAD_FILE), seq_length=128, doc_stride=64,
+                       named_options=ArticlesOptions(train_articles=":2", eval_articles="139:"))
     titles = [a["title"] for a in json.loads(KORQUAD_FILE.read_text(encoding="utf-8"))["data"]][139:]
     examples = [e for e in read_squad(KORQUAD_FILE).examples if e["title"] in titles]
     predictions = _qa_check(tmp_path / "kq", result, examples, metrics_cjk.korquad_metrics)

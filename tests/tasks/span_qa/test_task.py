@@ -42,6 +42,66 @@ def test_squad_on_held_out_articles(tiny_model_dir, tmp_path):
               "--init", str(tiny_model_dir), "--model-dir", str(tmp_path / "x")])
 
 
+def test_doc_stride_reaches_the_model_from_python_and_the_command_line(tiny_model_dir, tmp_path):
+    """FinetuneOptions.doc_stride is span QA's one stride (run_squad.py's 128 when not given)."""
+    from kbert.commands.finetune import finetune_options, parse_args
+    from kbert.tasks.core.options import FinetuneOptions
+    from kbert.tasks.core.registry import get_task
+    from kbert.tasks.span_qa.task import SquadOptions
+    from kbert.training.finetune import resolve_options
+
+    qa = [{"id": "q", "question": "Welcher See?", "answers": [{"text": "Zürichsee", "answer_start": 26}]}]
+    files = {"train_file": _qa_file(tmp_path / "train.json", qa, "1.1"),
+             "eval_file": _qa_file(tmp_path / "dev.json", [{**qa[0], "id": "dev"}], "1.1")}
+    common = dict(task="squad/v1.1", init=str(tiny_model_dir), model_dir=str(tmp_path / "out"), seq_length=64,
+                  task_options=SquadOptions(max_query_length=16))
+    argv = ["--task", "squad/v1.1", "--init", str(tiny_model_dir), "--model-dir", str(tmp_path / "out"),
+            "--seq-length", "64", "--max-query-length", "16", "--train-file", files["train_file"], "--eval-file", files["eval_file"]]
+    for options, stride in [(FinetuneOptions(**common, **files, doc_stride=24), 24),
+                            (FinetuneOptions(**common, **files), 128),
+                            (finetune_options(parse_args([*argv, "--doc-stride", "40"])), 40)]:
+        options = resolve_options(options)
+        named = get_task(options.task)
+        model = named.task_type.recipe(named, options).build_model(options.init)
+        assert model.doc_stride == stride
+
+
+@pytest.mark.parametrize("task", ["squad/v1.1", "jglue/jsquad", "korquad/v1.0", "cmrc2018"])
+def test_articles_of_one_file_split_training_and_evaluation(tmp_path, task):
+    """Every span-QA task takes ArticlesOptions; a split that cannot work names the option."""
+    from kbert.errors import OptionsError
+    from kbert.tasks.core.options import FinetuneOptions
+    from kbert.tasks.core.registry import get_task
+    from kbert.tasks.span_qa.task import ArticlesOptions
+
+    context = "Die Stadt Zürich liegt am Zürichsee."
+    articles = [{"title": f"a{i}", "paragraphs": [{"context": context, "qas": [
+        {"id": f"a{i}q{j}", "question": "Welcher See?", "is_impossible": False,
+         "answers": [{"text": "Zürichsee", "answer_start": context.index("Zürichsee")}]} for j in range(i + 1)]}]}
+        for i in range(3)]
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps({"version": "v1.1", "data": articles}, ensure_ascii=False), encoding="utf-8")
+    named = get_task(task)
+    assert named.options is ArticlesOptions
+
+    def recipe(**articles):
+        return named.task_type.recipe(named, FinetuneOptions(task=task, init="unused", model_dir="unused",
+                                                             train_file=str(path), eval_file=str(path),
+                                                             named_options=ArticlesOptions(**articles)))
+
+    split = recipe(train_articles=":2", eval_articles="2:")
+    assert [e["id"] for e in split.train] == ["a0q0", "a1q0", "a1q1"]
+    assert [e["id"] for e in split.dev] == ["a2q0", "a2q1", "a2q2"]
+    for articles, option, message in [({"train_articles": ":2"}, "eval_articles", "needs --train-articles and"),
+                                      ({"train_articles": ":2", "eval_articles": "1:"}, "eval_articles",
+                                       "2 questions are in both the training and the evaluation articles"),
+                                      ({"train_articles": "5:", "eval_articles": "2:"}, "train_articles",
+                                       "--train-articles 5: selects none of the 3 articles of")]:
+        with pytest.raises(OptionsError, match=message) as info:
+            recipe(**articles)
+        assert info.value.option == option
+
+
 def _squad_scores(predictions, answers):
     """(exact match, F1) in percent, as SQuAD v1.1's official evaluate-v1.1.py computes them: answers
     normalised (lower case, no punctuation, no articles, single spaces), token-overlap F1, the best
