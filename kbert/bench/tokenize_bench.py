@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import glob
 import os
-import pathlib
 import statistics
 import sys
 import time

@@ -41,7 +41,6 @@ def test_pipeline_bench_table(capsys, pretraining_records):
 def test_the_map_then_batch_row_packs_and_masks_each_record(tmp_path):
     """The comparison row's dataset (kbert's layers mapped per record, then batched): with its masked
     tokens put back, each row is the preprocessor's packing of one record, with that record's label."""
-    import numpy as np
     import tensorflow as tf
 
     from kbert.bench.pipeline_bench import _kbert_map_then_batch

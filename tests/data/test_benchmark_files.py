@@ -29,7 +29,7 @@ def _write(path, text):
 
 def _mnli_row(index, gold, labels=("neutral",) * 5):
     return "\t".join([str(index), "1", f"{index}n", "fiction", "( a )", "( b )", "(S a)", "(S b)",
-                      f'He said "go.', f"Premise {index}.", *labels, gold])
+                      'He said "go.', f"Premise {index}.", *labels, gold])
 
 
 # ---------------------------------------------------------------- GLUE

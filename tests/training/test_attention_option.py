@@ -7,7 +7,6 @@ in the model directory names the attention. The flags of pretrain, finetune and 
 three choices and refuse others.
 """
 
-import json
 import os
 import pathlib
 import subprocess
