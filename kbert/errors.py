@@ -132,6 +132,24 @@ class OptionsError(Error, ValueError):
 
 
 
+@kbert_export("kbert.MissingExtra")
+class MissingExtra(Error, ImportError):
+    """An optional part of kbert whose packages are not installed; the message names the extra to
+    install (``pip install 'kbert[ja]'``), kept as ``extra``.
+
+    Examples:
+        >>> import kbert
+        >>> error = kbert.MissingExtra("the ONNX export needs the onnx extra: pip install 'kbert[onnx]'", extra="onnx")
+        >>> error.extra, isinstance(error, ImportError)
+        ('onnx', True)
+    """
+
+    def __init__(self, message: str, *, extra: str, name: str | None = None):
+        super().__init__(message)
+        self.extra = extra
+        self.name = name  # the module that is missing (ImportError's attribute)
+
+
 @kbert_export("kbert.tasks.TaskModelError")
 class TaskModelError(Error, ValueError):
     """A task model directory or setting that does not fit: names the file, field and value.

@@ -23,6 +23,8 @@ import json
 import pathlib
 import sys
 
+from kbert.cli_support import UserError
+
 
 def parse_args(argv=None):
     from kbert.cli_support import ArgumentParser, prog
@@ -77,10 +79,10 @@ def fill_mask_command(args) -> int:
     cut = heads.preprocessor.seq_length
     for row, (text, masks) in enumerate(zip(args.texts, answers)):
         if not masks and masks_uncut[row]:
-            return _error(f"the [MASK] in {_short(text)} lies past the cut: the model reads {cut} tokens and the "
-                          f"text has {tokens_uncut[row]}; shorten the text before the [MASK]")
+            raise UserError(f"the [MASK] in {_short(text)} lies past the cut: the model reads {cut} tokens and the "
+                            f"text has {tokens_uncut[row]}; shorten the text before the [MASK]")
         if not masks:
-            return _error(f"no [MASK] in {_short(text)} (write [MASK] where a token is missing)")
+            raise UserError(f"no [MASK] in {_short(text)} (write [MASK] where a token is missing)")
         if len(masks) < masks_uncut[row]:
             print(f"note: {masks_uncut[row] - len(masks)} of the {masks_uncut[row]} [MASK]s in {_short(text)} lie "
                   f"past the cut ({cut} tokens of {tokens_uncut[row]}) and are not filled", file=sys.stderr)
@@ -163,7 +165,7 @@ def workshop_data_command(args) -> int:
 
         corpus = (shared_data_dir() or pathlib.Path("../shared/data")) / ene_workshop.CORPUS_NAME
     if not pathlib.Path(corpus).is_file():
-        return _error(f"no corpus at {corpus} (give --corpus: JSQuAD's jsquad_wikipedia.txt)")
+        raise UserError(f"no corpus at {corpus} (give --corpus: JSQuAD's jsquad_wikipedia.txt)")
     for name, count in ene_workshop.make_dataset(corpus, args.out_dir, unit=args.unit).items():
         print(f"{pathlib.Path(args.out_dir) / name}: {count} rows")
     return 0
@@ -179,21 +181,8 @@ def workshop_score_command(args) -> int:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from kbert.explore.attention import AttentionUnavailable
-    from kbert.model_dir import ModelDirError
-
     commands = {"fill-mask": fill_mask_command, "next-sentence": next_sentence_command,
                 "attention": attention_command, "workshop-data": workshop_data_command,
                 "workshop-score": workshop_score_command}
-    try:
-        return commands[args.command](args)
-    except (ModelDirError, AttentionUnavailable, ValueError) as e:
-        return _error(str(e))
+    return commands[args.command](args)  # a kbert.Error: one line, through kbert.cli_support.run
 
-
-def _error(message: str) -> int:
-    """A user's error as every kbert command reports it: one line, exit status 1."""
-    from kbert.cli_support import prog
-
-    print(f"{prog('explore')}: error: {message}", file=sys.stderr)
-    return 1

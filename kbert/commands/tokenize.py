@@ -47,17 +47,9 @@ def main(argv=None) -> int:
     if not source.exists():
         parser.error(f"SOURCE {args.source}: no such file or directory")
 
-    # Heavy imports (TensorFlow) only now: --help and argument errors stay fast.
-    from kbert.convert.names import ConversionError
-    from kbert.model_dir import ModelDirError
-    from kbert.text.spec import TokenizerSpecError
-    from kbert.errors import DataError
-
-    try:
-        tokenizer = open_tokenizer(source, args.tokenizer, args.cased)
-    except (ConversionError, ModelDirError, TokenizerSpecError, DataError, ValueError, RuntimeError) as e:
-        print(f"{parser.prog}: error: {e}", file=sys.stderr)
-        return 1
+    # Heavy imports (TensorFlow) only now: --help and argument errors stay fast. A tokenizer that
+    # cannot be opened is a kbert.Error, one line through kbert.cli_support.run.
+    tokenizer = open_tokenizer(source, args.tokenizer, args.cased)
     out = sys.stdout
     write = write_words if args.words else write_batch
     batch = []

@@ -56,35 +56,22 @@ def main(argv=None) -> int:
 
     import glob
 
-    from kbert.model_dir import OutputExistsError, check_output
+    from kbert.model_dir import check_output
 
-    try:  # the vocabulary is written over --out (atomically); never over one of the corpus files
-        patterns = args.input if isinstance(args.input, list) else [args.input]
-        check_output(args.out, [f for p in patterns for f in glob.glob(p, recursive=True)], overwrite=True)
-    except OutputExistsError as e:
-        print(f"{parser.prog}: error: {e}", file=sys.stderr)
-        return 1
+    # The vocabulary is written over --out (atomically); never over one of the corpus files. Every
+    # refusal below is a kbert.Error, one line through kbert.cli_support.run.
+    patterns = args.input if isinstance(args.input, list) else [args.input]
+    check_output(args.out, [f for p in patterns for f in glob.glob(p, recursive=True)], overwrite=True)
 
     from kbert.text.registry import record_tokenizer_spec, tokenizer_class
-    from kbert.text.vocab_learning import CorpusError, VocabOptions, resolve_corpus
+    from kbert.text.vocab_learning import VocabOptions, resolve_corpus
 
     options = VocabOptions(args.size, lower_case=False if args.cased else (True if args.uncased else None),
                            num_unused=args.unused, max_unique_chars=args.max_unique_chars, min_count=args.min_count)
-    try:
-        tokenizer_type = tokenizer_class(args.tokenizer)
-    except ImportError as e:
-        print(f"{parser.prog}: error: {e}", file=sys.stderr)
-        return 1
-    try:
-        tokenizer_type.check_vocab_request(args.out, options)
-    except ValueError as e:
-        parser.error(str(e))
+    tokenizer_type = tokenizer_class(args.tokenizer)
+    tokenizer_type.check_vocab_request(args.out, options)
     start = time.monotonic()
-    try:
-        spec, size = tokenizer_type.learn_vocab(resolve_corpus(args.input), args.out, options, log=sys.stderr)
-    except (CorpusError, ValueError, ImportError) as e:
-        print(f"{parser.prog}: error: {e}", file=sys.stderr)
-        return 1
+    spec, size = tokenizer_type.learn_vocab(resolve_corpus(args.input), args.out, options, log=sys.stderr)
     record_tokenizer_spec(out_dir, spec)
     note = ""
     if size < 0.95 * args.size:

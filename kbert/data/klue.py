@@ -24,7 +24,7 @@ import os
 
 from kbert.data.examples import TaskData
 from kbert.data.textio import check_no_surrogates, read_text
-from kbert.errors import DataError
+from kbert.errors import DataError, OptionsError
 
 NLI_LABELS = ("entailment", "neutral", "contradiction")  # KLUE's order (class id = position)
 NER_TYPES = ("DT", "LC", "OG", "PS", "QT", "TI")
@@ -59,7 +59,7 @@ def parse_rows(spec) -> tuple:
             raise ValueError
         return tuple(int(p) if p.strip() else None for p in parts)
     except ValueError:
-        raise ValueError(f"rows must be START:END (e.g. :1500 or 1500:), got {spec!r}") from None
+        raise OptionsError(f"rows must be START:END (e.g. :1500 or 1500:), got {spec!r}", value=spec) from None
 
 
 def select_rows(data: TaskData, spec) -> TaskData:
@@ -69,7 +69,7 @@ def select_rows(data: TaskData, spec) -> TaskData:
         return data
     chosen = data.examples[slice(*bounds)]
     if not chosen:
-        raise ValueError(f"rows {spec!r} select none of the {len(data.examples)} rows of {data.source}")
+        raise OptionsError(f"rows {spec!r} select none of the {len(data.examples)} rows of {data.source}", value=spec)
     return TaskData(chosen, data.label_names, data.source, {**data.meta, "rows": spec})
 
 
@@ -83,8 +83,8 @@ def task_splits(kind: str, *, data_dir=None, eval_split: str = "dev", train_file
         if override:
             return os.fspath(override)
         if not data_dir:
-            raise ValueError(f"task {task_name!r} needs --data-dir (KLUE's klue-{kind}-v1.1 folder) or "
-                             "--train-file and --eval-file")
+            raise OptionsError(f"task {task_name!r} needs --data-dir (KLUE's klue-{kind}-v1.1 folder) or "
+                               "--train-file and --eval-file", option="data_dir")
         return split_path(data_dir, kind, split)
 
     train_path, eval_path = path("train", train_file), path(eval_split, eval_file)
@@ -92,13 +92,13 @@ def task_splits(kind: str, *, data_dir=None, eval_split: str = "dev", train_file
     train_all = read(train_path)
     eval_all = train_all if os.path.abspath(eval_path) == os.path.abspath(train_path) else read(eval_path)
     if eval_all is train_all and not (train_rows and eval_rows):
-        raise ValueError("training and evaluating on the same KLUE file needs --train-rows and --eval-rows "
-                         "(e.g. :1500 and 1500:)")
+        raise OptionsError("training and evaluating on the same KLUE file needs --train-rows and --eval-rows "
+                           "(e.g. :1500 and 1500:)", option="eval_rows")
     train, dev = select_rows(train_all, train_rows), select_rows(eval_all, eval_rows)
     overlap = {e["id"] for e in train.examples} & {e["id"] for e in dev.examples}
     if overlap:
-        raise ValueError(f"{len(overlap)} rows are in both the training and the evaluation rows "
-                         f"(e.g. guid {sorted(overlap)[0]!r})")
+        raise OptionsError(f"{len(overlap)} rows are in both the training and the evaluation rows "
+                           f"(e.g. guid {sorted(overlap)[0]!r})", option="eval_rows")
     return train, dev
 
 

@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 
+from kbert.errors import MissingExtra
 from kbert.explore.attention import check_attention
 from kbert.explore.masked_text import _is_cjk
 from kbert.api_export import kbert_export
@@ -29,7 +30,8 @@ def _pyplot(what: str = "the attention PNG"):
     try:
         import matplotlib
     except ImportError:
-        raise ImportError(f"{what} needs matplotlib: pip install 'kbert[explore]'") from None
+        raise MissingExtra(f"{what} needs matplotlib: pip install 'kbert[explore]'", extra="explore",
+                           name="matplotlib") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from kbert.errors import OptionsError
+
 
 class MlmMasker:
     def __init__(
@@ -35,17 +37,19 @@ class MlmMasker:
         """``vocabulary``: the list of tokens (id = index); ``starts_word``: for each id, whether that
         piece begins a word (whole-word masking; default: all but WordPiece's ``##`` pieces)."""
         if not 0.0 < selection_rate <= 1.0:
-            raise ValueError(f"selection_rate must be in (0, 1], got {selection_rate}")
+            raise OptionsError(f"selection_rate must be in (0, 1], got {selection_rate}", option="mask_rate",
+                               value=selection_rate)
         if mask_token_rate < 0 or random_token_rate < 0 or mask_token_rate + random_token_rate > 1:
-            raise ValueError(
-                f"mask_token_rate ({mask_token_rate}) + random_token_rate ({random_token_rate}) must be in [0, 1]"
-            )
+            raise OptionsError(
+                f"mask_token_rate ({mask_token_rate}) + random_token_rate ({random_token_rate}) must be in [0, 1]",
+                option="mask_token_rate")
         if max_predictions < 1:
-            raise ValueError(f"max_predictions must be >= 1, got {max_predictions}")
+            raise OptionsError(f"max_predictions must be >= 1, got {max_predictions}", option="max_predictions",
+                               value=max_predictions)
         vocab = list(vocabulary)
         index = {t: i for i, t in enumerate(vocab)}
         if mask_token not in index:
-            raise ValueError(f"the vocabulary has no {mask_token} token")
+            raise OptionsError(f"the vocabulary has no {mask_token} token")
         self.vocab_size = len(vocab)
         self.max_predictions = int(max_predictions)
         self.whole_word = whole_word

@@ -37,6 +37,8 @@ from __future__ import annotations
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from kbert.errors import OptionsError
+
 # Cc without tab, LF, CR (U+0000 is in Cc), Cf, and U+FFFD (what invalid bytes decode to).
 CONTROL_PATTERN = r"[\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F\p{Cf}\x{FFFD}]"
 NONSPACING_MARK_PATTERN = r"\p{Mn}"
@@ -59,7 +61,7 @@ CAPITAL_SIGMA = "\u03a3"
 
 def check_rules(rules: str) -> str:
     if rules not in RULES:
-        raise ValueError(f"rules must be one of {RULES}, got {rules!r}")
+        raise OptionsError(f"rules must be one of {RULES}, got {rules!r}", option="rules", value=rules)
     return rules
 
 

@@ -19,6 +19,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from kbert import compat
+from kbert.errors import OptionsError
 from kbert.text.inputs import Untracked
 from kbert.api_export import kbert_export
 
@@ -60,7 +61,8 @@ class BertPacker(keras.layers.Layer):
         super().__init__(**kwargs)
         compat.accept_raw_call_inputs(self)
         if truncator not in TRUNCATORS:
-            raise ValueError(f"truncator must be one of {TRUNCATORS}, got {truncator!r}")
+            raise OptionsError(f"truncator must be one of {TRUNCATORS}, got {truncator!r}",
+                               option="truncator", value=truncator)
         self.seq_length = _check_seq_length(seq_length, 1)
         self.start_of_sequence_id = int(start_of_sequence_id)
         self.end_of_segment_id = int(end_of_segment_id)
@@ -201,9 +203,9 @@ def _check_seq_length(seq_length, num_segments):
         raise TypeError(f"seq_length must be an int, got {seq_length!r}")
     seq_length = int(seq_length)
     if seq_length < num_segments + 1:
-        raise ValueError(
+        raise OptionsError(
             f"seq_length={seq_length} is too short: {num_segments} segment(s) need "
-            f"{num_segments + 1} special tokens ([CLS] and one [SEP] each)")
+            f"{num_segments + 1} special tokens ([CLS] and one [SEP] each)", option="seq_length", value=seq_length)
     return seq_length
 
 

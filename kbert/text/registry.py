@@ -45,6 +45,7 @@ import importlib
 import os
 import pathlib
 
+from kbert.errors import OptionsError
 from kbert.model_metadata import FORMAT_VERSION, METADATA_FILE, ModelDirError, read_metadata, write_metadata
 from kbert.text.spec import DEFAULT_TYPE, TokenizerSpec, TokenizerSpecError
 from kbert.api_export import kbert_export
@@ -166,11 +167,11 @@ def as_tokenizer(tokenizer_or_vocab, lower_case=None, source: str = "tokenizer")
     """
     if is_tokenizer(tokenizer_or_vocab):
         if lower_case is not None and bool(lower_case) != tokenizer_or_vocab.lower_case:
-            raise ValueError(f"{source}: lower_case={lower_case!r} contradicts the tokenizer's "
-                             f"{tokenizer_or_vocab.spec.type!r} spec (lower_case={tokenizer_or_vocab.lower_case})")
+            raise OptionsError(f"{source}: lower_case={lower_case!r} contradicts the tokenizer's "
+                               f"{tokenizer_or_vocab.spec.type!r} spec (lower_case={tokenizer_or_vocab.lower_case})")
         return tokenizer_or_vocab
     if tokenizer_or_vocab is None:
-        raise ValueError(f"{source}: needs a tokenizer (kbert.text.load_tokenizer(model_dir)) or a vocabulary")
+        raise OptionsError(f"{source}: needs a tokenizer (kbert.text.load_tokenizer(model_dir)) or a vocabulary")
     return tokenizer_class(DEFAULT_TYPE)(tokenizer_or_vocab, lower_case=True if lower_case is None else lower_case)
 
 

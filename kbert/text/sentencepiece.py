@@ -39,6 +39,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece
 
+from kbert.errors import OptionsError
 from kbert.text.inputs import Untracked, default_shards, entry_graphs
 from kbert.text.registry import asset_path, register_tokenizer
 from kbert.text.spec import TokenizerSpec, TokenizerSpecError
@@ -98,9 +99,9 @@ class SentencePieceTokenizer(TokenizerLayer):
 
         check_cased(cls.tokenizer_type, options)
         if not os.fspath(out).endswith(".model"):
-            raise ValueError(f"--out {out}: a SentencePiece model file must end in .model")
+            raise OptionsError(f"--out {out}: a SentencePiece model file must end in .model", option="out", value=out)
         if options.num_unused:
-            raise ValueError("--unused: not supported for sentencepiece")
+            raise OptionsError("--unused: not supported for sentencepiece", option="unused")
 
     @classmethod
     def learn_vocab(cls, files, out, options, log=None):

@@ -30,7 +30,7 @@ import re
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from kbert.errors import DataError
+from kbert.errors import DataError, OptionsError
 from kbert.text import vocab as vocab_lib
 from kbert.text.registry import asset_path, register_tokenizer
 from kbert.text.spec import TokenizerSpec, TokenizerSpecError
@@ -105,7 +105,7 @@ class BertTokenizer(TokenizerLayer):
         self.tokenize_chinese_chars = _flag("tokenize_chinese_chars", tokenize_chinese_chars)
         self.rules = check_rules(rules)
         if isinstance(max_chars_per_word, bool) or not isinstance(max_chars_per_word, int) or max_chars_per_word < 1:
-            raise ValueError(f"max_chars_per_word must be an integer >= 1, got {max_chars_per_word!r}")
+            raise OptionsError(f"max_chars_per_word must be an integer >= 1, got {max_chars_per_word!r}")
         self.max_chars_per_word = max_chars_per_word
         self._strip = self.lower_case if self.strip_accents is None else self.strip_accents
         # The kernel's own pre-tokenization splits on whitespace, punctuation and CJK ideographs: right
@@ -348,5 +348,5 @@ class BertTokenizer(TokenizerLayer):
 
 def _flag(name, value) -> bool:
     if not isinstance(value, bool):
-        raise ValueError(f"{name} must be true or false, got {value!r}")
+        raise OptionsError(f"{name} must be true or false, got {value!r}")
     return value

@@ -24,7 +24,7 @@ import keras
 import tensorflow as tf
 
 from kbert import compat
-from kbert.errors import Error
+from kbert.errors import Error, OptionsError
 from kbert.text import vocab as vocab_lib
 from kbert.text.inputs import as_string_tensor, map_flat
 from kbert.text.pre_tokenize import pre_tokenize_eager
@@ -61,7 +61,7 @@ def cjk_share(tokens, whole_pieces: bool = False) -> float:
 
 def check_offset_unit(unit: str) -> None:
     if unit not in OFFSET_UNITS:
-        raise ValueError(f"unit must be one of {OFFSET_UNITS}, got {unit!r}")
+        raise OptionsError(f"unit must be one of {OFFSET_UNITS}, got {unit!r}", option="unit", value=unit)
 
 
 def group_words(values, word_starts, words_per_row):

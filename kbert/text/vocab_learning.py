@@ -22,7 +22,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
-from kbert.errors import Error
+from kbert.errors import Error, OptionsError
 from kbert.text.normalize import normalize
 from kbert.text.vocab import RESERVED_TOKENS
 
@@ -145,7 +145,8 @@ def learn_vocab(patterns, vocab_size, lower_case=True, num_unused=0, max_unique_
         log = sys.stderr
     reserved = reserved_tokens(num_unused)
     if vocab_size < len(reserved) + 1:
-        raise ValueError(f"vocab size {vocab_size} leaves no room after {len(reserved)} reserved tokens")
+        raise OptionsError(f"vocab size {vocab_size} leaves no room after {len(reserved)} reserved tokens",
+                           option="size", value=vocab_size)
     files = resolve_corpus(patterns)
     if log:
         _log(log, f"corpus: {len(files)} file(s), {sum(map(os.path.getsize, files)) / 1e6:.1f} MB")

@@ -24,6 +24,7 @@ import os
 import time
 import unicodedata
 
+from kbert.errors import MissingExtra, OptionsError
 from kbert.text.mecab_limits import mecab_pieces
 from kbert.text.vocab_learning import (CHARACTER_COVERAGE, CorpusError, _log, character_counts,
                                        default_alphabet_size, learn_from_counts, reserved_tokens)
@@ -38,8 +39,9 @@ def _require(module: str):
     try:
         return importlib.import_module(module)  # module names from a fixed table
     except ImportError:
-        raise ImportError(f"this tokenizer type needs the Python package {module!r}: "
-                          "pip install 'kbert[ja]' (fugashi, unidic-lite, sentencepiece)") from None
+        raise MissingExtra(f"this tokenizer type needs the Python package {module!r}: "
+                           "pip install 'kbert[ja]' (fugashi, unidic-lite, sentencepiece)",
+                           extra="ja", name=module) from None
 
 
 def mecab_word_splitter(mecab_dic: str = "unidic_lite"):
@@ -50,7 +52,8 @@ def mecab_word_splitter(mecab_dic: str = "unidic_lite"):
     """
     fugashi = _require("fugashi")
     if mecab_dic != "unidic_lite":
-        raise ValueError(f"mecab_dic {mecab_dic!r} is not supported for vocabulary learning (only 'unidic_lite')")
+        raise OptionsError(f"mecab_dic {mecab_dic!r} is not supported for vocabulary learning (only 'unidic_lite')",
+                           option="mecab_dic", value=mecab_dic)
     dic = _require("unidic_lite").DICDIR
     tagger = fugashi.GenericTagger(f'-d "{dic}" -r "{os.path.join(dic, "mecabrc")}" ')
 
@@ -108,7 +111,8 @@ def learn_sentencepiece(files, vocab_size, model_path, character_coverage=CHARAC
     spm = _require("sentencepiece")
     model_path = os.fspath(model_path)
     if not model_path.endswith(".model"):
-        raise ValueError(f"a SentencePiece model file must end in .model, got {model_path!r}")
+        raise OptionsError(f"a SentencePiece model file must end in .model, got {model_path!r}",
+                           option="out", value=model_path)
     prefix = model_path[:-len(".model")]
     if log:
         _log(log, f"training SentencePiece (unigram, {vocab_size} pieces, nmt_nfkc, coverage {character_coverage})")
@@ -186,4 +190,4 @@ def choose_lower_case(files, lower_case: bool | None, log=None) -> bool:
 def check_cased(tokenizer_type: str, options) -> None:
     """The Japanese types never lower-case (lower-casing strips the voicing marks of kana)."""
     if options.lower_case:
-        raise ValueError(f"--uncased: tokenizer type {tokenizer_type} never lower-cases")
+        raise OptionsError(f"--uncased: tokenizer type {tokenizer_type} never lower-cases", option="uncased")

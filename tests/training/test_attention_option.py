@@ -19,7 +19,8 @@ import pytest
 from conftest import require
 
 from kbert.errors import OptionsError as TrainingOptionsError
-from kbert.tasks.core.options import FinetuneOptions, OptionsError
+from kbert.errors import OptionsError
+from kbert.tasks.core.options import FinetuneOptions
 from kbert.training.pretrain import PretrainOptions, check_attention_and_precision
 
 REPO = pathlib.Path(__file__).resolve().parents[2]

@@ -16,9 +16,10 @@ import functools
 import numpy as np
 
 from kbert.data import glue, table
+from kbert.errors import OptionsError
 from kbert.tasks.classification import submission
 from kbert.tasks.core.metrics import compute_metrics
-from kbert.tasks.core.options import OptionsError, comma_list, option
+from kbert.tasks.core.options import comma_list, option
 from kbert.api_export import kbert_export
 from kbert.tasks.classification.predict import ClassificationPrediction
 from kbert.tasks.core.registry import register_task, register_task_type
@@ -195,7 +196,8 @@ class ClassificationRecipe(Recipe):
             try:
                 x, document = model.window_ids(x)
             except ValueError as e:  # a text A that leaves no room: name the file
-                raise ValueError(f"{self.options.train_file or self.options.data_dir}: {e}") from None
+                raise OptionsError(f"{self.options.train_file or self.options.data_dir}: {e}",
+                                   option="seq_length") from None
             self.num_windows = len(document)
             self.long_document_notes.append(f"windows: {len(document)} training windows of {len(full)} texts "
                                             f"(--doc-stride {model.doc_stride})")
@@ -231,8 +233,8 @@ class ClassificationRecipe(Recipe):
             from kbert.tasks.core.host_batches import jax_processes
 
             if jax_processes()[0] > 1:
-                raise ValueError("--long-documents windows trains on documents in one process; over several "
-                                 "processes use --window-training windows")
+                raise OptionsError("--long-documents windows trains on documents in one process; over several "
+                                   "processes use --window-training windows", option="window_training")
             host = (model.row_multiple(), model.WIDTH_MULTIPLE)
         return document_batches(x, document, labels, batch_size=self.options.batch_size, max_windows=cap,
                                 shuffle=True, seed=self.options.seed, host=host)
@@ -277,7 +279,8 @@ class TableRecipe(ClassificationRecipe):
     def read(self):
         o, t = self.options, self.task_options
         if not (o.train_file and o.eval_file and t.text_columns):
-            raise ValueError(f"task {self.task.name!r} needs --train-file, --eval-file and --text-columns")
+            raise OptionsError(f"task {self.task.name!r} needs --train-file, --eval-file and --text-columns",
+                               option="text_columns")
         self.regression, self.multi_label = t.regression, t.multi_label
         kwargs = dict(text_columns=list(t.text_columns), label_column=t.label_column, regression=t.regression,
                       multi_label=t.multi_label, label_names=list(t.label_names) if t.label_names else None)
@@ -314,7 +317,8 @@ class GlueRecipe(ClassificationRecipe):
             if override:
                 return glue.read_glue(self.glue_task, split_name, path=override)
             if not o.data_dir:
-                raise ValueError(f"task {self.task.name!r} needs --data-dir (the GLUE task folder or GLUE root)")
+                raise OptionsError(f"task {self.task.name!r} needs --data-dir (the GLUE task folder or GLUE root)",
+                                   option="data_dir")
             return glue.read_glue(self.glue_task, split_name, o.data_dir)
 
         train, dev = read("train", o.train_file), read(split, o.eval_file)
@@ -394,7 +398,7 @@ class Classification(ClassificationPrediction, TaskType):
             return DataSource(kind, glue_task.file(split), functools.partial(_read_glue, glue_task, split),
                               glue_task.metrics)
         if not options.text_columns:
-            raise ValueError(f"task {task.name!r} needs text_columns")
+            raise OptionsError(f"task {task.name!r} needs text_columns", option="text_columns")
         read = functools.partial(_read_table, tuple(options.text_columns), options.label_column,
                                  tuple(options.label_names) if options.label_names else None, options.regression)
         kind = "regression" if options.regression else "classification"

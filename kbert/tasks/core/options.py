@@ -27,8 +27,8 @@ from kbert.errors import OptionsError
 from kbert.options import ATTENTION_CHOICES, PRECISIONS, comma_list, option
 
 # option and comma_list live in kbert.options (PretrainOptions uses them too); the task types' option
-# classes import them from here as well. One OptionsError for every option: kbert.errors'.
-__all__ = ["FinetuneOptions", "NoOptions", "OptionsError", "RowsOptions", "check_slices", "comma_list", "option"]
+# classes import them from here as well. The one OptionsError is kbert.errors'.
+__all__ = ["FinetuneOptions", "NoOptions", "RowsOptions", "check_slices", "comma_list", "option"]
 
 
 @dataclasses.dataclass

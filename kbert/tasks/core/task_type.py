@@ -127,7 +127,8 @@ class TaskType:
     def split_file(task, files: dict, split: str) -> str:
         """The file name of ``split`` in ``files``; an unknown split is an error listing them."""
         if split not in files:
-            raise ValueError(f"task {task.name!r} has no split {split!r}; expected one of {sorted(files)}")
+            raise OptionsError(f"task {task.name!r} has no split {split!r}; expected one of {sorted(files)}",
+                               option="eval_split", value=split)
         return files[split]
 
     def signatures(self, module) -> tuple:
@@ -165,8 +166,8 @@ class TaskType:
             return jsonl_text(predictions)
         if fmt == "tsv":
             return tsv_text(predictions)
-        raise ValueError(f"format {fmt!r} is not available for {task_meta.get('type')!r} models; "
-                         f"expected one of {', '.join(self.output_formats(task_meta))}")
+        raise OptionsError(f"format {fmt!r} is not available for {task_meta.get('type')!r} models; "
+                           f"expected one of {', '.join(self.output_formats(task_meta))}", option="format", value=fmt)
 
 
 # How many ids of left-out rows a run's log line and summary name (Recipe.leave_out).
@@ -243,7 +244,8 @@ class Recipe:
         if override:
             return os.fspath(override)
         if not self.options.data_dir:
-            raise ValueError(f"task {self.task.name!r} needs --data-dir or --train-file/--eval-file")
+            raise OptionsError(f"task {self.task.name!r} needs --data-dir or --train-file/--eval-file",
+                               option="data_dir")
         return os.path.join(os.fspath(self.options.data_dir), TaskType.split_file(self.task, files, split))
 
     def subsets(self, train_examples, eval_examples):

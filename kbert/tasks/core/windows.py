@@ -19,6 +19,8 @@ hold it to a plain Python plan (tests/fixtures/windows_reference.py).
 
 from __future__ import annotations
 
+from kbert.errors import OptionsError
+
 LONG_DOCUMENTS = ("truncate", "windows")
 # The keys that a batch of documents' windows adds to the packed ids (document-level training of
 # windows, kbert.tasks.classification.window_inputs.document_batches): each window's document in
@@ -43,14 +45,16 @@ def check_long_documents(long_documents, doc_stride, seq_length) -> None:
     """Raises ValueError (naming the flags) for a mode other than truncate/windows or a stride that
     is not a positive number below ``seq_length``."""
     if long_documents not in LONG_DOCUMENTS:
-        raise ValueError(f"--long-documents must be one of {', '.join(LONG_DOCUMENTS)}, got {long_documents!r}")
+        raise OptionsError(f"--long-documents must be one of {', '.join(LONG_DOCUMENTS)}, got {long_documents!r}",
+                           option="long_documents", value=long_documents)
     if doc_stride is None:
         return
     if isinstance(doc_stride, bool) or not isinstance(doc_stride, int) or doc_stride < 1:
-        raise ValueError(f"--doc-stride must be a positive whole number of word pieces, got {doc_stride!r}")
+        raise OptionsError(f"--doc-stride must be a positive whole number of word pieces, got {doc_stride!r}",
+                           option="doc_stride", value=doc_stride)
     if seq_length is not None and doc_stride >= int(seq_length):
-        raise ValueError(f"--doc-stride {doc_stride} must be below --seq-length {seq_length}: windows that "
-                         "far apart would not overlap")
+        raise OptionsError(f"--doc-stride {doc_stride} must be below --seq-length {seq_length}: windows that "
+                           "far apart would not overlap", option="doc_stride", value=doc_stride)
 
 
 # -- in the graph ------------------------------------------------------------------------------------
@@ -131,9 +135,9 @@ def model_settings(task_type, task_meta: dict, long_documents=None, doc_stride=N
     seq_length = task_meta.get("seq_length")
     check_long_documents(long_documents or "truncate", doc_stride, seq_length)
     if long_documents is not None and long_documents not in task_type.long_documents:
-        raise ValueError(f"--long-documents {long_documents}: a {task_meta.get('type')} model (task type "
-                         f"{task_type.name!r}) cannot combine windows into one answer; it takes "
-                         f"{', '.join(task_type.long_documents)}")
+        raise OptionsError(f"--long-documents {long_documents}: a {task_meta.get('type')} model (task type "
+                           f"{task_type.name!r}) cannot combine windows into one answer; it takes "
+                           f"{', '.join(task_type.long_documents)}", option="long_documents", value=long_documents)
     mode = long_documents or task_meta.get("long_documents") or "truncate"
     if doc_stride is not None and not task_type.reads_windows(mode):
         raise OptionsError(f"--doc-stride {doc_stride}: this {task_meta.get('type')} model reads no windows under "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from kbert.data import swag
+from kbert.errors import OptionsError
 from kbert.tasks.multiple_choice import submission
 from kbert.tasks.core.metrics import compute_metrics
 from kbert.tasks.core.registry import register_task, register_task_type
@@ -119,8 +120,8 @@ class MultipleChoice(TaskType):
         if named is not None and named.read_unlabelled is not None and options.task_format is None:
             return named.read_unlabelled(path)  # the named task's own file format
         if options.task_format not in (None, "swag"):
-            raise ValueError(f"--task-format {options.task_format!r}: a multiple-choice model reads a SWAG CSV "
-                             "('swag')")
+            raise OptionsError(f"--task-format {options.task_format!r}: a multiple-choice model reads a SWAG CSV "
+                               "('swag')", option="task_format")
         return swag.read_swag(path, labelled=False)
 
     def predict(self, model, data, options, progress=None):

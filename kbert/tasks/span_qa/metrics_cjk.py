@@ -21,6 +21,8 @@ import logging
 import re
 import string
 
+from kbert.errors import MissingExtra
+
 
 # ---------------------------------------------------------------- shared by the QA scripts
 
@@ -99,8 +101,8 @@ def _nltk():
     try:
         import nltk
     except ImportError:
-        raise ImportError("the cmrc2018 metric splits non-Chinese text with NLTK's word_tokenize, as the official "
-                          "script does: pip install 'kbert[zh]'") from None
+        raise MissingExtra("the cmrc2018 metric splits non-Chinese text with NLTK's word_tokenize, as the official "
+                           "script does: pip install 'kbert[zh]'", extra="zh", name="nltk") from None
     return nltk
 
 

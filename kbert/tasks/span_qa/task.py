@@ -18,10 +18,11 @@ from __future__ import annotations
 import dataclasses
 
 from kbert.data import squad
+from kbert.errors import DataError, OptionsError
 from kbert.tasks.span_qa import submission
 from kbert.tasks.span_qa.metrics import squad_metrics, squad_v2_best_threshold
 from kbert.api_export import kbert_export
-from kbert.tasks.core.options import OptionsError, check_slices, option
+from kbert.tasks.core.options import check_slices, option
 from kbert.tasks.core.registry import register_task, register_task_type
 from kbert.tasks.core.task_type import WARMUP_TEXTS, DataSource, Recipe, TaskType
 
@@ -79,7 +80,7 @@ class SquadSettings:
 
     def __post_init__(self):
         if self.version not in SQUAD_FILES:
-            raise ValueError(f"SQuAD version must be one of {', '.join(SQUAD_FILES)}, got {self.version!r}")
+            raise OptionsError(f"SQuAD version must be one of {', '.join(SQUAD_FILES)}, got {self.version!r}")
 
 
 def select_articles(examples, spec, path, option: str = "train_articles"):
@@ -139,9 +140,9 @@ class SquadRecipe(Recipe):
         # training needs a span: a question none of whose answers is one is left out, and named.
         train_examples, left_out = squad.left_out_of_training(train_examples)
         if not train_examples:
-            raise ValueError(f"{train_path}: none of its {len(left_out)} training questions has an answer that is "
-                             f"a span of its context (answer_start -1 or off its text), e.g. question id "
-                             f"{left_out[0]!r}")
+            raise DataError(train_path, "training questions with an answer that is a span of its context",
+                            record=f"none of its {len(left_out)} training questions has one (answer_start -1 or off "
+                                   f"its text), e.g. question id {left_out[0]!r}")
         self.leave_out("train", left_out, "questions",
                        "none of their answers is a span of the context: answer_start -1 or off its text")
         self.subsets(train_examples, dev_examples)
@@ -259,7 +260,8 @@ class SpanQA(TaskType):
 
     def read_prediction_input(self, task_meta, path, options):
         if options.task_format not in (None, "squad"):
-            raise ValueError(f"--task-format {options.task_format!r}: a span QA model reads SQuAD JSON ('squad')")
+            raise OptionsError(f"--task-format {options.task_format!r}: a span QA model reads SQuAD JSON ('squad')",
+                               option="task_format")
         return squad.read_squad(path, labelled=False)
 
     def predict(self, model, data, options, progress=None):

@@ -12,6 +12,7 @@ The metrics are those of KLUE's baseline code (KLUE-benchmark/KLUE-baseline,
 from __future__ import annotations
 
 from kbert.data import klue
+from kbert.errors import OptionsError
 from kbert.tasks.core.options import RowsOptions
 from kbert.tasks.core.prediction import FilePredictor, write_jsonl
 from kbert.tasks.core.registry import register_task
@@ -45,7 +46,7 @@ def klue_ner_char_macro_f1(predictions, labels, label_names) -> float:
         raise ValueError(f"{len(predicted)} predicted tags for {len(gold)} gold tags")
     unknown = sorted(set(predicted + gold) - set(index))
     if unknown:
-        raise ValueError(f"tags {unknown} are not among the labels {list(label_names)}")
+        raise OptionsError(f"tags {unknown} are not among the labels {list(label_names)}")
     return 100.0 * float(sklearn.metrics.f1_score([index[t] for t in gold], [index[t] for t in predicted],
                                                   labels=list(range(len(label_names))), average="macro",
                                                   zero_division=1.0))

@@ -9,6 +9,7 @@ seqeval's entity precision/recall/F1; predictions in conlleval's input format.
 from __future__ import annotations
 
 from kbert.data import conll
+from kbert.errors import OptionsError
 from kbert.tasks.tagging import submission
 from kbert.tasks.tagging.metrics import ner_metrics
 from kbert.tasks.core.registry import register_task, register_task_type
@@ -153,10 +154,12 @@ class Tagging(TaskType):
 
     def read_prediction_input(self, task_meta, path, options):
         if options.probabilities:
-            raise ValueError("--probabilities: a token tagger answers with tags, not probabilities")
+            raise OptionsError("--probabilities: a token tagger answers with tags, not probabilities",
+                               option="probabilities")
         fmt = options.task_format or "conll"
         if fmt not in self.input_formats:
-            raise ValueError(f"--task-format {fmt!r}: a token tagger reads one of {', '.join(self.input_formats)}")
+            raise OptionsError(f"--task-format {fmt!r}: a token tagger reads one of {', '.join(self.input_formats)}",
+                               option="task_format")
         return conll.read_conll(path, labelled=False) if fmt == "conll" else conll.read_word_lines(path)
 
     def predict(self, model, data, options, progress=None):

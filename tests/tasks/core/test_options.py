@@ -8,7 +8,8 @@ import pytest
 from kbert.bench.finetune_bench import parse_args as bench_parse_args
 from kbert.commands.finetune import finetune_options, parse_args
 from kbert.training.finetune import resolve_options
-from kbert.tasks.core.options import FinetuneOptions, OptionsError, RowsOptions
+from kbert.errors import OptionsError
+from kbert.tasks.core.options import FinetuneOptions, RowsOptions
 from kbert.tasks.classification.task import TableOptions
 from kbert.tasks.span_qa.task import ArticlesOptions, SquadOptions, SquadSettings
 from kbert.tasks.core.registry import UnknownTaskError, get_task, task_names
@@ -71,7 +72,7 @@ def test_task_lookup():
 
 
 def test_finetune_options_check_their_counts_for_every_caller():
-    from kbert.tasks.core.options import FinetuneOptions, OptionsError
+    from kbert.tasks.core.options import FinetuneOptions
 
     for name in ("max_train_examples", "max_eval_examples", "batch_size", "eval_batch_size"):
         with pytest.raises(OptionsError, match=f"{name} .* got 0"):

@@ -7,7 +7,8 @@ import os
 import numpy as np
 import pytest
 
-from kbert.tasks.core.options import FinetuneOptions, OptionsError, RowsOptions
+from kbert.errors import OptionsError
+from kbert.tasks.core.options import FinetuneOptions, RowsOptions
 from kbert.tasks.core.registry import get_task
 from kbert.tasks.core.task_type import LEFT_OUT_SHOWN, Recipe, subsample
 
