@@ -23,12 +23,12 @@ import pathlib
 import numpy as np
 
 from kbert.export.onnx import runtime
+from kbert.export.onnx.encoder import FORMS
 from kbert.export.onnx.graph import MS_OPSET, OPSET, onnx_module
 from kbert.export.onnx.task_graph import build_graph, input_dims, keras_outputs
 from kbert.export.onnx.tokenizer_json import TokenizerFile, request_kind, tokenizer_file
 from kbert.api_export import kbert_export
 
-FORMS = ("ort", "standard")
 QUANTIZE = ("int8",)
 CHECK_LIMIT = 1e-4  # the export fails where the check differs more (a wrong graph, not rounding)
 ENCODER_CHECK_LENGTH = 128

@@ -24,8 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from kbert.export.onnx.graph import Graph
-
-PADDING_LOGIT = -10000.0  # kbert.tasks.span_qa.model.PADDING_LOGIT
+from kbert.tasks.span_qa.model import PADDING_LOGIT
 
 
 def _types(g):

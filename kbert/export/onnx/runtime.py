@@ -12,11 +12,12 @@ import pathlib
 
 import numpy as np
 
+from kbert.models.encoder import INPUT_NAMES
+
 METADATA_FILE = "kbert_onnx.json"
 MODEL_FILE = "model.onnx"
 INT8_FILE = "model.int8.onnx"
 TOKENIZER_FILE = "tokenizer.json"
-INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 # What a task model's ``call`` returns, by model type: the ONNX outputs that hold it.
 CALL_OUTPUTS = {"text_classifier": "logits", "text_regressor": "scores", "multi_label_classifier": "logits",
                 "token_tagger": "logits", "span_qa": ("start_logits", "end_logits"), "multiple_choice": "logits"}

@@ -12,8 +12,7 @@ import numpy as np
 from kbert.export.onnx import heads
 from kbert.export.onnx.encoder import encoder_nodes, encoder_weights
 from kbert.export.onnx.graph import Graph
-
-INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+from kbert.models.encoder import INPUT_NAMES
 
 
 def input_dims(task_type: str | None) -> list:
