@@ -1,5 +1,6 @@
 """kbert export onnx (kbert.export.onnx.export): the folder, its record, the export-time check against
-Keras, int8, the standard form, replacing an earlier export, and the error a missing extra gives."""
+Keras (and the one-line error of a graph that fails it), long-document models, int8, the standard
+form, replacing an earlier export, and the error a missing extra gives."""
 
 import json
 import sys
@@ -14,7 +15,7 @@ ort = require("onnxruntime")
 
 import kbert  # noqa: E402
 from kbert.export.onnx import runtime  # noqa: E402
-from kbert.export.onnx.export import export_onnx  # noqa: E402
+from kbert.export.onnx.export import CHECK_LIMIT, export_onnx  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -100,8 +101,9 @@ def test_a_missing_extra_is_an_error_naming_it(cli, classifier, tmp_path, monkey
     assert not (tmp_path / "onnx").exists()
 
 
-def test_a_graph_that_differs_from_keras_is_not_written(classifier, tmp_path, monkeypatch):
-    """The export-time check: a wrong weight (the pooler's bias) fails it, and nothing is left."""
+def test_a_graph_that_differs_from_keras_is_not_written(cli, classifier, tmp_path, monkeypatch):
+    """The export-time check: a wrong weight (the pooler's bias) fails it, with a kbert error that names
+    the output that differs (one line from the command), and nothing is left."""
     from kbert.export.onnx import task_graph
 
     def wrong(encoder):
@@ -111,9 +113,31 @@ def test_a_graph_that_differs_from_keras_is_not_written(classifier, tmp_path, mo
 
     task_graph_weights = task_graph.encoder_weights
     monkeypatch.setattr(task_graph, "encoder_weights", wrong)
-    with pytest.raises(RuntimeError, match="differs from the Keras model"):
+    with pytest.raises(kbert.Error, match=r"the ONNX graph of this text_classifier model differs from the Keras "
+                                          r"model on the check's rows \(logits by [0-9.e-]+; at most 0.0001"):
         export_onnx(classifier, tmp_path / "onnx")
+    status, _, err = cli("onnx", classifier, tmp_path / "onnx")
+    assert status == 1 and len(err.strip().splitlines()) == 1 and "logits by" in err
     assert not (tmp_path / "onnx").exists() and not list(tmp_path.glob(".tmp-*"))
+
+
+@pytest.mark.parametrize("kind", [kbert.TextClassifier, kbert.TextRegressor, kbert.MultiLabelClassifier])
+def test_a_long_document_model_pooled_by_attention_is_exported(cli, base, tmp_path, kind):
+    """Each window's tokens pooled by the head's learned attention, not its [CLS]: the graph's logits
+    and window weights are the Keras model's (kbert predict --onnx pools the windows:
+    export/onnx/test_runtime.py)."""
+    names = {"label_names": ["a", "b", "c"]} if kind is not kbert.TextRegressor else {}
+    model = kind.from_model_dir(base, seq_length=32, long_documents="windows", window_pooling="attention", **names)
+    for w in model.head.weights:
+        w.assign(np.random.default_rng(1).normal(0, 0.5, w.shape).astype("float32"))
+    model_dir = model.save_model_dir(tmp_path / "docs")
+    status, out, err = cli("onnx", model_dir, tmp_path / "onnx", "--quantize", "int8")
+    assert status == 0, err
+    record = runtime.read_metadata(tmp_path / "onnx")
+    assert record["outputs"]["window_weights"] == ["batch"] and record["task"]["window_pooling"] == "attention"
+    differences = record["check"]["max_abs_difference"]
+    assert set(differences) == {"scores" if kind is kbert.TextRegressor else "logits", "window_weights"}
+    assert max(differences.values()) <= CHECK_LIMIT
 
 
 def test_the_bare_encoder(base, tmp_path):
