@@ -15,6 +15,7 @@ OUT is a folder, written whole (kbert.model_dir.replace_dir):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -238,15 +239,11 @@ def _quantize(folder, session, model, model_type) -> dict:
 
     # Per-channel weight scales: answers closer to the float model's than one scale per tensor
     # (docs/bench/onnx-2026-12-05).
-    # The contrib ops' outputs have no inferred type: the quantizer is told they are float. (Its advice
-    # to pre-process the model first, logged on the root logger, is about static quantization.)
-    logging.disable(logging.WARNING)
-    try:
+    # The contrib ops' outputs have no inferred type: the quantizer is told they are float.
+    with _root_logger_quiet():
         quantize_dynamic(str(folder / runtime.MODEL_FILE), str(folder / runtime.INT8_FILE),
                          weight_type=QuantType.QInt8, per_channel=True,
                          extra_options={"DefaultTensorType": onnx_module().TensorProto.FLOAT})
-    finally:
-        logging.disable(logging.NOTSET)
     int8 = runtime.session(folder / runtime.INT8_FILE)
     feeds = check_feeds(model, rows=32, seed=1)
     full, low = _run(session, feeds), _run(int8, feeds)
@@ -262,6 +259,30 @@ def _quantize(folder, session, model, model_type) -> dict:
         agree = float(np.mean(same))
     return {"file": runtime.INT8_FILE, "rows": int(len(mask)), "agreement": agree, "max_difference": diff,
             "compared": f"{'/'.join(answers) or value} of model.int8.onnx vs model.onnx on 32 rows of random ids"}
+
+
+@contextlib.contextmanager
+def _root_logger_quiet():
+    """The quantizer's advice to pre-process the model first (about static quantization), which it
+    logs with ``logging.warning`` on the root logger, kept out of the process's log, and the process's
+    logging left as it was: only the root logger's own records up to WARNING are dropped, and a root
+    logger without handlers gets a NullHandler meanwhile, so that ``logging.warning`` does not
+    configure it (``logging.basicConfig``)."""
+    root = logging.getLogger()
+
+    def drop(record):
+        return record.levelno > logging.WARNING
+
+    placeholder = logging.NullHandler() if not root.handlers else None
+    if placeholder is not None:
+        root.addHandler(placeholder)
+    root.addFilter(drop)
+    try:
+        yield
+    finally:
+        root.removeFilter(drop)
+        if placeholder is not None:
+            root.removeHandler(placeholder)
 
 
 def _record(proto, model, model_type, form, model_dir, result, onnx_version, ort_version) -> dict:
