@@ -118,9 +118,7 @@ def export_onnx(model_dir, out_dir, form: str = "ort", quantize: str | None = No
         tmp.mkdir()
         onnx.save(proto, str(tmp / runtime.MODEL_FILE))
         session = runtime.session(tmp / runtime.MODEL_FILE)
-        feeds = check_feeds(model)
-        result.differences = differences(keras_outputs(model, feeds), _run(session, feeds), feeds["input_mask"])
-        _check(model_dir, model, result.differences)
+        result.differences = _checked(model_dir, model, session)
         if tokenizer:
             result.tokenizer = _tokenizer_file(model, tok)
             if result.tokenizer.text is not None:
@@ -135,18 +133,32 @@ def export_onnx(model_dir, out_dir, form: str = "ort", quantize: str | None = No
     return result
 
 
-def _check(model_dir, model, found: dict):
-    """An OnnxExportError naming the outputs that differ from the Keras model's beyond CHECK_LIMIT."""
-    over = {name: value for name, value in found.items() if not value <= CHECK_LIMIT}  # NaN too
-    if not over:
-        return
+def _checked(model_dir, model, session) -> dict:
+    """The export's check: the largest difference per output from the Keras model on ``check_feeds``'
+    rows; an OnnxExportError naming the outputs that are missing, of another shape, or further than
+    CHECK_LIMIT from the Keras model's."""
+    feeds = check_feeds(model)
+    expected, got = keras_outputs(model, feeds), _run(session, feeds)
     kind = getattr(model, "task_type", None) or "encoder"
     if getattr(model, "windows", False):
         kind += f" (long_documents windows, window_pooling {model.window_pooling})"
-    raise runtime.OnnxExportError(
-        f"{model_dir}: the ONNX graph of this {kind} model differs from the Keras model on the check's rows ("
-        + ", ".join(f"{name} by {value:.3g}" for name, value in over.items())
-        + f"; at most {CHECK_LIMIT:g} is allowed): not written")
+    graph = f"{model_dir}: the ONNX graph of this {kind} model"
+    for name, want in expected.items():
+        shape = list(np.shape(want))
+        if name not in got:
+            raise runtime.OnnxExportError(f"{graph} has no output {name!r}, which the Keras model gives "
+                                          f"(shape {shape}): not written")
+        if list(np.shape(got[name])) != shape:
+            raise runtime.OnnxExportError(f"{graph} gives {name!r} of shape {list(np.shape(got[name]))}, the Keras "
+                                          f"model of shape {shape}: not written")
+    found = differences(expected, got, feeds["input_mask"])
+    over = {name: value for name, value in found.items() if not value <= CHECK_LIMIT}  # NaN too
+    if over:
+        raise runtime.OnnxExportError(
+            f"{graph} differs from the Keras model on the check's rows ("
+            + ", ".join(f"{name} by {value:.3g}" for name, value in over.items())
+            + f"; at most {CHECK_LIMIT:g} is allowed): not written")
+    return found
 
 
 def _kbert_version() -> str:

@@ -125,6 +125,20 @@ def test_a_graph_that_differs_from_keras_is_not_written(cli, classifier, tmp_pat
     assert not (tmp_path / "onnx").exists() and not list(tmp_path.glob(".tmp-*"))
 
 
+def test_a_graph_without_an_output_the_keras_model_has_is_not_written(classifier, tmp_path, monkeypatch):
+    from kbert.export.onnx import export as export_module
+
+    def more(model, feeds):  # what a model with attention pooling answers besides its logits
+        return {**keras_outputs(model, feeds), "window_weights": np.zeros(len(feeds["input_mask"]), np.float32)}
+
+    keras_outputs = export_module.keras_outputs
+    monkeypatch.setattr(export_module, "keras_outputs", more)
+    with pytest.raises(runtime.OnnxExportError, match=r"the ONNX graph of this text_classifier model has no output "
+                                                      r"'window_weights', which the Keras model gives \(shape \[4\]\)"):
+        export_onnx(classifier, tmp_path / "onnx")
+    assert not (tmp_path / "onnx").exists()
+
+
 @pytest.mark.parametrize("kind", [kbert.TextClassifier, kbert.TextRegressor, kbert.MultiLabelClassifier])
 def test_a_long_document_model_pooled_by_attention_is_exported(cli, base, tmp_path, kind):
     """Each window's tokens pooled by the head's learned attention, not its [CLS]: the graph's logits
