@@ -140,7 +140,7 @@ def _checked(model_dir, model, session) -> dict:
     feeds = check_feeds(model)
     expected, got = keras_outputs(model, feeds), _run(session, feeds)
     kind = getattr(model, "task_type", None) or "encoder"
-    if getattr(model, "windows", False):
+    if getattr(model, "long_documents", None) == "windows" and getattr(model, "window_pooling", None):
         kind += f" (long_documents windows, window_pooling {model.window_pooling})"
     graph = f"{model_dir}: the ONNX graph of this {kind} model"
     for name, want in expected.items():
