@@ -25,6 +25,13 @@ from kbert.layers.dropout import Dropout
 from kbert.layers.initializers import truncated_normal
 from kbert.layers.projections import dense, dense_dropout_add, matmul
 
+# What a padded position's score gets (added, or in its place) before a softmax, so that its weight
+# is exactly zero in float32: here, in the attention pooling of long documents
+# (kbert.tasks.core.heads.TokenAttentionHead) and in the ONNX export of both. float16 cannot hold
+# it: FLOAT16_MASK_FILTER there.
+MASK_FILTER = -1e9
+FLOAT16_MASK_FILTER = -1e4
+
 
 class MultiHeadSelfAttention(keras.layers.Layer):
     """Query/key/value projections [H, H], scaled dot-product attention, output projection [H, H].
@@ -179,4 +186,4 @@ def _kernel_seed(dropout) -> int:
 
 
 def _large_negative(dtype):
-    return -1e4 if keras.backend.standardize_dtype(dtype) in ("float16",) else -1e9
+    return FLOAT16_MASK_FILTER if keras.backend.standardize_dtype(dtype) in ("float16",) else MASK_FILTER

@@ -24,9 +24,9 @@ import math
 import numpy as np
 
 from kbert.export.onnx.graph import Graph
+from kbert.layers.attention import MASK_FILTER
 
-FORMS = ("ort", "standard")
-MASK_FILTER = -1e9  # kbert.layers.attention adds this to the scores of padded keys (float32)
+FORMS = ("ort", "standard")  # the encoder's two forms (the module's docstring)
 
 
 def encoder_weights(encoder) -> dict:

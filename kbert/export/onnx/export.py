@@ -15,6 +15,7 @@ OUT is a folder, written whole (kbert.model_dir.replace_dir):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -23,12 +24,13 @@ import pathlib
 import numpy as np
 
 from kbert.export.onnx import runtime
+from kbert.export.onnx.encoder import FORMS
 from kbert.export.onnx.graph import MS_OPSET, OPSET, onnx_module
 from kbert.export.onnx.task_graph import build_graph, input_dims, keras_outputs
 from kbert.export.onnx.tokenizer_json import TokenizerFile, request_kind, tokenizer_file
 from kbert.api_export import kbert_export
+from kbert.errors import OptionsError
 
-FORMS = ("ort", "standard")
 QUANTIZE = ("int8",)
 CHECK_LIMIT = 1e-4  # the export fails where the check differs more (a wrong graph, not rounding)
 ENCODER_CHECK_LENGTH = 128
@@ -82,6 +84,9 @@ def export_onnx(model_dir, out_dir, form: str = "ort", quantize: str | None = No
 
     Raises:
         ImportError: the ``onnx`` extra (onnx, onnxruntime) is not installed.
+        kbert.OptionsError: ``form`` or ``quantize`` is not one of the above.
+        kbert.export.onnx.runtime.OnnxExportError: the graph's outputs differ from the Keras model's
+            on the check's rows by more than ``CHECK_LIMIT`` (named in the message); nothing is written.
 
     Examples:
         >>> import kbert
@@ -98,9 +103,10 @@ def export_onnx(model_dir, out_dir, form: str = "ort", quantize: str | None = No
 
     onnx, ort = onnx_module(), runtime.onnxruntime()
     if form not in FORMS:
-        raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+        raise OptionsError(f"form must be one of {', '.join(FORMS)}, got {form!r}", option="form", value=form)
     if quantize not in (None, *QUANTIZE):
-        raise ValueError(f"quantize must be one of {QUANTIZE} or None, got {quantize!r}")
+        raise OptionsError(f"quantize must be one of {', '.join(QUANTIZE)} or None, got {quantize!r}",
+                           option="quantize", value=quantize)
     model_dir, out_dir = pathlib.Path(model_dir), pathlib.Path(out_dir)
     check_output(out_dir, [model_dir], overwrite=overwrite, replaceable=is_onnx_export)
     model, tok = _load(model_dir)
@@ -112,12 +118,7 @@ def export_onnx(model_dir, out_dir, form: str = "ort", quantize: str | None = No
         tmp.mkdir()
         onnx.save(proto, str(tmp / runtime.MODEL_FILE))
         session = runtime.session(tmp / runtime.MODEL_FILE)
-        feeds = check_feeds(model)
-        result.differences = differences(keras_outputs(model, feeds), _run(session, feeds), feeds["input_mask"])
-        worst = max(result.differences.values())
-        if worst > CHECK_LIMIT:
-            raise RuntimeError(f"the ONNX graph of {model_dir} differs from the Keras model by {worst:.3g} "
-                               f"({result.differences}): not written")
+        result.differences = _checked(model_dir, model, session)
         if tokenizer:
             result.tokenizer = _tokenizer_file(model, tok)
             if result.tokenizer.text is not None:
@@ -130,6 +131,34 @@ def export_onnx(model_dir, out_dir, form: str = "ort", quantize: str | None = No
 
     replace_dir(out_dir, fill)
     return result
+
+
+def _checked(model_dir, model, session) -> dict:
+    """The export's check: the largest difference per output from the Keras model on ``check_feeds``'
+    rows; an OnnxExportError naming the outputs that are missing, of another shape, or further than
+    CHECK_LIMIT from the Keras model's."""
+    feeds = check_feeds(model)
+    expected, got = keras_outputs(model, feeds), _run(session, feeds)
+    kind = getattr(model, "task_type", None) or "encoder"
+    if getattr(model, "long_documents", None) == "windows" and getattr(model, "window_pooling", None):
+        kind += f" (long_documents windows, window_pooling {model.window_pooling})"
+    graph = f"{model_dir}: the ONNX graph of this {kind} model"
+    for name, want in expected.items():
+        shape = list(np.shape(want))
+        if name not in got:
+            raise runtime.OnnxExportError(f"{graph} has no output {name!r}, which the Keras model gives "
+                                          f"(shape {shape}): not written")
+        if list(np.shape(got[name])) != shape:
+            raise runtime.OnnxExportError(f"{graph} gives {name!r} of shape {list(np.shape(got[name]))}, the Keras "
+                                          f"model of shape {shape}: not written")
+    found = differences(expected, got, feeds["input_mask"])
+    over = {name: value for name, value in found.items() if not value <= CHECK_LIMIT}  # NaN too
+    if over:
+        raise runtime.OnnxExportError(
+            f"{graph} differs from the Keras model on the check's rows ("
+            + ", ".join(f"{name} by {value:.3g}" for name, value in over.items())
+            + f"; at most {CHECK_LIMIT:g} is allowed): not written")
+    return found
 
 
 def _kbert_version() -> str:
@@ -222,15 +251,11 @@ def _quantize(folder, session, model, model_type) -> dict:
 
     # Per-channel weight scales: answers closer to the float model's than one scale per tensor
     # (docs/bench/onnx-2026-12-05).
-    # The contrib ops' outputs have no inferred type: the quantizer is told they are float. (Its advice
-    # to pre-process the model first, logged on the root logger, is about static quantization.)
-    logging.disable(logging.WARNING)
-    try:
+    # The contrib ops' outputs have no inferred type: the quantizer is told they are float.
+    with _root_logger_quiet():
         quantize_dynamic(str(folder / runtime.MODEL_FILE), str(folder / runtime.INT8_FILE),
                          weight_type=QuantType.QInt8, per_channel=True,
                          extra_options={"DefaultTensorType": onnx_module().TensorProto.FLOAT})
-    finally:
-        logging.disable(logging.NOTSET)
     int8 = runtime.session(folder / runtime.INT8_FILE)
     feeds = check_feeds(model, rows=32, seed=1)
     full, low = _run(session, feeds), _run(int8, feeds)
@@ -246,6 +271,30 @@ def _quantize(folder, session, model, model_type) -> dict:
         agree = float(np.mean(same))
     return {"file": runtime.INT8_FILE, "rows": int(len(mask)), "agreement": agree, "max_difference": diff,
             "compared": f"{'/'.join(answers) or value} of model.int8.onnx vs model.onnx on 32 rows of random ids"}
+
+
+@contextlib.contextmanager
+def _root_logger_quiet():
+    """The quantizer's advice to pre-process the model first (about static quantization), which it
+    logs with ``logging.warning`` on the root logger, kept out of the process's log, and the process's
+    logging left as it was: only the root logger's own records up to WARNING are dropped, and a root
+    logger without handlers gets a NullHandler meanwhile, so that ``logging.warning`` does not
+    configure it (``logging.basicConfig``)."""
+    root = logging.getLogger()
+
+    def drop(record):
+        return record.levelno > logging.WARNING
+
+    placeholder = logging.NullHandler() if not root.handlers else None
+    if placeholder is not None:
+        root.addHandler(placeholder)
+    root.addFilter(drop)
+    try:
+        yield
+    finally:
+        root.removeFilter(drop)
+        if placeholder is not None:
+            root.removeHandler(placeholder)
 
 
 def _record(proto, model, model_type, form, model_dir, result, onnx_version, ort_version) -> dict:

@@ -5,6 +5,8 @@
   text_regressor          scores [b]
   multi_label_classifier  logits, probabilities [b, L]; predictions [b, L] (int32 0/1: probability
                           above the threshold; with at_least_one the most probable where none is)
+                          These three, under ``window_pooling="attention"``, also window_weights [b]
+                          (each row's log total attention weight, see ``pooled_features``)
   token_tagger            logits, token_probabilities [b, s, T]; token_tag_ids [b, s] (int32);
                           token_tags [b, s] (strings)
   span_qa                 start_logits, end_logits [b, s] (-10000 at padding, as the model);
@@ -17,6 +19,10 @@
 the names of ``sequence`` / ``pooled`` (the encoder's outputs) and of the ``mask`` and ``types``
 inputs (int32 [b, s]; for multiple choice the flattened [b * N, s] rows and ``rows`` = the input
 shape [b, N] to fold the scores back into).
+
+Each row is one window, as the model's ``call`` on packed ids answers: a long document read in
+windows (``long_documents="windows"``) is combined from its windows' rows by the client
+(``kbert.tasks.classification.window_inputs.combine_numpy``, which ``kbert predict --onnx`` runs).
 """
 
 from __future__ import annotations
@@ -24,8 +30,9 @@ from __future__ import annotations
 import numpy as np
 
 from kbert.export.onnx.graph import Graph
-
-PADDING_LOGIT = -10000.0  # kbert.tasks.span_qa.model.PADDING_LOGIT
+from kbert.export.onnx.runtime import WINDOW_WEIGHTS
+from kbert.layers.attention import MASK_FILTER
+from kbert.tasks.span_qa.model import PADDING_LOGIT
 
 
 def _types(g):
@@ -37,29 +44,62 @@ def _head_dense(g: Graph, model, x: str) -> str:
     return g.dense(x, np.asarray(dense.kernel.numpy()), np.asarray(dense.bias.numpy()), "head")
 
 
+def pooled_features(g: Graph, model, f) -> tuple:
+    """(what the model's dense head reads [b, H], each row's log total attention weight [b] or None).
+
+    The pooled [CLS] output, or under ``window_pooling="attention"`` the row's tokens pooled as
+    ``kbert.tasks.core.heads.TokenAttentionHead.window_outputs`` pools them: a learned score per
+    token, padding at ``MASK_FILTER``, softmax over the row; the weight is the log-sum-exp of the
+    scores, which ``combine_numpy(..., "attention", weights)`` takes to pool a document's windows."""
+    if getattr(model, "window_pooling", None) != "attention":
+        return f["pooled"], None
+    t = _types(g)
+    score = model.head.score
+    scores = g.op("Squeeze", g.dense(f["sequence"], np.asarray(score.kernel.numpy()), np.asarray(score.bias.numpy()),
+                                     "head/score"), g.ints([-1]))                       # [b, s]
+    scores = g.op("Where", g.op("Cast", f["mask"], to=t.BOOL), scores, g.scalar(MASK_FILTER, np.float32))
+    top = g.op("ReduceMax", scores, axes=[1], keepdims=1)                               # [b, 1]
+    shifted = g.op("Exp", g.op("Sub", scores, top))
+    total = g.op("ReduceSum", shifted, g.ints([1]), keepdims=1)                         # [b, 1]
+    attention = g.op("Unsqueeze", g.op("Div", shifted, total), g.ints([1]))            # [b, 1, s]
+    pooled = g.op("Squeeze", g.op("MatMul", attention, f["sequence"]), g.ints([1]))    # [b, H]
+    weights = g.op("Squeeze", g.op("Add", top, g.op("Log", total)), g.ints([1]))       # [b]
+    return pooled, weights
+
+
+def _window_weights(g, weights):
+    if weights is not None:
+        g.output(weights, WINDOW_WEIGHTS, _types(g).FLOAT, ["batch"])
+
+
 def _labels(g, ids, names):
     return g.op("Gather", g.const("label_names", np.asarray(list(names), dtype=object)), ids)
 
 
 def classifier(g, model, f):
     t = _types(g)
-    logits = _head_dense(g, model, f["pooled"])
+    pooled, weights = pooled_features(g, model, f)
+    logits = _head_dense(g, model, pooled)
     class_ids = g.argmax(logits)
     names = model.label_names or [str(i) for i in range(model.num_classes)]
     g.output(logits, "logits", t.FLOAT, ["batch", len(names)])
     g.output(g.op("Softmax", logits, axis=-1), "probabilities", t.FLOAT, ["batch", len(names)])
     g.output(class_ids, "class_ids", t.INT32, ["batch"])
     g.output(_labels(g, class_ids, names), "labels", t.STRING, ["batch"])
+    _window_weights(g, weights)
 
 
 def regressor(g, model, f):
-    scores = g.op("Squeeze", _head_dense(g, model, f["pooled"]), g.ints([-1]))
+    pooled, weights = pooled_features(g, model, f)
+    scores = g.op("Squeeze", _head_dense(g, model, pooled), g.ints([-1]))
     g.output(scores, "scores", _types(g).FLOAT, ["batch"])
+    _window_weights(g, weights)
 
 
 def multi_label(g, model, f):
     t = _types(g)
-    logits = _head_dense(g, model, f["pooled"])
+    pooled, weights = pooled_features(g, model, f)
+    logits = _head_dense(g, model, pooled)
     probabilities = g.op("Sigmoid", logits)
     chosen = g.op("Greater", probabilities, g.scalar(model.threshold, np.float32))
     if model.at_least_one:  # a row where nothing passes gets its most probable label
@@ -71,6 +111,7 @@ def multi_label(g, model, f):
     g.output(logits, "logits", t.FLOAT, width)
     g.output(probabilities, "probabilities", t.FLOAT, width)
     g.output(g.op("Cast", chosen, to=t.INT32), "predictions", t.INT32, width)
+    _window_weights(g, weights)
 
 
 def tagger(g, model, f):

@@ -13,20 +13,24 @@ import pathlib
 import numpy as np
 
 from kbert.errors import Error
+from kbert.models.encoder import INPUT_NAMES
 
 METADATA_FILE = "kbert_onnx.json"
 MODEL_FILE = "model.onnx"
 INT8_FILE = "model.int8.onnx"
 TOKENIZER_FILE = "tokenizer.json"
-INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 # What a task model's ``call`` returns, by model type: the ONNX outputs that hold it.
 CALL_OUTPUTS = {"text_classifier": "logits", "text_regressor": "scores", "multi_label_classifier": "logits",
                 "token_tagger": "logits", "span_qa": ("start_logits", "end_logits"), "multiple_choice": "logits"}
+# Each window's log total attention weight, beside the logits of a model that pools by attention
+# (kbert.export.onnx.heads.pooled_features).
+WINDOW_WEIGHTS = "window_weights"
 NOT_INSTALLED = "needs the onnx extra (onnx, onnxruntime): pip install 'kbert[onnx]'"
 
 
 class OnnxExportError(Error, ValueError):
-    """An ONNX export that does not fit what is asked of it; the message names the file and field."""
+    """An ONNX export that cannot be made or does not fit what is asked of it (another model's export,
+    a graph that differs from the Keras model); the message names the file and what differs."""
 
 
 def onnxruntime():
@@ -76,16 +80,21 @@ def fingerprints(model_dir) -> dict:
 
 class OnnxRunner:
     """``runner(batch)``: a task model's ``call`` outputs (numpy) for a batch of packed ids, computed
-    by ONNX Runtime; a multiple-choice batch is [rows, choices, width], the others [rows, width]."""
+    by ONNX Runtime; a multiple-choice batch is [rows, choices, width], the others [rows, width].
+    The export of a model that pools windows by attention answers (logits, window weights) per row:
+    what ``window_inputs.combine_numpy(..., "attention", weights)`` takes to pool a document."""
 
     def __init__(self, path, model_type: str, threads: int | None = None):
         self.session = session(path, threads)
         self.outputs = CALL_OUTPUTS[model_type]
+        self.window_weights = WINDOW_WEIGHTS in {o.name for o in self.session.get_outputs()}
 
     def __call__(self, batch: dict):
         feeds = {name: np.asarray(batch[name], dtype=np.int32) for name in INPUT_NAMES}
         if isinstance(self.outputs, tuple):
             return dict(zip(self.outputs, self.session.run(list(self.outputs), feeds)))
+        if self.window_weights:
+            return tuple(self.session.run([self.outputs, WINDOW_WEIGHTS], feeds))
         return self.session.run([self.outputs], feeds)[0]
 
 

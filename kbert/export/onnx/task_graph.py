@@ -12,8 +12,8 @@ import numpy as np
 from kbert.export.onnx import heads
 from kbert.export.onnx.encoder import encoder_nodes, encoder_weights
 from kbert.export.onnx.graph import Graph
-
-INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+from kbert.export.onnx.runtime import WINDOW_WEIGHTS
+from kbert.models.encoder import INPUT_NAMES
 
 
 def input_dims(task_type: str | None) -> list:
@@ -44,11 +44,18 @@ def build_graph(model, form: str = "ort", producer_version: str = ""):
 
 def keras_outputs(model, feeds: dict) -> dict:
     """What the ONNX graph's numeric outputs should be, from the Keras model, for numpy ``feeds``:
-    ``logits`` / ``scores`` / ``start_logits`` + ``end_logits`` / the encoder's two outputs."""
+    ``logits`` / ``scores`` / ``start_logits`` + ``end_logits`` / the encoder's two outputs; and
+    ``window_weights`` of a model that pools windows by attention (each row a window)."""
     task_type = getattr(model, "task_type", None)
-    out = model({k: np.asarray(v, np.int32) for k, v in feeds.items()}, training=False)
+    feeds = {k: np.asarray(v, np.int32) for k, v in feeds.items()}
+    out = model(feeds, training=False)
     if task_type is None:
         return {k: np.asarray(out[k]) for k in ("sequence_output", "pooled_output")}
     if task_type == "span_qa":
         return {k: np.asarray(out[k]) for k in ("start_logits", "end_logits")}
-    return {"scores" if task_type == "text_regressor" else "logits": np.asarray(out)}
+    result = {"scores" if task_type == "text_regressor" else "logits": np.asarray(out)}
+    if getattr(model, "window_pooling", None) == "attention":
+        encoded = model.encode(feeds, training=False)
+        _, weights = model.head.window_outputs(encoded["sequence_output"], encoded["input_mask"], training=False)
+        result[WINDOW_WEIGHTS] = np.asarray(weights)
+    return result

@@ -121,8 +121,9 @@ class _PooledTextModel(TaskModel):
         """call(inputs) for many examples, batched in order of length (little padding), returned
         in the input order; ``progress(rows)`` is called after each batch. Under
         ``long_documents="windows"`` the windows of all texts are batched together and combined
-        into one row per text."""
-        if self.windows and self.window_pooling == "attention":
+        into one row per text (under attention pooling with a ``network_runner``, which answers each
+        window's logits and log total attention weight, by those weights)."""
+        if self.windows and self.window_pooling == "attention" and self.network_runner is None:
             return self._predict_documents(inputs, batch_size, progress)
         if self.windows:
             from kbert.tasks.classification.window_inputs import combine_numpy
@@ -131,10 +132,14 @@ class _PooledTextModel(TaskModel):
             order = length_order(packed["input_mask"].sum(axis=1))
             callbacks = progress_callbacks(_document_progress(progress, document, order, batch_size),
                                            len(order), batch_size)
-            outputs = in_input_order(self.predict({k: v[order] for k, v in packed.items()}, batch_size=batch_size,
-                                                  verbose=0, callbacks=callbacks), order)
-            return combine_numpy(outputs, document, len(text_lengths(inputs, self.num_segments)),
-                                 self.window_pooling)
+            outputs = self.predict({k: v[order] for k, v in packed.items()}, batch_size=batch_size, verbose=0,
+                                   callbacks=callbacks)
+            weights = None
+            if self.window_pooling == "attention":  # (logits, weights) of each window: kbert.export.onnx.runtime
+                outputs, weights = outputs
+                weights = in_input_order(weights, order)
+            return combine_numpy(in_input_order(outputs, order), document,
+                                 len(text_lengths(inputs, self.num_segments)), self.window_pooling, weights)
         order = length_order(text_lengths(inputs, self.num_segments))
         callbacks = progress_callbacks(progress, len(order), batch_size)
         return in_input_order(self.predict(take_rows(inputs, order), batch_size=batch_size, verbose=0,

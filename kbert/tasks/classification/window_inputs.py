@@ -109,35 +109,44 @@ def combine(outputs, document, num_documents, how: str, weights=None):
 
 
 def combine_numpy(outputs, document, num_documents: int, how: str, weights=None) -> np.ndarray:
-    """``combine`` in numpy (kbert predict and evaluation combine on the host)."""
+    """``combine`` in numpy (kbert predict and evaluation combine on the host), with its rules:
+    windows whose ``document`` is negative (padding) are dropped; a document without windows gets
+    zeros."""
     outputs, document = np.asarray(outputs), np.asarray(document)
     if how not in POOLINGS:
         raise ValueError(f"window pooling must be one of {', '.join(POOLINGS)}, got {how!r}")
-    if how == "attention":
-        if weights is None:
-            raise ValueError("window pooling 'attention' takes each window's weights")
-        weights = np.asarray(weights, np.float64)
+    if how == "attention" and weights is None:
+        raise ValueError("window pooling 'attention' takes each window's weights")
+    kept = document >= 0
+    outputs, document = outputs[kept], document[kept]
+    rows = (-1, *([1] * (outputs.ndim - 1)))  # per document, broadcast over the outputs' other axes
+    counts = np.bincount(document, minlength=num_documents)
+    present = (counts > 0).reshape(rows)
+    if how == "attention":  # a document without windows keeps its zeros: no window adds to it
+        weights = np.asarray(weights, np.float64)[kept]
         top = np.full(num_documents, -np.inf)
         np.maximum.at(top, document, weights)
         shifted = np.exp(weights - top[document])
         total = np.zeros(num_documents)
         np.add.at(total, document, shifted)
-        share = (shifted / total[document]).reshape(-1, *([1] * (outputs.ndim - 1)))
+        share = (shifted / total[document]).reshape(rows)
         combined = np.zeros((num_documents, *outputs.shape[1:]))
         np.add.at(combined, document, outputs * share)
         return combined.astype(outputs.dtype)
     if how in ("max", "logmeanexp"):
         top = np.full((num_documents, *outputs.shape[1:]), -np.inf, dtype=outputs.dtype)
         np.maximum.at(top, document, outputs)
+        top = np.where(present, top, 0).astype(outputs.dtype)
         if how == "max":
             return top
-    counts = np.bincount(document, minlength=num_documents).reshape(-1, *([1] * (outputs.ndim - 1)))
+    counts = np.maximum(counts, 1).reshape(rows)
     total = np.zeros((num_documents, *outputs.shape[1:]), dtype=np.float64)
     if how == "mean":
         np.add.at(total, document, outputs)
         return (total / counts).astype(outputs.dtype)
     np.add.at(total, document, np.exp(outputs.astype(np.float64) - top[document]))
-    return (top + np.log(total / counts)).astype(outputs.dtype)
+    total = np.where(present, total, 1.0)  # log(1) = 0: zeros for a document without windows
+    return np.where(present, top + np.log(total / counts), 0).astype(outputs.dtype)
 
 
 def host_windows(model, inputs, batch_rows: int = 256):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import keras
 
 from kbert.errors import OptionsError
+from kbert.layers.attention import MASK_FILTER
 from kbert.layers.initializers import truncated_normal
 
 
@@ -84,7 +85,7 @@ class TokenAttentionHead(PooledHead):
         all its positions evenly; combine drops it."""
         ops = keras.ops
         scores = ops.cast(ops.squeeze(self.score(sequence), axis=-1), "float32")  # float32 under mixed precision
-        scores = ops.where(ops.cast(mask, "bool"), scores, -1e9)
+        scores = ops.where(ops.cast(mask, "bool"), scores, MASK_FILTER)
         weight = ops.logsumexp(scores, axis=1)
         attention = ops.softmax(scores, axis=1)
         pooled = ops.sum(ops.expand_dims(attention, -1) * ops.cast(sequence, "float32"), axis=1)

@@ -27,6 +27,17 @@ MAKERS = {
                                                                  max_answer_length=4),
     "swag": lambda d: kbert.MultipleChoiceModel.from_model_dir(d, seq_length=512),
 }
+# Long documents read in windows: each row is a window. Mean, max and logmeanexp pool the windows'
+# own logits (those of the pooled [CLS], as above); attention pools each window's tokens.
+WINDOWS = {"long_documents": "windows", "seq_length": 512}
+MAKERS.update({
+    "docs-logmeanexp": lambda d: kbert.TextClassifier.from_model_dir(d, label_names=["no", "yes"], **WINDOWS),
+    "docs-attention": lambda d: kbert.TextClassifier.from_model_dir(d, label_names=["no", "yes", "maybe"],
+                                                                    window_pooling="attention", **WINDOWS),
+    "scores-attention": lambda d: kbert.TextRegressor.from_model_dir(d, window_pooling="attention", **WINDOWS),
+    "topics-attention": lambda d: kbert.MultiLabelClassifier.from_model_dir(
+        d, label_names=["a", "b", "c"], threshold=0.6, window_pooling="attention", **WINDOWS),
+})
 
 
 @pytest.fixture(scope="module")
@@ -82,9 +93,22 @@ def best_span(start, end, types, mask, n_best, max_length):
     return best
 
 
+def window_weights(model, x):
+    """Each window's log total attention weight, in numpy: log(sum(exp(score))) over its real tokens."""
+    sequence = model.encoder(x, training=False)["sequence_output"].numpy().astype(np.float64)
+    kernel, bias = (w.astype(np.float64) for w in model.head.score.get_weights())
+    scores = np.where(x["input_mask"] == 1, (sequence @ kernel)[..., 0] + bias[0], -np.inf)
+    top = scores.max(axis=1)
+    return top + np.log(np.exp(scores - top[:, None]).sum(axis=1))
+
+
 def check_answers(model, x, want, got):
     real = x["input_mask"].astype(bool)
     kind = model.task_type
+    if getattr(model, "window_pooling", None) == "attention":
+        assert np.abs(got["window_weights"] - window_weights(model, x)).max() < 1e-4
+    else:
+        assert "window_weights" not in got
     if kind == "text_regressor":
         assert np.abs(got["scores"] - np.asarray(want)).max() < 1e-5
         return

@@ -164,6 +164,36 @@ def test_pairs_scores_and_choices_are_the_keras_models(predict, task_export_path
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("pooling", ["mean", "max", "logmeanexp", "attention"])
+def test_long_documents_are_pooled_as_the_keras_model_pools_them(predict, tiny_model_dir, tmp_path, monkeypatch,
+                                                                 pooling):
+    """SST-2 dev sentences read in windows of 16 positions: ONNX Runtime answers every window, kbert
+    predict --onnx pools them (by the windows' attention weights under attention) into the Keras
+    model's labels and probabilities."""
+    import kbert
+    from kbert.export.onnx import runtime
+
+    rows, run = [], runtime.OnnxRunner.__call__
+    monkeypatch.setattr(runtime.OnnxRunner, "__call__", lambda self, batch: rows.append(len(batch["input_mask"]))
+                        or run(self, batch))
+
+    model = kbert.TextClassifier.from_model_dir(tiny_model_dir, label_names=["negative", "positive"], seq_length=16,
+                                                long_documents="windows", doc_stride=8, window_pooling=pooling)
+    for w in model.head.weights:
+        w.assign(np.random.default_rng(1).normal(0, 0.5, w.shape).astype("float32"))
+    texts = sentences()[:100]
+    document = model.window_ids(np.asarray(texts, dtype=object))[1]
+    assert np.bincount(document).max() >= 3  # documents of several windows
+    model_dir = model.save_model_dir(tmp_path / "docs")
+    export_onnx(model_dir, tmp_path / "onnx")
+    data = tmp_path / "docs.jsonl"
+    data.write_text("".join(json.dumps({"text": text}) + "\n" for text in texts))
+    keras_file, onnx_file = both_ways(predict, model_dir, tmp_path / "onnx", data, tmp_path, "--probabilities")
+    assert_same_predictions(keras_file, onnx_file)
+    assert sum(rows) == len(document)  # each window once, through ONNX Runtime
+
+
+@pytest.mark.slow
 def test_an_export_of_another_model_is_refused(predict, tmp_path):
     import kbert
 

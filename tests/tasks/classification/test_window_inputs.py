@@ -355,3 +355,20 @@ def test_attention_pooling_trains_predicts_and_exports_alike(tiny_model_dir, tmp
     # kbert predict pools on the host, the export in its graph: the same probabilities
     np.testing.assert_allclose([[p["probabilities"][n] for n in ("neg", "pos")] for p in predicted],
                                exported["probabilities"].numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("how", ["mean", "max", "logmeanexp", "attention"])
+def test_combine_numpy_is_combine(how):
+    """The host's combine (kbert predict) against the graph's (keras.ops): a document without windows
+    gets zeros, a padding window (document -1) is dropped, the others pool as in the graph."""
+    from kbert.tasks.classification.window_inputs import combine, combine_numpy
+
+    rng = np.random.default_rng(0)
+    document = np.array([0, 0, 0, 2, -1, 3, 3])  # document 1 has no window
+    outputs = rng.normal(0, 3, (len(document), 3)).astype(np.float32)
+    weights = rng.normal(0, 3, len(document)).astype(np.float32) if how == "attention" else None
+    want = np.asarray(combine(outputs, document, 5, how, weights))
+    got = combine_numpy(outputs, document, 5, how, weights)
+    np.testing.assert_array_equal(want[[1, 4]], 0)
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    np.testing.assert_allclose(combine_numpy(outputs[:, 0], document, 5, how, weights), want[:, 0], atol=1e-5)
