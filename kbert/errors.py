@@ -137,6 +137,11 @@ class MissingExtra(Error, ImportError):
     """An optional part of kbert whose packages are not installed; the message names the extra to
     install (``pip install 'kbert[ja]'``), kept as ``extra``.
 
+    Args:
+      message: the one line a user reads, naming the extra.
+      extra: the extra's name (``ja``, ``onnx``, ``explore``, ``zh``).
+      name: the module that could not be imported.
+
     Examples:
         >>> import kbert
         >>> error = kbert.MissingExtra("the ONNX export needs the onnx extra: pip install 'kbert[onnx]'", extra="onnx")

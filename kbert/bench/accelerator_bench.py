@@ -58,6 +58,7 @@ import sys
 import time
 
 from kbert.config import BertConfig
+from kbert.errors import OptionsError
 
 H100_SXM_BF16_TFLOPS = 989.0
 SYSTEMS = ("kbert", "transformers")
@@ -534,11 +535,12 @@ MEMORY_MEASURE = {
 
 
 def variant_settings(name: str) -> dict:
-    """The settings of a variant name such as "prng-rbg+triton-gemm" (ValueError naming an unknown part)."""
+    """The settings of a variant name such as "prng-rbg+triton-gemm" (an OptionsError naming an unknown part)."""
     settings = {}
     for part in name.split("+"):
         if part not in VARIANTS:
-            raise ValueError(f"unknown variant {part!r}; expected one of {', '.join(VARIANTS)} (joined with +)")
+            raise OptionsError(f"unknown variant {part!r}; expected one of {', '.join(VARIANTS)} (joined with +)",
+                               option="variants", value=part)
         for key, value in VARIANTS[part].items():
             settings[key] = f"{settings[key]} {value}" if key == "xla_flags" and key in settings else value
     return settings

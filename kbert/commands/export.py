@@ -144,15 +144,11 @@ def _export(args):
 
 
 def _export_onnx(args):
-    from kbert.cli_support import UserError
+    from kbert.export.onnx.export import export_onnx
 
-    try:
-        from kbert.export.onnx.export import export_onnx
-
-        result = export_onnx(args.model_dir, args.out_dir, form=args.form, quantize=args.quantize,
-                             tokenizer=args.tokenizer, overwrite=args.overwrite)
-    except ImportError as e:
-        raise UserError(str(e)) from None
+    # Without the onnx extra: kbert.MissingExtra, one line through kbert.cli_support.run.
+    result = export_onnx(args.model_dir, args.out_dir, form=args.form, quantize=args.quantize,
+                         tokenizer=args.tokenizer, overwrite=args.overwrite)
     worst = ", ".join(f"{name} {value:.1e}" for name, value in result.differences.items())
     print(f"ONNX ({args.form}) written to {result.path / 'model.onnx'}: {result.model_type}; largest difference "
           f"from the Keras model on the check's rows: {worst}")

@@ -123,19 +123,19 @@ def main(argv=None) -> int:
 def _onnx_network(model_dir, export):
     """``network(model)`` for predict_file: the export's ONNX Runtime runner, checked before any row is read."""
     from kbert.cli_support import UserError
+    from kbert.errors import Error
+    from kbert.export.onnx import runtime
 
-    try:
-        from kbert.export.onnx import runtime
-
+    try:  # the onnx extra's absence (MissingExtra) or an export that does not fit, named with the flag
         runtime.onnxruntime()
         runtime.locate(export)
-    except (ImportError, ValueError) as e:
+    except Error as e:
         raise UserError(f"--onnx {export}: {e}") from None
 
     def network(model):
         try:
             return runtime.runner_for(model, model_dir, export)
-        except ValueError as e:
+        except Error as e:
             raise UserError(f"--onnx {export}: {e}") from None
 
     return network

@@ -22,7 +22,6 @@ import numpy as np
 import tensorflow as tf
 from google.protobuf import text_format
 
-from kbert.errors import Error
 from kbert.model_dir import ModelDirError, atomic_write, check_output, replace_dir
 
 WARMUP_FILE = "tf_serving_warmup_requests"
@@ -82,7 +81,7 @@ def write_warmup_requests_for(export_dir, model_name: str, requests: list[tuple[
     return path
 
 
-class ModelsConfigError(Error, ModelDirError):
+class ModelsConfigError(ModelDirError):
     """A ``models.config`` that kbert cannot add models to: not a TF Serving ModelServerConfig, or
     one whose model_config_list's end it cannot find. The message names the file."""
 

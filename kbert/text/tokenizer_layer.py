@@ -24,6 +24,7 @@ import keras
 import tensorflow as tf
 
 from kbert import compat
+from kbert.api_export import kbert_export
 from kbert.errors import Error, OptionsError
 from kbert.text import vocab as vocab_lib
 from kbert.text.inputs import as_string_tensor, map_flat
@@ -41,10 +42,20 @@ _CJK_CHAR = re.compile(f"^{_CJK}$")
 _CJK_PIECE = re.compile(f"^{_CJK}+$")
 
 
+@kbert_export("kbert.text.TokenizerInputError")
 class TokenizerInputError(Error, TypeError):
     """Raw text given to a tokenizer with a Python step (MeCab) where that step cannot run: inside a
     TensorFlow graph. Call the tokenizer eagerly, or give the graph ``pre_tokenize()``'s strings with
-    ``pre_tokenized=True``."""
+    ``pre_tokenized=True``.
+
+    Args:
+        *args: the message, naming the tokenizer and the call.
+
+    Examples:
+        >>> import kbert
+        >>> issubclass(kbert.text.TokenizerInputError, kbert.Error)
+        True
+    """
 
     # AutoGraph (a tf.function's default) re-raises an error raised while tracing as that error's type
     # only when the type's __init__ is Exception's; any other becomes a StagingError that hides it.

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from kbert.commands.vocab import main
+from fixtures.cli import command_status
 
 TEXT = "Hello World, hello Ölwelt. The cat sat on the mat; the dog sat on the log.\n"
 
@@ -18,6 +18,11 @@ def corpus(tmp_path):
     (tmp_path / "corpus" / "a.txt").write_text(TEXT * 20, encoding="utf-8")
     (tmp_path / "corpus" / "b.txt").write_text("Another file, other words: birds and bees.\n" * 20, encoding="utf-8")
     return tmp_path / "corpus"
+
+
+def main(argv):
+    """``kbert vocab ARGV`` as the command line runs it (kbert.cli_support.run): its exit status."""
+    return command_status("vocab", argv)
 
 
 def _learn(capsys, *argv):
@@ -74,9 +79,7 @@ def test_a_vocabulary_short_of_size_says_why(tmp_path, corpus, capsys):
 ])
 def test_a_bad_flag_is_one_line_naming_it(tmp_path, corpus, capsys, flags, message):
     out = tmp_path / "vocab.txt"
-    with pytest.raises(SystemExit) as exit_:
-        main(["--input", str(corpus / "a.txt"), "--out", str(out), *flags])
-    assert exit_.value.code == 1
+    assert main(["--input", str(corpus / "a.txt"), "--out", str(out), *flags]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("kbert vocab: error: ") and message in err[0], err
     assert not out.exists() and not (tmp_path / "kbert.json").exists()
@@ -84,9 +87,7 @@ def test_a_bad_flag_is_one_line_naming_it(tmp_path, corpus, capsys, flags, messa
 
 def test_outputs_that_cannot_be_written_are_refused_naming_them(tmp_path, corpus, capsys):
     missing = tmp_path / "no" / "vocab.txt"
-    with pytest.raises(SystemExit) as exit_:
-        main(["--input", str(corpus / "a.txt"), "--size", "100", "--out", str(missing)])
-    assert exit_.value.code == 1
+    assert main(["--input", str(corpus / "a.txt"), "--size", "100", "--out", str(missing)]) == 1
     assert f"--out {missing}: directory {missing.parent} does not exist" in capsys.readouterr().err
     # the vocabulary written over one of the files it learns from: refused, the file untouched
     assert main(["--input", str(corpus / "*.txt"), "--size", "100", "--out", str(corpus / "b.txt")]) == 1

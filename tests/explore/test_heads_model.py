@@ -196,7 +196,10 @@ def test_cli_errors_name_the_problem(tiny_model_dir, tmp_path):
 
 # -- what the cut drops (english_dir reads 128 tokens) ---------------------------------------------
 def test_a_mask_past_the_cut_is_reported_as_such(english_dir, capsys):
-    from kbert.commands.explore import main
+    from fixtures.cli import command_status
+
+    def main(argv):
+        return command_status("explore", argv)
 
     # One WordPiece token per word here: 7 x 40 + 4 tokens, and [CLS] [SEP]; the [MASK] is past 128.
     long_text = "the cat sat on the mat . " * 40 + "the [MASK] ran ."

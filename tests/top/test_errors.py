@@ -41,11 +41,13 @@ def test_training_stopped_exits_as_a_shell_reports_sigterm():
 
 
 # -- the family ------------------------------------------------------------------------------------
-# Constructor arguments of the errors whose constructor is not (message); every other takes one message.
+# Constructor arguments (positional, keywords) of the errors whose constructor is not (message); every
+# other takes one message.
 SPECIAL_ARGUMENTS = {
-    "DataError": ("rows.tsv", "0 or 1"),
-    "CorruptRecordError": ("train-0.tfrecord", 3, 120, 400),
-    "TrainingStopped": (40, "runs/m/checkpoints/ckpt-40"),
+    "DataError": (("rows.tsv", "0 or 1"), {}),
+    "CorruptRecordError": (("train-0.tfrecord", 3, 120, 400), {}),
+    "TrainingStopped": ((40, "runs/m/checkpoints/ckpt-40"), {}),
+    "MissingExtra": (("the ONNX export needs the onnx extra: pip install 'kbert[onnx]'",), {"extra": "onnx"}),
 }
 
 
@@ -89,7 +91,8 @@ def test_each_is_one_line_and_its_exit_status_through_a_command(monkeypatch, cap
     monkeypatch.setattr(cli_support, "quiet_setup", lambda: None)
     monkeypatch.setattr(cli_support, "_state", dict(cli_support._state))
     for name, cls in exception_classes_defined_in_kbert():
-        error = cls(*SPECIAL_ARGUMENTS.get(cls.__name__, ("the file x.tsv has no column 'label'",)))
+        args, kwargs = SPECIAL_ARGUMENTS.get(cls.__name__, (("the file x.tsv has no column 'label'",), {}))
+        error = cls(*args, **kwargs)
 
         def main(argv, error=error):
             raise error

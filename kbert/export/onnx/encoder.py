@@ -23,7 +23,9 @@ import math
 
 import numpy as np
 
+from kbert.errors import OptionsError
 from kbert.export.onnx.graph import Graph
+from kbert.export.onnx.runtime import OnnxExportError
 from kbert.layers.attention import MASK_FILTER
 
 FORMS = ("ort", "standard")  # the encoder's two forms (the module's docstring)
@@ -58,7 +60,7 @@ def encoder_nodes(g: Graph, weights: dict, config, ids: str, mask: str, types: s
     """Adds the encoder on int32 [batch, seq] ``ids``, ``mask`` and ``types``; returns the names of
     (sequence_output [batch, seq, H], pooled_output [batch, H])."""
     if form not in FORMS:
-        raise ValueError(f"ONNX form must be one of {FORMS}, got {form!r}")
+        raise OptionsError(f"ONNX form must be one of {FORMS}, got {form!r}", option="form", value=form)
     eps = float(_epsilon())
     if form == "ort":
         x = _embeddings_fused(g, weights, ids, types, eps)
@@ -179,4 +181,4 @@ def _activation(g, x, act):
         return g.op(act.capitalize(), x)
     if act == "linear":
         return x
-    raise ValueError(f"no ONNX form for hidden_act {act!r}")
+    raise OnnxExportError(f"no ONNX form for hidden_act {act!r}")

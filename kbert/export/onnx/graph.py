@@ -13,6 +13,8 @@ import itertools
 
 import numpy as np
 
+from kbert.errors import MissingExtra
+
 MS_DOMAIN = "com.microsoft"
 OPSET = 17  # the ONNX opset of every graph kbert writes (LayerNormalization is in it)
 MS_OPSET = 1
@@ -23,7 +25,8 @@ def onnx_module():
     try:
         import onnx
     except ImportError:
-        raise ImportError("the ONNX export needs the onnx extra: pip install 'kbert[onnx]'") from None
+        raise MissingExtra("the ONNX export needs the onnx extra: pip install 'kbert[onnx]'", extra="onnx",
+                           name="onnx") from None
     return onnx
 
 

@@ -12,7 +12,7 @@ import pathlib
 
 import numpy as np
 
-from kbert.errors import Error
+from kbert.errors import Error, MissingExtra
 from kbert.models.encoder import INPUT_NAMES
 
 METADATA_FILE = "kbert_onnx.json"
@@ -38,7 +38,7 @@ def onnxruntime():
     try:
         import onnxruntime
     except ImportError:
-        raise ImportError(f"the ONNX export {NOT_INSTALLED}") from None
+        raise MissingExtra(f"the ONNX export {NOT_INSTALLED}", extra="onnx", name="onnxruntime") from None
     return onnxruntime
 
 

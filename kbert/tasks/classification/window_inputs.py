@@ -31,6 +31,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from kbert.errors import OptionsError
 from kbert.tasks.core.text_inputs import text_segments
 from kbert.tasks.core.windows import DOCUMENT_MASK, WINDOW_DOCUMENT, window_rows  # noqa: F401 (the keys, here too)
 
@@ -61,9 +62,10 @@ def window_inputs(model, inputs, check: bool = True, first_row: int = 0):
         short = np.flatnonzero(room.numpy() < 1)
         if len(short):
             row = int(short[0])
-            raise ValueError(f"row {first_row + row + 1}: text A has {int(text_a.row_lengths()[row])} word pieces, "
-                             f"which leave no room for text B in --seq-length {seq_length} ([CLS] and two [SEP]); with "
-                             "--long-documents windows text A is kept whole: shorten it or raise --seq-length")
+            raise OptionsError(f"row {first_row + row + 1}: text A has {int(text_a.row_lengths()[row])} word pieces, "
+                               f"which leave no room for text B in --seq-length {seq_length} ([CLS] and two [SEP]); with "
+                               "--long-documents windows text A is kept whole: shorten it or raise --seq-length",
+                               option="seq_length")
     else:
         tf.debugging.assert_positive(room, message="text A leaves no room for text B in a window "
                                                    "(--long-documents windows keeps text A whole)")
@@ -105,7 +107,8 @@ def combine(outputs, document, num_documents, how: str, weights=None):
         shifted = ops.exp(outputs - ops.take(top, ops.maximum(document, 0), axis=0))
         total = ops.segment_sum(shifted, document, num_segments=num_documents)
         return ops.where(present, top + ops.log(ops.maximum(total, 1e-30) / ops.maximum(counts, 1)), 0)
-    raise ValueError(f"window pooling must be one of {', '.join(POOLINGS)}, got {how!r}")
+    raise OptionsError(f"window pooling must be one of {', '.join(POOLINGS)}, got {how!r}",
+                       option="window_pooling", value=how)
 
 
 def combine_numpy(outputs, document, num_documents: int, how: str, weights=None) -> np.ndarray:
@@ -114,7 +117,8 @@ def combine_numpy(outputs, document, num_documents: int, how: str, weights=None)
     zeros."""
     outputs, document = np.asarray(outputs), np.asarray(document)
     if how not in POOLINGS:
-        raise ValueError(f"window pooling must be one of {', '.join(POOLINGS)}, got {how!r}")
+        raise OptionsError(f"window pooling must be one of {', '.join(POOLINGS)}, got {how!r}",
+                           option="window_pooling", value=how)
     if how == "attention" and weights is None:
         raise ValueError("window pooling 'attention' takes each window's weights")
     kept = document >= 0

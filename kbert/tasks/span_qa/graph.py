@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from kbert.errors import OptionsError
 from kbert.tasks.core.batching import trim_to_longest
 
 ANSWER_KEYS = ("answer_text", "answer_start", "answer_end", "score", "null_score_diff")
@@ -91,10 +92,10 @@ def build_pieces_answer_fn(model):
     from which the answer texts are cut; returns ANSWER_KEYS with offsets into ``text``."""
     s = _settings(model)
     if s["max_query_length"] + 4 > s["seq_length"]:
-        raise ValueError(f"max_query_length {s['max_query_length']} leaves no room for context in "
-                         f"seq_length {s['seq_length']}")
+        raise OptionsError(f"max_query_length {s['max_query_length']} leaves no room for context in "
+                           f"seq_length {s['seq_length']}", option="max_query_length")
     if s["doc_stride"] < 1 or s["n_best_size"] < 1:
-        raise ValueError("doc_stride and n_best_size must be >= 1")
+        raise OptionsError("doc_stride and n_best_size must be >= 1")
     special = model.tokenizer.special_token_ids
     ids = (special["start_of_sequence_id"], special["end_of_segment_id"], special["padding_id"])
 

@@ -168,6 +168,6 @@ def test_every_span_qa_task_trains_on_the_first_placed_answer_and_names_the_rest
     assert [[a["text"] for a in e["answers"]] for e in recipe.dev] == [[a["text"] for a in qa["answers"]] for qa in qas]
     # a training file none of whose questions can be placed is refused, naming the file and a question
     nothing = _qa_file(tmp_path / "nothing.json", [qas[3]], version)
-    with pytest.raises(ValueError, match=r"nothing\.json: none of its 1 training questions .*question id 'none'"):
+    with pytest.raises(ValueError, match=r"nothing\.json, none of its 1 training questions .*question id 'none'"):
         named.task_type.recipe(named, FinetuneOptions(task=task, init="unused", model_dir="unused",
                                                       train_file=nothing, eval_file=dev))
