@@ -22,6 +22,7 @@ import tensorflow as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import kbert
 from conftest import CHINESE_VOCAB, REPO, UNCASED_VOCAB, run_fresh_python
 from kbert.text import BertPreprocessor
 from kbert.text.tokenizer_layer import TokenizerInputError
@@ -243,8 +244,6 @@ def _assert_packed(got, want, texts, what):
 @pytest.mark.parametrize("name", sorted(REFERENCES))
 def test_raw_texts_give_the_reference_ids_packed(model_dirs, name):
     """``BertPreprocessor(load_tokenizer(DIR))(raw_texts)`` eagerly, for every type: MeCab runs itself."""
-    import kbert
-
     texts, want = reference_rows(name)
     tokenizer = kbert.load_tokenizer(model_dirs[name])
     assert tokenizer.spec.type == name
@@ -276,8 +275,6 @@ def test_raw_texts_in_a_graph_are_refused(model_dirs, name):
     ``pre_tokenized=True`` with pre_tokenize()'s strings gives the reference ids there."""
     import keras
 
-    import kbert
-
     texts, want = reference_rows(name)
     tokenizer = kbert.load_tokenizer(model_dirs[name])
     preprocessor = BertPreprocessor(tokenizer, seq_length=RAW_SEQ_LENGTH)
@@ -301,8 +298,6 @@ def test_raw_texts_in_a_graph_are_refused(model_dirs, name):
 
 @pytest.mark.parametrize("name", sorted(set(REFERENCES) - set(PYTHON_STEP)))
 def test_in_graph_types_take_raw_texts_in_a_graph(model_dirs, name):
-    import kbert
-
     texts, want = reference_rows(name)
     tokenizer = kbert.load_tokenizer(model_dirs[name])
     preprocessor = BertPreprocessor(tokenizer, seq_length=RAW_SEQ_LENGTH)
