@@ -97,7 +97,6 @@ def check_conversion(source_dir, model_dir, sentences=None, tolerance: float = D
 
     from kbert.model_dir import load_encoder
     from kbert.text import BertPreprocessor
-    from kbert.text.pre_tokenize import pre_tokenize_data
     from kbert.text.registry import load_tokenizer
 
     texts = list(sentences) if sentences is not None else [s for group in SENTENCES.values() for s in group]
@@ -111,7 +110,7 @@ def check_conversion(source_dir, model_dir, sentences=None, tolerance: float = D
     tokenizer = load_tokenizer(model_dir)
     encoder = load_encoder(model_dir)
     seq_length = min(SEQ_LENGTH, encoder.config.max_position_embeddings)
-    packed = BertPreprocessor(tokenizer, seq_length=seq_length)(tf.constant(pre_tokenize_data(tokenizer, texts)))
+    packed = BertPreprocessor(tokenizer, seq_length=seq_length)(tf.constant(texts))  # raw texts, eagerly
     packed = {k: np.asarray(v) for k, v in packed.items()}
     theirs = hf_tokenizer(texts, padding="max_length", truncation=True, max_length=seq_length, return_tensors="np")
     mismatches = []

@@ -77,7 +77,7 @@ def build_preprocessor_module(preprocessor: BertPreprocessor, vocab_file=None) -
     def traced(fn, *specs):
         return tf.function(fn, input_signature=list(specs), autograph=False)
 
-    module.__call__ = traced(lambda text: preprocessor(strings(text)), strings_spec)
+    module.__call__ = traced(lambda text: preprocessor(strings(text), pre_tokenized=True), strings_spec)
 
     tokenize = tf.Module()
     tokenize.__call__ = traced(lambda text: tokenizer(strings(text), pre_tokenized=True), strings_spec)

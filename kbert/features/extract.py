@@ -168,7 +168,7 @@ class FeatureExtractor(keras.Model):
         return self.preprocessor.tokenizer
 
     def call(self, inputs, training=None):
-        packed = self.preprocessor(text_segments(inputs, self.num_segments, "FeatureExtractor"))
+        packed = self.preprocessor(text_segments(inputs, self.num_segments, "FeatureExtractor"), pre_tokenized=True)
         if self.dynamic_length:
             packed = trim_to_longest(packed)
         layers = self.all_layers(packed, training=False)
@@ -310,7 +310,7 @@ def extract_arrays(model_dir, rows: list[dict], seq_length: int = 128, batch_siz
 
     @tf.function(reduce_retracing=True)
     def step(segments):
-        packed = singles.preprocessor(segments)
+        packed = singles.preprocessor(segments, pre_tokenized=True)
         pooled, *layers = all_outputs(packed, training=False)
         mask = tf.cast(packed["input_mask"], layers[0].dtype)[:, :, None]
         combos = {k: v * mask for k, v in combine_layers(layers, names).items()}

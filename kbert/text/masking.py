@@ -4,7 +4,7 @@
 are selected; of those 80% become [MASK], 10% a random token, 10% stay unchanged (the rates are
 arguments: the paper's ablation table varies them). With ``whole_word=True`` whole words are
 selected: every piece of a word is masked together. The words are the tokenizer's when the packed
-inputs carry ``word_starts`` (``BertPreprocessor(..., word_starts=True)``: MeCab words for the
+inputs carry ``word_starts`` (``preprocessor(texts, word_starts=True)``: MeCab words for the
 ``mecab-*`` types, whose ``mecab-character`` pieces carry no ``##``), else a token and the ``##``
 pieces after it (``starts_word``). As in google-research/bert's ``create_pretraining_data.py``, the
 budget is counted in tokens, ``round(15% of the sequence)`` (at most ``max_predictions``): words are

@@ -4,6 +4,12 @@
 ``input_mask`` and ``input_type_ids`` (int32 [batch, seq_length]); ``.tokenize(strings)`` the
 ragged ids [batch, words, pieces] (with ``.tokenize.get_special_tokens_dict()``), and
 ``.bert_pack_inputs(segments, seq_length=N)`` packs tokenized segments to any length.
+
+The strings are RAW texts, as for the tokenizer (kbert.text.tokenizer_layer): a tokenizer with a
+Python step (MeCab) runs ``pre_tokenize`` on them when the preprocessor is called eagerly, and
+inside a graph raw texts are refused (``TokenizerInputError``); ``pre_tokenized=True`` says they are
+``pre_tokenize()``'s output already, which is what task models, feature extraction, pre-training
+data and exports give the graph.
 """
 
 from __future__ import annotations
@@ -14,8 +20,10 @@ import tensorflow as tf
 from kbert import compat
 from kbert.text.inputs import as_string_tensor, shard_rows
 from kbert.text.packer import BertPacker
+from kbert.text.pre_tokenize import needs_pre_tokenize
 from kbert.text.registry import as_tokenizer, is_tokenizer
 from kbert.text.tokenizer import BertTokenizer
+from kbert.text.tokenizer_layer import TokenizerInputError
 from kbert.api_export import kbert_export
 
 
@@ -35,9 +43,12 @@ class BertPreprocessor(keras.layers.Layer):
       truncator: "round_robin" (default) or "waterfall", see ``BertPacker``.
       vocab: the old keyword for a vocabulary (same as passing it as ``tokenizer``).
 
-    The texts it takes are what the tokenizer's graph part takes: for a tokenizer with a Python
-    step (``tokenizer.in_graph`` False) run ``tokenizer.pre_tokenize`` on them first (the tokenizer
-    itself is called with ``pre_tokenized=True``).
+    The texts it takes are raw texts, for every tokenizer type. A tokenizer with a Python step
+    (``tokenizer.in_graph`` False: MeCab) runs it on them when the preprocessor is called eagerly;
+    inside a graph (``tf.function``, a ``tf.data`` map, a Keras functional model) it cannot, and raw
+    texts are refused with ``TokenizerInputError`` (``kbert.text.tokenizer_layer``, a
+    ``kbert.Error``): give the graph ``tokenizer.pre_tokenize``'s strings and call
+    ``preprocessor(strings, pre_tokenized=True)``.
 
     Examples:
         >>> import kbert
@@ -95,9 +106,11 @@ class BertPreprocessor(keras.layers.Layer):
     def bert_pack_inputs(self, segments, seq_length=None):
         return self.packer(segments, seq_length=seq_length)
 
-    def call(self, inputs, seq_length=None, word_starts=False):
+    def call(self, inputs, seq_length=None, word_starts=False, pre_tokenized=False):
         """``word_starts``: also return ``word_starts`` (int32 [batch, seq_length], 1 where a token
-        begins one of the tokenizer's words; see ``BertPacker``), for whole-word masking."""
+        begins one of the tokenizer's words; see ``BertPacker``), for whole-word masking.
+        ``pre_tokenized``: the strings are ``tokenizer.pre_tokenize()``'s output, not raw texts (see
+        the class docstring; for in-graph tokenizers it changes nothing)."""
         if isinstance(inputs, dict):
             raise TypeError("BertPreprocessor expects strings or a list of string tensors, got a dict")
         # A list of tensors (or of lists of strings) is a list of segments; a list of Python
@@ -108,8 +121,15 @@ class BertPreprocessor(keras.layers.Layer):
         if not segments:
             raise ValueError("BertPreprocessor needs at least one segment of strings")
         segments = [_as_batch(s, i) for i, s in enumerate(segments)]
-        if tf.executing_eagerly():  # the tokenizer's graph shards the batch itself
-            return self.packer([self.tokenizer(s, pre_tokenized=True) for s in segments], seq_length=seq_length, word_starts=word_starts)
+        if tf.executing_eagerly():  # the tokenizer runs its Python step, and its graph shards the batch itself
+            return self.packer([self.tokenizer(s, pre_tokenized=pre_tokenized) for s in segments],
+                               seq_length=seq_length, word_starts=word_starts)
+        if not pre_tokenized and needs_pre_tokenize(self.tokenizer):
+            raise TokenizerInputError(
+                f"BertPreprocessor ({self.tokenizer.spec.type!r} tokenizer): got raw text inside a TensorFlow graph, "
+                "where the tokenizer's Python step (pre_tokenize) cannot run; call it eagerly, or give the graph "
+                "tokenizer.pre_tokenize()'s strings with pre_tokenized=True (tf.data: "
+                "kbert.text.pre_tokenize.pre_tokenize_tensor)")
 
         def preprocess(*rows):
             return self.packer([self.tokenizer.tokenize_serial(s, pre_tokenized=True) for s in rows], seq_length=seq_length,

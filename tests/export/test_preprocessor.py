@@ -143,7 +143,7 @@ def test_a_mecab_tokenizer_takes_words():
     words = words_request(tokenizer, {"text": texts})["words"]
     assert words[0][-1] == "" and "" not in words[1]  # padded rows
     got = module.__call__(tf.constant(words))
-    want = preprocessor(tf.constant(tokenizer.pre_tokenize(texts)))  # the Python path on the raw text
+    want = preprocessor(tf.constant(texts))  # the Python path on the raw text (eager: MeCab runs)
     for key in want:
         np.testing.assert_array_equal(got[key].numpy(), want[key].numpy())
     assert module.tokenize.__call__(tf.constant(words)).to_list() == tokenizer.tokenize(texts).to_list()

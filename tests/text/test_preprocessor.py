@@ -22,9 +22,12 @@ import tensorflow as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import CHINESE_VOCAB, UNCASED_VOCAB, run_fresh_python
+import kbert
+from conftest import CHINESE_VOCAB, REPO, UNCASED_VOCAB, run_fresh_python
 from kbert.text import BertPreprocessor
+from kbert.text.tokenizer_layer import TokenizerInputError
 from fixtures.google_bert_oracle import expected_ids, minilm_rows, reference_lines, to_lists
+from fixtures.tokenizer_references import PYTHON_STEP, REFERENCES, reference_rows, type_model_dirs
 
 KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -195,6 +198,126 @@ def test_batches_cut_into_parallel_slices_give_the_serial_result(shards):
             np.testing.assert_array_equal(got[key].numpy(), expected[key].numpy(), err_msg=f"{key}, {n} rows")
         assert to_lists(tok_n(a)) == to_lists(tok_1(a))
         assert [to_lists(x) for x in off_n(a)] == [to_lists(x) for x in off_1(a)]
+
+
+# -- raw texts for every tokenizer type (fixtures.tokenizer_references) ------------------------------
+# Each type's reference ids (transformers', the sentencepiece package's) packed here by hand:
+# [CLS] ids [SEP] cut to the length, or [CLS] a [SEP] b [SEP] for pairs that fit whole, then [PAD]s.
+RAW_SEQ_LENGTH = 32
+PAIR_SEQ_LENGTH = 128
+
+
+@pytest.fixture(scope="module")
+def model_dirs(request, tmp_path_factory, tiny_model_dir):
+    """{type: a model directory whose kbert.json names it} (fixtures.tokenizer_references)."""
+    return type_model_dirs(request, tmp_path_factory, tiny_model_dir)
+
+
+def _packed_reference(tokenizer, segments, seq_length):
+    """{key: rows} of the reference ids of each row's segments (a list per segment), packed by hand."""
+    vocab = tokenizer.get_vocabulary()
+    cls, sep, pad = (vocab.index(t) for t in ("[CLS]", "[SEP]", "[PAD]"))
+    out = {key: [] for key in KEYS}
+    for row in zip(*segments):
+        if len(row) == 1:
+            row = [row[0][:seq_length - 2]]
+        ids, types = [cls], [0]
+        for segment, piece_ids in enumerate(row):
+            ids += [*piece_ids, sep]
+            types += [segment] * (len(piece_ids) + 1)
+        assert len(ids) <= seq_length
+        padding = [0] * (seq_length - len(ids))
+        out["input_word_ids"].append(ids + [pad] * len(padding))
+        out["input_mask"].append([1] * len(ids) + padding)
+        out["input_type_ids"].append(types + padding)
+    return out
+
+
+def _assert_packed(got, want, texts, what):
+    for key in KEYS:
+        rows = got[key].numpy().tolist()
+        wrong = [i for i, (g, w) in enumerate(zip(rows, want[key])) if g != w]
+        assert len(rows) == len(want[key]) and not wrong, \
+            f"{what} {key}: {len(wrong)} of {len(rows)} rows differ, first: {texts[wrong[0]][:80]!r}"
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCES))
+def test_raw_texts_give_the_reference_ids_packed(model_dirs, name):
+    """``BertPreprocessor(load_tokenizer(DIR))(raw_texts)`` eagerly, for every type: MeCab runs itself."""
+    texts, want = reference_rows(name)
+    tokenizer = kbert.load_tokenizer(model_dirs[name])
+    assert tokenizer.spec.type == name
+    preprocessor = BertPreprocessor(tokenizer, seq_length=RAW_SEQ_LENGTH)
+    expected = _packed_reference(tokenizer, [want], RAW_SEQ_LENGTH)
+    _assert_packed(preprocessor(texts), expected, texts, f"{name}, a list")
+    assert min(map(len, want)) < RAW_SEQ_LENGTH - 2 < max(map(len, want))  # rows padded and rows cut
+    # Other shapes (a numpy array, a [batch, 1] tensor), and pre_tokenize()'s strings said to be so.
+    head = {key: rows[:40] for key, rows in expected.items()}
+    _assert_packed(preprocessor(np.array(texts[:40], dtype=object)), head, texts, f"{name}, an array")
+    _assert_packed(preprocessor(tf.constant(texts[:40])[:, None]), head, texts, f"{name}, [batch, 1]")
+    words = tokenizer.pre_tokenize(texts[:40])
+    _assert_packed(preprocessor(tf.constant(words), pre_tokenized=True), head, texts, f"{name}, pre_tokenized")
+    # Pairs of raw texts: each segment through the Python step.
+    pairs = [i for i in range(0, len(texts) - 1, 2) if len(want[i]) + len(want[i + 1]) + 3 <= PAIR_SEQ_LENGTH]
+    assert len(pairs) >= 100
+    a, b = [texts[i] for i in pairs], [texts[i + 1] for i in pairs]
+    got = BertPreprocessor(tokenizer, seq_length=PAIR_SEQ_LENGTH)([tf.constant(a), tf.constant(b)])
+    expected = _packed_reference(tokenizer, [[want[i] for i in pairs], [want[i + 1] for i in pairs]], PAIR_SEQ_LENGTH)
+    _assert_packed(got, expected, a, f"{name}, pairs")
+    # word_starts (whole-word masking) of raw texts: those of the words the Python step gives.
+    raw = preprocessor(texts[:40], word_starts=True)["word_starts"]
+    np.testing.assert_array_equal(raw.numpy(), preprocessor(words, word_starts=True, pre_tokenized=True)["word_starts"])
+
+
+@pytest.mark.parametrize("name", PYTHON_STEP)
+def test_raw_texts_in_a_graph_are_refused(model_dirs, name):
+    """Inside a graph MeCab cannot run: raw texts are refused, never packed as one [UNK] a text;
+    ``pre_tokenized=True`` with pre_tokenize()'s strings gives the reference ids there."""
+    import keras
+
+    texts, want = reference_rows(name)
+    tokenizer = kbert.load_tokenizer(model_dirs[name])
+    preprocessor = BertPreprocessor(tokenizer, seq_length=RAW_SEQ_LENGTH)
+    strings = tf.constant(texts[:8])
+    graph_calls = {
+        "tf.function": lambda: tf.function(lambda s: preprocessor(s))(strings),
+        "tf.function, pairs, no AutoGraph": lambda: tf.function(lambda s: preprocessor([s, s]), autograph=False)(strings),
+        "tf.data map": lambda: next(iter(tf.data.Dataset.from_tensor_slices(strings).batch(4).map(preprocessor))),
+        "Keras functional": lambda: preprocessor(keras.Input(shape=(), dtype="string")),
+    }
+    for where, call in graph_calls.items():
+        with pytest.raises(TokenizerInputError, match=f"BertPreprocessor \\('{name}' tokenizer\\).*raw text inside "
+                                                      "a TensorFlow graph.*pre_tokenized=True"):
+            call()
+            pytest.fail(f"{where}: raw text taken")
+    words = tokenizer.pre_tokenize(texts)
+    dataset = tf.data.Dataset.from_tensor_slices(words).batch(256).map(lambda s: preprocessor(s, pre_tokenized=True))
+    got = {key: tf.constant(np.concatenate([batch[key].numpy() for batch in dataset])) for key in KEYS}
+    _assert_packed(got, _packed_reference(tokenizer, [want], RAW_SEQ_LENGTH), texts, f"{name}, tf.data")
+
+
+@pytest.mark.parametrize("name", sorted(set(REFERENCES) - set(PYTHON_STEP)))
+def test_in_graph_types_take_raw_texts_in_a_graph(model_dirs, name):
+    texts, want = reference_rows(name)
+    tokenizer = kbert.load_tokenizer(model_dirs[name])
+    preprocessor = BertPreprocessor(tokenizer, seq_length=RAW_SEQ_LENGTH)
+    dataset = tf.data.Dataset.from_tensor_slices(texts).batch(256).map(preprocessor)
+    got = {key: tf.constant(np.concatenate([batch[key].numpy() for batch in dataset])) for key in KEYS}
+    _assert_packed(got, _packed_reference(tokenizer, [want], RAW_SEQ_LENGTH), texts, f"{name}, tf.data")
+
+
+def test_the_japanese_page_example_packs_the_raw_texts(model_dirs):
+    """docs/japanese.md's preprocessor line, run as written on the converted ja-tiny-random-bert."""
+    page = (REPO / "docs" / "japanese.md").read_text(encoding="utf-8")
+    block = page.split("Called on raw text, every tokenizer", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    assert "kbert.BertPreprocessor(tokenizer, seq_length=16)(" in block
+    namespace = {}
+    exec(block.replace('"runs/ja-tiny"', repr(str(model_dirs["mecab-wordpiece"]))), namespace)
+    tokenizer, texts = namespace["tokenizer"], ["本日は晴天なり。", "吾輩は猫である。"]
+    want = BertPreprocessor(tokenizer, seq_length=16)(tokenizer.pre_tokenize(texts), pre_tokenized=True)
+    assert sorted(namespace["packed"]) == sorted(KEYS)
+    for key in KEYS:
+        np.testing.assert_array_equal(namespace["packed"][key].numpy(), want[key].numpy())
 
 
 # -- any input (hypothesis) ---------------------------------------------------------------------------

@@ -8,51 +8,23 @@ a type refuses raw texts (``TokenizerInputError``) and takes ``pre_tokenize()``'
 ``pre_tokenized=True``; the in-graph types take raw texts there too.
 """
 
-import json
-import shutil
-
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import kbert
-from conftest import REFERENCE, REPO, SHARED, require
-from kbert.text.registry import record_tokenizer_spec, tokenizer_class, tokenizer_types
-from kbert.text.spec import TokenizerSpec
+from conftest import REPO
+from fixtures.tokenizer_references import PYTHON_STEP, REFERENCES, type_model_dirs
+from fixtures.tokenizer_references import reference_rows as _rows
+from kbert.text.registry import tokenizer_class, tokenizer_types
 from kbert.text.tokenizer_layer import TokenizerInputError, check_offset_unit, cjk_share, group_words
-
-# type -> (reference file, the rows' source prefix ("" = all rows), the ids' key)
-REFERENCES = {
-    "wordpiece": ("wordpiece_uncased.jsonl", "corpus/ja/", "ids"),  # 600 Soseki lines, bert-base-uncased
-    "mecab-wordpiece": ("ja_tokenizers.jsonl", "", "mecab_wordpiece_ids"),
-    "mecab-character": ("ja_tokenizers.jsonl", "", "char_ids"),
-    "sentencepiece": ("ja_tokenizers.jsonl", "", "sentencepiece_ids"),
-}
-PYTHON_STEP = ("mecab-wordpiece", "mecab-character")
-
-
-def _rows(name):
-    file, prefix, key = REFERENCES[name]
-    with open(REFERENCE / file, encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f]
-    rows = [r for r in rows if r.get("src", r.get("source", "")).startswith(prefix)]
-    return [r["text"] for r in rows], [r[key] for r in rows]
 
 
 @pytest.fixture(scope="module")
 def model_dirs(request, tmp_path_factory, tiny_model_dir):
-    """{type: a model directory whose kbert.json names it}: WordPiece with the bert-base-uncased vocab,
-    the converted ja-tiny-random-bert (mecab-wordpiece), a ja-char model (mecab-character) and a folder
-    with the ja-sentencepiece model."""
-    require("fugashi")
-    require("unidic_lite")
-    ja = request.getfixturevalue("ja_model_dirs")
-    spm = tmp_path_factory.mktemp("spm") / "model"
-    spm.mkdir()
-    shutil.copy(SHARED / "vocab" / "ja-sentencepiece" / "spm.model", spm / "spm.model")
-    record_tokenizer_spec(spm, TokenizerSpec(type="sentencepiece", lower_case=False, vocab_file="spm.model"))
-    return {"wordpiece": tiny_model_dir, **ja, "sentencepiece": spm}
+    """{type: a model directory whose kbert.json names it} (fixtures.tokenizer_references)."""
+    return type_model_dirs(request, tmp_path_factory, tiny_model_dir)
 
 
 def _ids(ragged):

@@ -75,7 +75,9 @@ class _PooledTextModel(TaskModel):
         return self.long_documents == "windows"
 
     def pack(self, inputs) -> dict:
-        return self.preprocessor(text_segments(inputs, self.num_segments, type(self).__name__))
+        """Packed ids of texts as ``call`` takes them: ``tokenizer.pre_tokenize()``'s strings (what
+        ``fit``, ``evaluate`` and ``predict`` make of raw texts, ``TaskModel._texts``)."""
+        return self.preprocessor(text_segments(inputs, self.num_segments, type(self).__name__), pre_tokenized=True)
 
     def call(self, inputs, training=None):
         """Logits for texts (TensorFlow; one row per text, its windows combined under

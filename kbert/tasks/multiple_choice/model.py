@@ -79,10 +79,12 @@ class MultipleChoiceModel(TaskModel):
         return text_a, choices
 
     def pack(self, inputs) -> dict:
-        """Packed ids [batch, num_choices, seq_length] of the pairs (text_a, choice), in TensorFlow."""
+        """Packed ids [batch, num_choices, seq_length] of the pairs (text_a, choice), in TensorFlow, of
+        texts as ``call`` takes them: ``tokenizer.pre_tokenize()``'s strings (``TaskModel._texts``)."""
         text_a, choices = self._texts_and_choices(inputs)
         num_choices = tf.shape(choices)[1]
-        packed = self.preprocessor([tf.repeat(text_a, num_choices), tf.reshape(choices, [-1])])
+        packed = self.preprocessor([tf.repeat(text_a, num_choices), tf.reshape(choices, [-1])],
+                                   pre_tokenized=True)
         return {k: tf.reshape(v, [-1, num_choices, tf.shape(v)[1]]) for k, v in packed.items()}
 
     def call(self, inputs, training=None):
@@ -98,7 +100,8 @@ class MultipleChoiceModel(TaskModel):
                                  "(model.pack(inputs) in TensorFlow); fit, evaluate and predict pack texts themselves")
         text_a, choices = self._texts_and_choices(inputs)
         num_choices = tf.shape(choices)[1]
-        packed = self.preprocessor([tf.repeat(text_a, num_choices), tf.reshape(choices, [-1])])
+        packed = self.preprocessor([tf.repeat(text_a, num_choices), tf.reshape(choices, [-1])],
+                                   pre_tokenized=True)
         pooled = self.encode(packed, training=training)["pooled_output"]
         scores = self.head(pooled, training=training)
         return tf.reshape(scores, [-1, num_choices])
