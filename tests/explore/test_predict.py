@@ -72,8 +72,13 @@ def test_fill_mask_gives_the_top_k_of_the_mlm_softmax_at_each_mask(heads):
             assert m["ids"] == best.tolist() and m["tokens"] == [vocab[i] for i in best]
             np.testing.assert_allclose(m["probabilities"], p[best], rtol=1e-4)
     assert answers[0][0]["position"] == 6  # [CLS] the man went to the [MASK]
-    # one string: that string's answers, not in a list of texts
-    assert fill_mask(heads, TEXTS[1], top_k=3) == [answers[1]]
+    # one string: that string's answers, not in a list of texts (its batch is cut to its own length, so
+    # the probabilities may differ from the batch of four in the last float32 bits)
+    [single] = fill_mask(heads, TEXTS[1], top_k=3)
+    assert [(m["position"], m["ids"], m["tokens"]) for m in single] == [
+        (m["position"], m["ids"], m["tokens"]) for m in answers[1]]
+    np.testing.assert_allclose([m["probabilities"] for m in single], [m["probabilities"] for m in answers[1]],
+                               rtol=1e-5)
 
 
 def test_next_sentence_is_the_is_next_probability_of_the_nsp_head(heads):
