@@ -416,12 +416,6 @@ def read_scalars(log_dir) -> dict:
 
 
 # -- runs and exports that several test modules check, each made once per session ----------------
-def python(*args: str) -> list:
-    """``[python, *args]`` for subprocess: a ``-m kbert...`` command starts through tests/fixtures/zygote.py
-    (TensorFlow already imported, seconds saved per command); anything else runs as it is."""
-    return [sys.executable, str(REPO / "tests" / "fixtures" / "zygote.py"), *args]
-
-
 def cli_env() -> dict:
     return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
 

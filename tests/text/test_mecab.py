@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
-from conftest import REPO, SHARED, python, require
+from conftest import REPO, SHARED, require
 require("fugashi")
 require("unidic_lite")
 from kbert.text import mecab  # noqa: E402
@@ -284,10 +284,11 @@ def test_graph_part_runs_from_a_savedmodel_in_a_tensorflow_only_process(tmp_path
 @pytest.mark.slow
 def test_one_huge_line_through_a_mecab_tokenizer_is_tokenized(tmp_path):
     """250,000 characters of one letter in one line: MeCab alone segfaults from ~190,000 (exit 139,
-    no message); kbert gives it pieces and answers."""
+    no message); kbert gives it pieces and answers. In a process of its own: what this guards
+    against kills the process."""
     line = "a" * 250_000
-    run = subprocess.run([*python("-m", "kbert.tokenize"), str(SHARED / "vocab" / "ja-mecab-wordpiece" /
-                                                                      "vocab.txt"), "--tokenizer", "mecab-wordpiece"],
+    vocab = SHARED / "vocab" / "ja-mecab-wordpiece" / "vocab.txt"
+    run = subprocess.run([sys.executable, "-m", "kbert.tokenize", str(vocab), "--tokenizer", "mecab-wordpiece"],
                          input=line + "\nok\n", capture_output=True, text=True, cwd=REPO, timeout=600,
                          env={**os.environ, "PYTHONPATH": str(REPO)})
     assert run.returncode == 0, run.stderr[-2000:]
