@@ -137,8 +137,12 @@ def _missing_data(text: str) -> str | None:
 
 def pytest_configure(config):
     # Where tests/fixtures/zygote.py keeps this process's zygotes; they leave once it is removed.
+    # KBERT_TEST_ZYGOTE=0: none, every child a plain Python (to measure what the zygote buys).
     import tempfile
 
+    if os.environ.get("KBERT_TEST_ZYGOTE", "1") == "0":
+        os.environ.pop("KBERT_TEST_ZYGOTE_DIR", None)
+        return
     config._kbert_zygotes = tempfile.mkdtemp(prefix="kbert-zygote-")
     os.environ["KBERT_TEST_ZYGOTE_DIR"] = config._kbert_zygotes
 
@@ -146,7 +150,8 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     import shutil
 
-    shutil.rmtree(getattr(config, "_kbert_zygotes", ""), ignore_errors=True)
+    if getattr(config, "_kbert_zygotes", None):
+        shutil.rmtree(config._kbert_zygotes, ignore_errors=True)
 
 
 def pytest_sessionstart(session):
