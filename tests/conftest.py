@@ -357,14 +357,14 @@ def made_once(tmp_path_factory, name: str, make: typing.Callable[[pathlib.Path],
         return result
 
 
-def run_fresh_python(code: str, timeout: int = 300) -> str:
-    """Runs code in a fresh interpreter (nothing of kbert imported unless the code does so): one that
-    has imported TensorFlow alone (tests/fixtures/zygote.py), as the code does first."""
+def run_fresh_python(code: str, *args: str, timeout: int = 300) -> str:
+    """Runs ``python -c code args`` in a fresh interpreter (nothing of kbert imported unless the code
+    does so): one that has imported TensorFlow alone (tests/fixtures/zygote.py), as the code does first."""
     from fixtures.zygote import launch
 
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH="")
     result = subprocess.run(
-        launch("-c", code, fresh=True),
+        launch("-c", code, *args, fresh=True),
         capture_output=True,
         text=True,
         timeout=timeout,

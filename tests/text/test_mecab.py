@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
-from conftest import REPO, SHARED, require
+from conftest import REPO, SHARED, require, run_fresh_python
 require("fugashi")
 require("unidic_lite")
 from kbert.text import mecab  # noqa: E402
@@ -260,8 +260,6 @@ def test_a_one_megabyte_text():
 @pytest.mark.parametrize("name", sorted(TYPES))
 def test_graph_part_runs_from_a_savedmodel_in_a_tensorflow_only_process(tmp_path, rows, tokenizers, name):
     """The graph part (pre-tokenized strings -> ids) saved and run where neither kbert nor MeCab is imported."""
-    import subprocess
-
     tokenizer, key = tokenizers[name], TYPES[name][1]
     module = tf.Module()
     module.tokenizer = tokenizer
@@ -276,9 +274,8 @@ def test_graph_part_runs_from_a_savedmodel_in_a_tensorflow_only_process(tmp_path
             f"ids = m.ids(tf.constant(json.load(open({str(tmp_path / 'in.json')!r}, encoding='utf-8')))).numpy()\n"
             "assert not any(k.startswith(('kbert', 'fugashi')) for k in sys.modules)\n"
             "print(json.dumps([[int(i) for i in row if i >= 0] for row in ids]))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == [r[key] for r in subset]
+    printed = run_fresh_python(code, timeout=600)
+    assert json.loads(printed.strip().splitlines()[-1]) == [r[key] for r in subset]
 
 
 @pytest.mark.slow
