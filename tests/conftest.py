@@ -137,8 +137,12 @@ def _missing_data(text: str) -> str | None:
 
 def pytest_configure(config):
     # Where tests/fixtures/zygote.py keeps this process's zygotes; they leave once it is removed.
+    # KBERT_TEST_ZYGOTE=0: none, every child a plain Python (to measure what the zygote buys).
     import tempfile
 
+    if os.environ.get("KBERT_TEST_ZYGOTE", "1") == "0":
+        os.environ.pop("KBERT_TEST_ZYGOTE_DIR", None)
+        return
     config._kbert_zygotes = tempfile.mkdtemp(prefix="kbert-zygote-")
     os.environ["KBERT_TEST_ZYGOTE_DIR"] = config._kbert_zygotes
 
@@ -146,7 +150,8 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     import shutil
 
-    shutil.rmtree(getattr(config, "_kbert_zygotes", ""), ignore_errors=True)
+    if getattr(config, "_kbert_zygotes", None):
+        shutil.rmtree(config._kbert_zygotes, ignore_errors=True)
 
 
 def pytest_sessionstart(session):
@@ -352,14 +357,14 @@ def made_once(tmp_path_factory, name: str, make: typing.Callable[[pathlib.Path],
         return result
 
 
-def run_fresh_python(code: str, timeout: int = 300) -> str:
-    """Runs code in a fresh interpreter (nothing of kbert imported unless the code does so): one that
-    has imported TensorFlow alone (tests/fixtures/zygote.py), as the code does first."""
+def run_fresh_python(code: str, *args: str, timeout: int = 300) -> str:
+    """Runs ``python -c code args`` in a fresh interpreter (nothing of kbert imported unless the code
+    does so): one that has imported TensorFlow alone (tests/fixtures/zygote.py), as the code does first."""
     from fixtures.zygote import launch
 
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH="")
     result = subprocess.run(
-        launch("-c", code, fresh=True),
+        launch("-c", code, *args, fresh=True),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -411,12 +416,6 @@ def read_scalars(log_dir) -> dict:
 
 
 # -- runs and exports that several test modules check, each made once per session ----------------
-def python(*args: str) -> list:
-    """``[python, *args]`` for subprocess: a ``-m kbert...`` command starts through tests/fixtures/zygote.py
-    (TensorFlow already imported, seconds saved per command); anything else runs as it is."""
-    return [sys.executable, str(REPO / "tests" / "fixtures" / "zygote.py"), *args]
-
-
 def cli_env() -> dict:
     return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
 

@@ -3,10 +3,11 @@ a wrong flag is one line ``kbert COMMAND: error: ...`` with exit status 1 (not a
 and status 2), and ``--help`` lists ``--verbose``."""
 
 import subprocess
+import sys
 
 import pytest
 
-from conftest import REPO, python
+from conftest import REPO
 
 # (argv after `python -m kbert`, the program name the error line starts with)
 COMMANDS = [
@@ -70,7 +71,7 @@ def test_help_lists_verbose(argv, prog, capsys):
 
 def test_a_wrong_flag_through_the_kbert_command_exits_1():
     """The same through the installed entry point (kbert.cli + cli_support.run), in a process of its own."""
-    result = subprocess.run([*python("-m", "kbert"), "tokenize", "--no-such-flag"], capture_output=True,
+    result = subprocess.run([sys.executable, "-m", "kbert", "tokenize", "--no-such-flag"], capture_output=True,
                             text=True, timeout=300, cwd=REPO)
     assert result.returncode == 1
     assert result.stderr.strip().startswith("kbert tokenize: error: ") and len(result.stderr.strip().splitlines()) == 1

@@ -1,14 +1,13 @@
 """Attention probabilities ready to draw (kbert/explore/attention.py): the shape checks and the
---layer/--head selection every drawing goes through, and ``python -m kbert.explore attention`` end to
-end on a tiny model (the encoder's probabilities, the page and PNG it writes, its one-line error)."""
+--layer/--head selection every drawing goes through, and ``kbert explore attention`` end to end on a tiny
+model, in this process through kbert.cli_support.run (the encoder's probabilities, the page and PNG it
+writes, its one-line error)."""
 
 import json
-import subprocess
 
 import numpy as np
 import pytest
 
-from conftest import REPO, python
 from fixtures.attention_maps import TOKENS, PageSpans, synthetic_attention
 from kbert.explore.attention import select
 from kbert.explore.attention_html import render_attention_html
@@ -24,8 +23,9 @@ def test_bad_shapes_are_refused():
 
 
 def _explore(*args):
-    return subprocess.run([*python("-m", "kbert.explore"), *map(str, args)], capture_output=True,
-                          text=True, timeout=600, cwd=REPO, env={**__import__("os").environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    from fixtures.cli import run_command
+
+    return run_command("explore", *args)
 
 
 @pytest.mark.slow
@@ -45,16 +45,16 @@ def test_attention_cli_end_to_end(tiny_model_dir, tmp_path):
     out, png = tmp_path / "a.html", tmp_path / "a.png"
     run = _explore("attention", tiny_model_dir, "The man went to the store.", "He bought milk.",
                    "--out", out, "--png", png)
-    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.status == 0, run.err[-3000:]
     tokens = ["[CLS]", "the", "man", "went", "to", "the", "store", ".", "[SEP]", "he", "bought", "milk", ".", "[SEP]"]
     spans = PageSpans()
     spans.feed(out.read_text(encoding="utf-8"))
     assert spans.spans["tok query"] == tokens
     assert png.stat().st_size > 10_000
     run = _explore("attention", tiny_model_dir, "hello", "--out", out, "--layer", "1", "--head", "0")
-    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.status == 0, run.err[-3000:]
     data = json.loads(out.read_text(encoding="utf-8").split('id="attention-data">')[1].split("</script>")[0])
     assert data["layers"] == [1] and data["heads"] == [0]
     run = _explore("attention", tiny_model_dir, "hello", "--out", out, "--layer", "9")
-    assert run.returncode == 1 and "--layer 9 is out of range" in run.stderr
-    assert run.stderr.startswith("kbert explore: error: "), run.stderr
+    assert run.status == 1 and "--layer 9 is out of range" in run.err
+    assert run.err.startswith("kbert explore: error: "), run.err

@@ -11,9 +11,7 @@ and the preprocessor's ids transformers' reference ids (shared/data/reference/ja
 
 import io
 import json
-import os
 import re
-import subprocess
 import sys
 
 import numpy as np
@@ -151,11 +149,8 @@ print(json.dumps(answers))
 
 def _session_answers(path, signature, requests):
     """The answers (or error messages) of ``requests`` fed in turn to one session in a fresh process."""
-    result = subprocess.run([sys.executable, "-c", SESSION, json.dumps([str(path), signature, requests])],
-                            capture_output=True, text=True, timeout=300, cwd="/",
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": ""})
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    printed = run_fresh_python(SESSION, json.dumps([str(path), signature, requests]))
+    return json.loads(printed.strip().splitlines()[-1])
 
 
 def _flat(words):  # the old contract: one space-joined string per text

@@ -3,12 +3,12 @@ reader output."""
 
 import csv
 import json
-import subprocess
 
 import numpy as np
 import pytest
 
-from conftest import REPO, SHARED, python
+from conftest import SHARED
+from fixtures.cli import run_command
 from kbert.tasks.core.task_files import resolve_task
 from pipelines import task_data
 
@@ -31,12 +31,12 @@ def _text(value):
 
 @pytest.mark.slow
 def test_cli_mrpc_dev(tmp_path):
-    """The documented command line, in a fresh process."""
+    """The command line ``python -m pipelines.task_data`` (its main through kbert.cli_support.run)."""
     prefix = tmp_path / "mrpc-dev"
-    subprocess.run([*python("-m", "pipelines.task_data"), "--task", "glue/mrpc",
-                    "--data-dir", str(SHARED / "glue" / "MRPC"), "--split", "dev",
-                    "--output", str(prefix), "--num-shards", "3", "--runner", "DirectRunner"],
-                   cwd=REPO, check=True, capture_output=True, timeout=300)
+    run = run_command("pipelines.task_data", "--task", "glue/mrpc", "--data-dir", SHARED / "glue" / "MRPC",
+                      "--split", "dev", "--output", prefix, "--num-shards", "3", "--runner", "DirectRunner")
+    assert run.status == 0, run.err[-3000:]
+    assert "task_data: glue/mrpc dev: 408 records" in run.out
     assert sorted(p.name for p in tmp_path.glob("mrpc-dev-*")) == [
         f"mrpc-dev-0000{i}-of-00003.tfrecord" for i in range(3)]
     meta = json.loads((tmp_path / "mrpc-dev.meta.json").read_text())

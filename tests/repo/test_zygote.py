@@ -87,6 +87,15 @@ def test_what_import_time_would_change_runs_as_a_plain_process(env):
     assert not probe(other, "report", "0")[1]["preloaded"]
 
 
+def test_each_test_of_a_session_is_served_by_the_same_zygote(env):
+    """pytest names the running test in PYTEST_CURRENT_TEST, so every test has another environment:
+    that variable alone does not make another zygote, and the command still sees its own value."""
+    for name in ("a.py::one (setup)", "a.py::one (call)"):
+        probe({**env, "PYTEST_CURRENT_TEST": name}, "report", "0")
+    status, seen, _ = probe({**env, "PYTEST_CURRENT_TEST": "b.py::two (call)"}, "report", "0")
+    assert status == 0 and seen["preloaded"] and seen["test"] == "b.py::two (call)"
+
+
 def _wait_for(path, timeout=60):
     deadline = time.monotonic() + timeout
     while not (path.exists() and path.read_text()):

@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
-from conftest import REPO, SHARED, python, require
+from conftest import REPO, SHARED, require, run_fresh_python
 require("fugashi")
 require("unidic_lite")
 from kbert.text import mecab  # noqa: E402
@@ -260,8 +260,6 @@ def test_a_one_megabyte_text():
 @pytest.mark.parametrize("name", sorted(TYPES))
 def test_graph_part_runs_from_a_savedmodel_in_a_tensorflow_only_process(tmp_path, rows, tokenizers, name):
     """The graph part (pre-tokenized strings -> ids) saved and run where neither kbert nor MeCab is imported."""
-    import subprocess
-
     tokenizer, key = tokenizers[name], TYPES[name][1]
     module = tf.Module()
     module.tokenizer = tokenizer
@@ -276,18 +274,18 @@ def test_graph_part_runs_from_a_savedmodel_in_a_tensorflow_only_process(tmp_path
             f"ids = m.ids(tf.constant(json.load(open({str(tmp_path / 'in.json')!r}, encoding='utf-8')))).numpy()\n"
             "assert not any(k.startswith(('kbert', 'fugashi')) for k in sys.modules)\n"
             "print(json.dumps([[int(i) for i in row if i >= 0] for row in ids]))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == [r[key] for r in subset]
+    printed = run_fresh_python(code, timeout=600)
+    assert json.loads(printed.strip().splitlines()[-1]) == [r[key] for r in subset]
 
 
 @pytest.mark.slow
 def test_one_huge_line_through_a_mecab_tokenizer_is_tokenized(tmp_path):
     """250,000 characters of one letter in one line: MeCab alone segfaults from ~190,000 (exit 139,
-    no message); kbert gives it pieces and answers."""
+    no message); kbert gives it pieces and answers. In a process of its own: what this guards
+    against kills the process."""
     line = "a" * 250_000
-    run = subprocess.run([*python("-m", "kbert.tokenize"), str(SHARED / "vocab" / "ja-mecab-wordpiece" /
-                                                                      "vocab.txt"), "--tokenizer", "mecab-wordpiece"],
+    vocab = SHARED / "vocab" / "ja-mecab-wordpiece" / "vocab.txt"
+    run = subprocess.run([sys.executable, "-m", "kbert.tokenize", str(vocab), "--tokenizer", "mecab-wordpiece"],
                          input=line + "\nok\n", capture_output=True, text=True, cwd=REPO, timeout=600,
                          env={**os.environ, "PYTHONPATH": str(REPO)})
     assert run.returncode == 0, run.stderr[-2000:]
