@@ -74,6 +74,7 @@ def test_encoder_bench_cases_end_with_the_worst(capsys):
     assert RATIO.match(out.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_encoder_bench_attentions_row_beside_the_plain_row(capsys):
     """--attentions (issue 18): a row with every layer's attention probabilities returned beside the plain
     kbert row, its cost as a note, and never a candidate in the ratio."""

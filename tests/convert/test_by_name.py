@@ -31,6 +31,7 @@ def test_names_and_folders_are_told_apart(tmp_path, monkeypatch):
     assert not is_hub_name("./x") and not is_hub_name("/abs/path") and not is_hub_name("a/b/c")
 
 
+@pytest.mark.slow
 def test_a_name_converts_from_the_cache_offline_to_the_folders_model(tmp_path, tiny_hf, offline_cache, capsys):
     hf_cache_entry(offline_cache, NAME, tiny_hf, commit=COMMIT)
     from_folder = hf.convert(tiny_hf, tmp_path / "from_folder")
@@ -139,6 +140,7 @@ class _Server:
         self.httpd.server_close()
 
 
+@pytest.mark.slow
 def test_a_release_zip_by_url_downloads_resumes_checks_and_converts(tmp_path, release, monkeypatch, capsys):
     archive, model = release
     data = archive.read_bytes()
@@ -161,6 +163,7 @@ def test_a_release_zip_by_url_downloads_resumes_checks_and_converts(tmp_path, re
         server.close()
 
 
+@pytest.mark.slow
 def test_a_release_zip_path_and_its_unpacked_folder_convert_alike(tmp_path, release, capsys):
     archive, model = release
     assert command_status("convert", ["google", str(archive), str(tmp_path / "from_zip")]) == 0, capsys.readouterr().err

@@ -25,6 +25,7 @@ def _check_lines(out):
     return [line for line in out.splitlines() if line.startswith("check: ")]
 
 
+@pytest.mark.slow
 def test_check_passes_on_a_faithful_conversion_and_prints_the_difference(tmp_path, tiny_hf, capsys):
     assert command_status("convert", ["hf", str(tiny_hf), str(tmp_path / "out"), "--check"]) == 0, capsys.readouterr().err
     [line] = _check_lines(capsys.readouterr().out)

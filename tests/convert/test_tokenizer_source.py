@@ -160,6 +160,7 @@ def test_every_option_combination_tokenizes_as_transformers(converted, texts, lo
     assert flat.count(unk) < len(flat) / 10 and any(i >= len(SPECIALS) + 1500 for i in flat)
 
 
+@pytest.mark.slow
 def test_the_spec_records_the_options(converted):
     assert read_tokenizer_spec(converted[True, None, True][1]).options == {
         "rules": "transformers", "max_chars_per_word": 100}

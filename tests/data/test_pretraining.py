@@ -111,6 +111,7 @@ def test_skip_bad_records_keeps_every_readable_record_and_counts(tmp_path, text_
     assert f"Skipped so far: {len(DAMAGE)}" in log
 
 
+@pytest.mark.slow
 def test_the_pretraining_datasets_build_without_warnings(tmp_path, text_layers):
     """Held-out and training data are built without tf.data's "`deterministic` argument has no
     effect" warning (it reached the main jobs' output)."""

@@ -7,6 +7,7 @@ import re
 import types
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from conftest import PRETRAIN_RUN_EVERY, PRETRAIN_RUN_STEPS
@@ -41,6 +42,7 @@ def test_held_out_sentences_hide_one_whole_vocabulary_word(tmp_path):
     assert all(word in vocab for _, word in cased)  # "The", "Dog" are not whole tokens of this vocabulary
 
 
+@pytest.mark.slow
 def test_the_logger_writes_the_mlm_heads_guesses_at_its_steps(tmp_path):
     from kbert import random_model_dir
     from kbert.explore.heads_model import PretrainingHeads

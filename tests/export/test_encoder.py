@@ -45,6 +45,7 @@ def test_hub_contract(tiny_with_mlm):
     assert len(sm.variables) >= len(sm.trainable_variables)
 
 
+@pytest.mark.slow
 def test_training_flag_turns_dropout_on(tiny_with_mlm):
     sm = tiny_with_mlm[3]
     x = _inputs()

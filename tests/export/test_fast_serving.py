@@ -53,6 +53,7 @@ def test_xla_signature_gives_the_plain_outputs(xla_export, batch, seq, pad_from)
     np.testing.assert_allclose(fast["pooled_output"], reference["pooled_output"], atol=1e-5, rtol=0)
 
 
+@pytest.mark.slow
 def test_xla_export_has_a_warmup_request_for_its_signature(xla_export):
     from fixtures.export_contents import read_warmup_requests
 
@@ -160,6 +161,7 @@ def _check_soak_line(line):
     return m.group(4), m.group(6)
 
 
+@pytest.mark.slow
 def test_soak_says_when_a_goal_is_missed():
     """A signature whose answers depend on the thread, and one that keeps memory: both reported MISSED."""
     from kbert.bench.serve_bench import _rss_bytes, soak

@@ -52,6 +52,7 @@ def encode(encoder, rows, types=None):
     return out
 
 
+@pytest.mark.slow
 def test_the_signatures_a_directorys_heads_give(loaded, signatures):
     model_dir, encoder, heads = loaded
     module, found = signatures

@@ -76,6 +76,7 @@ def test_resolve_tokenizer(tmp_path):
         resolve_tokenizer(tmp_path)
 
 
+@pytest.mark.slow
 def test_the_call_packs_the_texts_ids(module):
     out = module.__call__(tf.constant(TEXTS))  # an attribute: the saved object is callable
     assert sorted(out) == ["input_mask", "input_type_ids", "input_word_ids"]

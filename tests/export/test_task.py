@@ -231,6 +231,7 @@ def test_span_qa_export_answers_like_the_python_path(tmp_path, tiny_model_dir):
     assert set(row["predictions"][0]) == {"answer_text", "answer_start", "answer_end", "score", "null_score_diff"}
 
 
+@pytest.mark.slow
 def test_each_function_of_a_task_export_is_traced_once(tmp_path, tiny_model_dir, monkeypatch):
     """The save reuses the traces the export made (kbert.compat.tracing_for_save): tracing a
     tokenizer and an encoder takes seconds, and the save used to trace each function again."""

@@ -31,6 +31,7 @@ def test_gelu_values_and_gradients_match_keras(approximate):
     np.testing.assert_allclose(ours[1], ref[1], atol=2e-5, rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_dropout_rate_scale_and_one_mask_for_both_passes():
     rate = 0.1
     x = tf.constant(np.random.default_rng(1).normal(size=(32, 4, 64, 65)).astype("float32"))  # odd size

@@ -107,6 +107,7 @@ def test_fit_reduces_the_loss_on_a_fixed_batch():
     assert {"mlm_loss", "nsp_loss", "nsp_accuracy"} <= set(history)
 
 
+@pytest.mark.slow
 def test_heads_round_trip_through_google_names(tmp_path):
     from kbert.convert import google
     from kbert.model_dir import load_heads, save_model_dir

@@ -110,6 +110,7 @@ def test_whole_word_masking_masks_every_piece_of_a_word(packed):
     assert is_cont[original].mean() > 0.5 * is_cont[packed["input_word_ids"][real]].mean()
 
 
+@pytest.mark.slow
 def test_from_tokenizer_takes_the_tokenizers_special_tokens_and_word_starts(packed):
     from kbert.text import BertTokenizer
 

@@ -241,6 +241,7 @@ def _assert_packed(got, want, texts, what):
             f"{what} {key}: {len(wrong)} of {len(rows)} rows differ, first: {texts[wrong[0]][:80]!r}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(REFERENCES))
 def test_raw_texts_give_the_reference_ids_packed(model_dirs, name):
     """``BertPreprocessor(load_tokenizer(DIR))(raw_texts)`` eagerly, for every type: MeCab runs itself."""

@@ -154,6 +154,7 @@ def test_kbert_vocab_records_the_spec_beside_the_vocabulary(tmp_path):
     assert tokenizer.lower_case is False and tokenizer.token_to_id("The") > 0
 
 
+@pytest.mark.slow
 def test_pretraining_data_pipeline_takes_the_tokenizer_of_a_model_directory(tmp_path):
     """--model-dir DIR gives the same instances as --vocab with the same file and case."""
     import tensorflow as tf

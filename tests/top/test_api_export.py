@@ -85,6 +85,7 @@ def test_import_kbert_and_its_faces_load_no_tensorflow():
     assert int(out.splitlines()[-1]) >= 40
 
 
+@pytest.mark.slow
 def test_importing_every_module_leaves_every_public_name_its_object():
     """``import kbert.finetune`` (the ``python -m`` shim's module), or any tool that imports every module
     of the package, must not replace a public function with a module of the same name: in a fresh

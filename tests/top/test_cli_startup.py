@@ -65,6 +65,7 @@ def test_a_library_import_of_kbert_changes_nothing():
     assert set(result["after_tf"]) == set(OPTIONAL)  # TensorFlow and Keras imported all four, as without kbert
 
 
+@pytest.mark.slow
 def test_every_command_installs_the_hook():
     # cli_support.run is every command's entry (tests/top/test_cli.py); its main here reports what the
     # import of TensorFlow brought in.

@@ -79,6 +79,7 @@ def test_data_dir_files_and_bad_rows_through_the_command_line(tmp_path, ja_mecab
         main(args)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["jsts", "jnli"])
 def test_predict_reads_jglue_files_and_agrees_with_evaluation(jglue_finetuned, ja_mecab_dir, task, tmp_path):
     """kbert.predict on the evaluated rows of the JGLUE file without their labels: the answers

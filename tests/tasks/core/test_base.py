@@ -26,6 +26,7 @@ def test_every_form_of_strings_gives_the_same_answers(classifier):
                                    err_msg=type(form).__name__)
 
 
+@pytest.mark.slow
 def test_fit_takes_lists_and_compiles_with_the_tasks_loss(tiny_model_dir):
     model = TextClassifier.from_model_dir(tiny_model_dir, num_classes=2, seq_length=16)
     model.compile(keras.optimizers.Adam(1e-3))

@@ -39,6 +39,7 @@ def test_host_batches_hold_the_graphs_ids_trimmed_and_padded(classifier):
         np.testing.assert_array_equal(y[:len(rows)], labels[number * 4:number * 4 + len(rows)])
 
 
+@pytest.mark.slow
 def test_a_network_runner_answers_as_keras_does(classifier, monkeypatch):
     expected = classifier.predict(np.array(TEXTS), batch_size=4, verbose=0)
     seen = []

@@ -130,6 +130,7 @@ def test_regression_scores_and_glue_scores(dirs, loaded, predict, tmp_path):
         predict("stsb", test_tsv, tmp_path / "x", options=PredictOptions(probabilities=True))
 
 
+@pytest.mark.slow
 def test_table_pairs_with_id_column_tsv_format_and_unknown_label(dirs, loaded, predict, tmp_path):
     rows = [{"key": f"k{i}", "premise": a, "hypothesis": b} for i, (a, b) in enumerate(zip(TEXTS, TEXTS[1:]))]
     rows[2]["label"] = "y"  # a known label is fine where present
@@ -151,6 +152,7 @@ def test_table_pairs_with_id_column_tsv_format_and_unknown_label(dirs, loaded, p
     assert not (tmp_path / "q.tsv").exists()
 
 
+@pytest.mark.slow
 def test_multi_label_lists_in_order(dirs, loaded, predict, tmp_path):
     src = tmp_path / "m.jsonl"
     src.write_text("".join(json.dumps({"text": t}) + "\n" for t in TEXTS))
@@ -190,6 +192,7 @@ def test_tagging_conll_and_lines_with_entity_spans(dirs, loaded, predict, tmp_pa
     assert [r["tags"] for r in by_line] == [rows[0]["tags"], [], rows[2]["tags"]]
 
 
+@pytest.mark.slow
 def test_span_qa_squad_file_without_answers(dirs, loaded, predict, tmp_path):
     context = ("kbert is a BERT implementation for Keras. It was written in Z\u00fcrich in 2026 by a small team "
                "of engineers who like tests, and it runs on two CPU cores.")

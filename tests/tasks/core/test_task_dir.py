@@ -15,6 +15,7 @@ from fixtures.small_model_dir import copy_dir
 from kbert.tasks import TaskModelError, TextClassifier, load_task_model
 
 
+@pytest.mark.slow
 def test_save_and_reload_answer_the_same(tiny_model_dir, tmp_path):
     model = TextClassifier.from_model_dir(tiny_model_dir, label_names=["neg", "pos", "mixed"], seq_length=16)
     rng = np.random.default_rng(0)
@@ -69,6 +70,7 @@ def test_a_damaged_task_head_file_is_named(classifier_dirs, tmp_path, damage):
     assert str(path) in message and "not a readable Keras .weights.h5 file" in message, message
 
 
+@pytest.mark.slow
 def test_a_task_head_of_another_number_of_classes_lists_what_differs(classifier_dirs, tmp_path):
     from kbert.tasks import TaskModelError, TextClassifier, load_task_model
 

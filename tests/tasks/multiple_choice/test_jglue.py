@@ -43,6 +43,7 @@ def test_bad_rows_name_the_file_line_and_field(tmp_path, reader, row, message):
         reader(path)
 
 
+@pytest.mark.slow
 def test_predict_reads_jglue_files_and_agrees_with_evaluation(jglue_finetuned, ja_mecab_dir, tmp_path):
     """kbert.predict on the evaluated rows of the JCommonsenseQA file without their labels: the
     choices fine-tuning wrote for them, in input order."""
