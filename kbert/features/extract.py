@@ -71,7 +71,8 @@ def check_combinations(names, num_blocks: int) -> tuple:
         ``names`` as a tuple.
 
     Raises:
-        ValueError: an unknown name, or one that needs more blocks than there are.
+        kbert.errors.OptionsError: an unknown name, or one that needs more blocks than there are
+            (a ``ValueError``).
 
     Examples:
         >>> import kbert
@@ -80,7 +81,7 @@ def check_combinations(names, num_blocks: int) -> tuple:
         >>> kbert.features.check_combinations(["sum_last_four_hidden"], num_blocks=2)
         Traceback (most recent call last):
         ...
-        ValueError: combination 'sum_last_four_hidden' needs 4 Transformer blocks; the encoder has 2
+        kbert.errors.OptionsError: combination 'sum_last_four_hidden' needs 4 Transformer blocks; the encoder has 2
     """
     for name in names:
         if name not in COMBINATIONS:

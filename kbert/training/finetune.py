@@ -133,8 +133,6 @@ def finetune(options: FinetuneOptions, *, progress_bar: bool = True, log=print) 
 
 
 def _finetune(options, task, out_dir, backend, devices, progress_bar, log) -> dict:
-    import keras
-
     from kbert.tasks.core.evaluation import EvaluateEachEpoch
     from kbert.training.optimization import create_optimizer
     from kbert.training.progress import RunProgress
