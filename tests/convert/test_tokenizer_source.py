@@ -223,6 +223,7 @@ def test_preprocessor_export_gives_the_same_ids(converted, texts, tmp_path):
     assert loaded.tokenize(tf.constant(lines)).merge_dims(-2, -1).to_list() == want
 
 
+@pytest.mark.slow
 def test_the_converted_encoder_equals_transformers_on_korean_and_russian(converted, texts):
     from kbert.model_dir import load_encoder
     from kbert.text.packer import BertPacker
@@ -285,6 +286,7 @@ def _tokenizer_json(folder, lower, strip, chinese, vocab, max_chars=100):
     return tokenizer
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lower,strip,chinese", [(True, None, True), (False, True, False), (True, False, True)])
 def test_a_tokenizer_json_alone_converts_with_its_vocabulary(hf_base, vocab, texts, tmp_path, lower, strip, chinese):
     """No tokenizer_config.json, no vocab.txt: the vocabulary comes from tokenizer.json in id order and

@@ -140,6 +140,7 @@ def test_swag_full_files_have_another_layout(tmp_path):
 # ---------------------------------------------------------------- span QA (SQuAD, JSQuAD, KorQuAD, CMRC 2018)
 
 
+@pytest.mark.slow
 def test_korquad_dev_as_distributed():
     """KorQuAD 1.0's dev file, read as it is: one answer per question, every offset on its text, three
     answers whose text starts or ends with a space (kept: the scorer normalises white space; a training

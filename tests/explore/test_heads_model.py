@@ -195,6 +195,7 @@ def test_cli_errors_name_the_problem(tiny_model_dir, tmp_path):
 
 
 # -- what the cut drops (english_dir reads 128 tokens) ---------------------------------------------
+@pytest.mark.slow
 def test_a_mask_past_the_cut_is_reported_as_such(english_dir, capsys):
     from fixtures.cli import command_status
 

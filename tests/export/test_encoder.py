@@ -54,6 +54,7 @@ def test_training_flag_turns_dropout_on(tiny_with_mlm):
     assert not np.allclose(a, b)
 
 
+@pytest.mark.slow
 def test_mlm_subobject_gives_logits_at_masked_positions(tiny_with_mlm):
     _, encoder, mlm, sm = tiny_with_mlm
     x = _inputs()

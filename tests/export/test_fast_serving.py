@@ -81,6 +81,7 @@ print("kbert" in sys.modules, float(np.abs(a - b).max()))
     assert float(diff) <= 1e-5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("endpoint", ["serve", "serve_xla"])
 def test_tfsmlayer_calls_both_endpoints(xla_export, endpoint):
     import keras

@@ -77,6 +77,7 @@ def test_one_head_gives_its_own_signature(loaded):
             assert bare.fill_mask(tf.constant(["the [MASK] ."]))["ids"].shape == (1, 1, DEFAULT_TOP_K)
 
 
+@pytest.mark.slow
 def test_the_specs(signatures):
     _, found = signatures
     fill = found["fill_mask"]

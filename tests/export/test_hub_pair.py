@@ -49,6 +49,7 @@ def test_the_pair_reloads_and_gives_the_keras_encoders_outputs(model_dir, tmp_pa
     assert packed["input_mask"].numpy().sum(1).tolist() == [12, 8]  # [CLS] + 9 words and "." + [SEP]; [CLS] + 6 + [SEP]
 
 
+@pytest.mark.slow
 def test_a_refused_encoder_writes_neither_half(model_dir, tmp_path):
     theirs = tmp_path / "saved_models" / "tiny_encoder" / "1"
     theirs.mkdir(parents=True)

@@ -88,6 +88,7 @@ def test_the_call_packs_the_texts_ids(module):
     assert all(out[k].dtype == tf.int32 for k in out)
 
 
+@pytest.mark.slow
 def test_tokenize_offsets_and_special_tokens(module, vocab_file):
     tokens = module.tokenize.__call__(tf.constant(TEXTS))
     assert tokens.to_list() == [[ids_of(w) for w in words] for words in WORDS]  # [batch, words, pieces]

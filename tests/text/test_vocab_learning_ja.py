@@ -99,6 +99,7 @@ def test_alphabet_default_suits_cjk_and_keeps_english_at_1000():
     assert ja.default_alphabet_size(english, 30000) == 1000
 
 
+@pytest.mark.slow
 def test_wordpiece_keeps_japanese_cased_and_warns_when_forced(corpus, tmp_path, capsys):
     small = tmp_path / "small.txt"
     small.write_text("\n".join(corpus.read_text(encoding="utf-8").split("\n")[:40]), encoding="utf-8")

@@ -19,6 +19,7 @@ def classifier(tiny_model_dir):
     return TextClassifier.from_model_dir(tiny_model_dir, num_classes=2, seq_length=16)
 
 
+@pytest.mark.slow
 def test_every_form_of_strings_gives_the_same_answers(classifier):
     expected = classifier(tf.constant(TEXTS)).numpy()  # the graph call on a string tensor
     for form in (np.array(TEXTS), np.array(TEXTS, dtype=object), TEXTS, tf.constant(TEXTS), {"text_a": TEXTS}):

@@ -169,6 +169,7 @@ def test_multi_label_lists_in_order(dirs, loaded, predict, tmp_path):
         predict("multi", src, tmp_path / "g.tsv", fmt="glue")
 
 
+@pytest.mark.slow
 def test_tagging_conll_and_lines_with_entity_spans(dirs, loaded, predict, tmp_path):
     from kbert.tasks.tagging.ner_alignment import entity_spans
 
