@@ -40,7 +40,7 @@ def parse_args(argv=None):
     add_arguments(p, FinetuneOptions, types={name: number_list(kind) for name, kind in GRID_FLAGS.items()},
                   helps={name: f"{FinetuneOptions.__dataclass_fields__[name].metadata['help']}; several, "
                                "comma-separated: one run each, the best on dev kept" for name in GRID_FLAGS})
-    add_arguments(p, SearchOptions, only=["restarts"])
+    add_arguments(p, SearchOptions)
     p.add_argument("--quiet", action="store_true", help="one line per epoch instead of a progress bar")
     for options_class, (title, _) in task_options_classes().items():
         summary = options_class.__doc__.strip().splitlines()[0].rstrip(".")
@@ -100,6 +100,14 @@ def finetune_options(args):
 
     if isinstance(args, FinetuneOptions):
         return args
+    for name in GRID_FLAGS:  # several values are a search's (search_options), not one run's
+        values = getattr(args, name, None)
+        if isinstance(values, tuple):
+            if len(values) != 1:
+                raise OptionsError(f"--{name.replace('_', '-')} {','.join(map(str, values))}: several values are "
+                                   "a search; run it with kbert finetune (kbert.finetune_search)",
+                                   option=name, value=values)
+            setattr(args, name, values[0])
     named = get_task(args.task)
     for options_class, (_, takers) in task_options_classes().items():
         if options_class in (named.task_type.Options, named.options):

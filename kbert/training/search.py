@@ -49,10 +49,12 @@ class SearchOptions:
         4
     """
 
-    learning_rates: tuple = option((), help="peak learning rates to try, e.g. 5e-5,4e-5,3e-5,2e-5")
-    batch_sizes: tuple = option((), help="training batch sizes to try, e.g. 16,32")
-    epochs: tuple = option((), help="numbers of epochs to try, e.g. 2,3,4")
-    restarts: int = option(1, help="runs of each combination, seeds --seed, --seed + 1, ...")
+    # The axes are no flags of their own: ``kbert finetune`` fills them from several values of
+    # FinetuneOptions' --learning-rate, --batch-size and --epochs (one home per option).
+    learning_rates: tuple = dataclasses.field(default=(), metadata={"cli": False})
+    batch_sizes: tuple = dataclasses.field(default=(), metadata={"cli": False})
+    epochs: tuple = dataclasses.field(default=(), metadata={"cli": False})
+    restarts: int = option(1, help="runs of each combination, with seeds --seed, --seed + 1, ...")
 
     def __post_init__(self):
         for name, kind in (("learning_rates", float), ("batch_sizes", int), ("epochs", int)):
