@@ -91,6 +91,22 @@ def finetune_search(options: FinetuneOptions, search: SearchOptions, *, progress
     Returns:
         The results also written to ``model_dir/eval_results.json``: the kept run's (as
         ``kbert.finetune`` returns them) with ``runs``, ``best``, ``selected`` and ``spread``.
+
+    Examples:
+        >>> import contextlib, io, pathlib
+        >>> import kbert
+        >>> model_dir = kbert.random_model_dir("runs/tiny")
+        >>> _ = pathlib.Path("runs/reviews.csv").write_text(
+        ...     "text,label\\n" + "a good movie,positive\\na bad movie,negative\\n" * 4)
+        >>> options = kbert.FinetuneOptions(
+        ...     task="csv", init=str(model_dir), model_dir="runs/reviews-search", train_file="runs/reviews.csv",
+        ...     eval_file="runs/reviews.csv", epochs=1, batch_size=4, seq_length=16,
+        ...     task_options=kbert.TableOptions(text_columns=("text",)))
+        >>> with contextlib.redirect_stdout(io.StringIO()):   # the runs' progress lines
+        ...     results = kbert.finetune_search(options, kbert.SearchOptions(learning_rates=(5e-5, 1e-4)),
+        ...                                     progress_bar=False)
+        >>> [run["learning_rate"] for run in results["runs"]], results["selected"] in (0, 1)
+        ([5e-05, 0.0001], True)
     """
     import keras
 
@@ -140,7 +156,7 @@ def run_name(index: int, setting: dict) -> str:
 
 def describe(setting: dict) -> str:
     return (f"learning rate {setting['learning_rate']:g}, batch {setting['batch_size']}, "
-            f"{setting['epochs']} epochs, seed {setting['seed']}")
+            f"epochs {setting['epochs']}, seed {setting['seed']}")
 
 
 def copy_run(run_dir: pathlib.Path, out_dir: pathlib.Path) -> None:

@@ -117,4 +117,4 @@ def test_the_command_runs_a_search_and_one_value_runs_one(csv_task, tmp_path):
     results = json.loads((tmp_path / "one" / "eval_results.json").read_text())
     assert "runs" not in results and results["learning_rate"] == 3e-5 and not (tmp_path / "one" / "runs").exists()
     bad = run_command("finetune", *common, "--model-dir", tmp_path / "bad", "--learning-rate", "5e-5,x")
-    assert bad.status == 2 and "float" in bad.err
+    assert bad.status == 1 and "--learning-rate: expected floats separated by commas, got '5e-5,x'" in bad.err
