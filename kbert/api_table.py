@@ -93,4 +93,6 @@ PUBLIC = {
     "kbert.finetune": "kbert.training.finetune",
     "kbert.PretrainOptions": "kbert.training.pretrain",
     "kbert.pretrain": "kbert.training.pretrain",
+    "kbert.SearchOptions": "kbert.training.search",
+    "kbert.finetune_search": "kbert.training.search",
 }

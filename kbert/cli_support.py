@@ -274,13 +274,14 @@ def cli_fields(cls) -> list:
     return [f for f in dataclasses.fields(cls) if f.metadata.get("cli", True)]
 
 
-def add_arguments(parser, cls, *, only=None, defaults=None, helps=None, title=None):
+def add_arguments(parser, cls, *, only=None, defaults=None, helps=None, types=None, title=None):
     """One flag per field of dataclass ``cls`` (``only``: these field names, in that order);
-    ``defaults``/``helps`` override a field's default/help for this parser (a field without a
-    default is a required flag unless ``defaults`` gives one). ``title``: an argument group."""
+    ``defaults``/``helps``/``types`` override a field's default/help/converter for this parser (a
+    field without a default is a required flag unless ``defaults`` gives one). ``title``: an
+    argument group."""
     import dataclasses
 
-    defaults, helps = defaults or {}, helps or {}
+    defaults, helps, types = defaults or {}, helps or {}, types or {}
     fields = {f.name: f for f in cli_fields(cls)}
     target = parser.add_argument_group(title) if title else parser
     for name in (only or list(fields)):
@@ -291,8 +292,8 @@ def add_arguments(parser, cls, *, only=None, defaults=None, helps=None, title=No
         if isinstance(default, bool):
             kwargs["action"] = "store_false" if default else "store_true"
         else:
-            converter = field.metadata.get("type") or (type(default) if default not in (None, dataclasses.MISSING)
-                                                       else None)
+            converter = types.get(name) or field.metadata.get("type") or (
+                type(default) if default not in (None, dataclasses.MISSING) else None)
             if converter is not None:
                 kwargs["type"] = converter
             if default is dataclasses.MISSING:
@@ -303,6 +304,18 @@ def add_arguments(parser, cls, *, only=None, defaults=None, helps=None, title=No
                     kwargs["help"] += f" (default {default})"
         target.add_argument(_flag(field), **kwargs)
     return parser
+
+
+def number_list(kind):
+    """An argparse converter: ``"5e-5,3e-5"`` -> ``(5e-5, 3e-5)`` of ``kind`` (int or float)."""
+    def convert(text: str) -> tuple:
+        try:
+            return tuple(kind(part) for part in text.split(","))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {kind.__name__}s separated by commas, got {text!r}") from None
+
+    convert.__name__ = f"{kind.__name__} list"
+    return convert
 
 
 def from_args(cls, args: argparse.Namespace, **extra):

@@ -12,6 +12,10 @@ OUT/eval_results.json); the best epoch's model is kept in OUT as a model directo
 head, kbert.json with the task settings: ``kbert.tasks.load_task_model(OUT)`` reloads it, the
 export CLI serves it) together with its predictions in the benchmark's submission format.
 
+The paper's protocol (kbert.training.search): several values of --learning-rate, --batch-size or
+--epochs (comma-separated, e.g. --learning-rate 5e-5,4e-5,3e-5,2e-5) and --restarts N train every
+combination N times under OUT/runs/ and keep the best on dev in OUT; a killed search resumes.
+
 Tasks (kbert.tasks.core.registry; a new task is a module in its family folder, see docs/finetuning.md, "Adding a task"):
 """
 
@@ -24,19 +28,49 @@ import sys
 
 
 def parse_args(argv=None):
-    from kbert.cli_support import ArgumentParser, add_arguments, add_backend_flag, prog
+    from kbert.cli_support import ArgumentParser, add_arguments, add_backend_flag, number_list, prog
     from kbert.tasks.core.options import FinetuneOptions
     from kbert.tasks.core.registry import task_listing
+    from kbert.training.search import SearchOptions
 
     p = ArgumentParser(prog=prog("finetune"), description=__doc__ + task_listing(),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_backend_flag(p)
-    add_arguments(p, FinetuneOptions)
+    # One value: one run, as ever; several: the search (SearchOptions' axes).
+    add_arguments(p, FinetuneOptions, types={name: number_list(kind) for name, kind in GRID_FLAGS.items()},
+                  helps={name: f"{FinetuneOptions.__dataclass_fields__[name].metadata['help']}; several, "
+                               "comma-separated: one run each, the best on dev kept" for name in GRID_FLAGS})
+    add_arguments(p, SearchOptions)
     p.add_argument("--quiet", action="store_true", help="one line per epoch instead of a progress bar")
     for options_class, (title, _) in task_options_classes().items():
         summary = options_class.__doc__.strip().splitlines()[0].rstrip(".")
         add_arguments(p, options_class, title=f"{title} options ({summary})")
     return p.parse_args(argv)
+
+
+# The flags that take several values, and each one's type; SearchOptions' axis for each.
+GRID_FLAGS = {"learning_rate": float, "batch_size": int, "epochs": int}
+GRID_AXES = {"learning_rate": "learning_rates", "batch_size": "batch_sizes", "epochs": "epochs"}
+
+
+def search_options(args):
+    """SearchOptions from the grid flags and --restarts, or None for one run; ``args`` is left
+    with one value per grid flag (the flag's own for one value, the default for several)."""
+    from kbert.tasks.core.options import FinetuneOptions
+    from kbert.training.search import SearchOptions
+
+    axes = {}
+    for name in GRID_FLAGS:
+        values = getattr(args, name, None)
+        if not isinstance(values, tuple):
+            continue
+        if len(values) == 1:
+            setattr(args, name, values[0])
+        else:
+            axes[GRID_AXES[name]] = values
+            setattr(args, name, FinetuneOptions.__dataclass_fields__[name].default)
+    restarts = getattr(args, "restarts", 1)
+    return SearchOptions(**axes, restarts=restarts) if axes or restarts != 1 else None
 
 
 def task_options_classes() -> dict:
@@ -66,6 +100,14 @@ def finetune_options(args):
 
     if isinstance(args, FinetuneOptions):
         return args
+    for name in GRID_FLAGS:  # several values are a search's (search_options), not one run's
+        values = getattr(args, name, None)
+        if isinstance(values, tuple):
+            if len(values) != 1:
+                raise OptionsError(f"--{name.replace('_', '-')} {','.join(map(str, values))}: several values are "
+                                   "a search; run it with kbert finetune (kbert.finetune_search)",
+                                   option=name, value=values)
+            setattr(args, name, values[0])
     named = get_task(args.task)
     for options_class, (_, takers) in task_options_classes().items():
         if options_class in (named.task_type.Options, named.options):
@@ -82,10 +124,16 @@ def finetune_options(args):
 
 
 def run(args) -> dict:
-    """kbert.training.finetune.finetune for parsed arguments (or FinetuneOptions)."""
+    """kbert.training.finetune.finetune for parsed arguments (or FinetuneOptions), or
+    kbert.training.search.finetune_search where the flags ask for several runs."""
     from kbert.training.finetune import finetune
+    from kbert.training.search import finetune_search
 
-    return finetune(finetune_options(args), progress_bar=not getattr(args, "quiet", False))
+    search = search_options(args) if isinstance(args, argparse.Namespace) else None
+    progress_bar = not getattr(args, "quiet", False)
+    if search is not None:
+        return finetune_search(finetune_options(args), search, progress_bar=progress_bar)
+    return finetune(finetune_options(args), progress_bar=progress_bar)
 
 
 def main(argv=None):
@@ -99,7 +147,14 @@ def main(argv=None):
         require_dir(args.data_dir, "--data-dir")
     results = run(args)
     best = results["best"]
-    skip = ("epoch", "train_loss", "eval_seconds", "save_seconds")
+    skip = ("epoch", "train_loss", "eval_seconds", "save_seconds", "learning_rate", "batch_size", "epochs", "seed")
+    if "runs" in results:
+        from kbert.training.search import describe
+
+        spread = results["spread"]
+        print(f"kept run {results['selected'] + 1} of {len(results['runs'])} ({describe(best)}): "
+              f"{spread['metric']} {best[spread['metric']]:.4f}; over the runs {spread['min']:.4f} to "
+              f"{spread['max']:.4f}, mean {spread['mean']:.4f} +- {spread['stdev']:.4f}")
     shown = ", ".join(f"{k} {v:.4f}" for k, v in best.items() if k not in skip)
     print(f"best epoch {results['best_epoch']}: {shown}")
     print(f"model directory: {results['model_dir']}  (metrics: eval_results.json, "

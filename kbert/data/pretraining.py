@@ -99,7 +99,9 @@ def pretraining_dataset(
         # A tokenizer with a Python step (in_graph False) runs it here (tf.numpy_function); no-op otherwise.
         texts = [pre_tokenize_tensor(preprocessor.tokenizer, ex[k]) for k in ("text_a", "text_b")]
         # Whole-word masking reads the tokenizer's words (MeCab's for mecab-*) carried through packing.
-        packed = preprocessor(texts, word_starts=getattr(masker, "whole_word", False), pre_tokenized=True)
+        # A pair that does not fit is cut at random ends (google-research/bert's truncate_seq_pair).
+        packed = preprocessor(texts, word_starts=getattr(masker, "whole_word", False), pre_tokenized=True,
+                              random_cut=True)
         masked = masker(packed)
         static = lambda t, *dims: tf.ensure_shape(t, [None if not is_training else batch_size, *dims])  # noqa: E731
         features = {

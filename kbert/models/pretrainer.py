@@ -133,16 +133,22 @@ class BertPretrainer(accel.CompiledStepSettings, compat.LocalReplicaBuild, keras
             mlm_correct = keras.metrics.sparse_categorical_accuracy(y["masked_lm_ids"], mlm_logits)
         # Normalise by the number of real predictions in the *global* batch, so that the sum over
         # replicas is exactly the single-device loss (Keras sums replica losses' gradients).
-        mlm_loss = ops.sum(mlm_ce * weights) / (self.replicas.sum(ops.sum(weights)) + 1e-5)
-        loss = mlm_loss
-        parts = {"mlm_loss": mlm_loss * replicas, "mlm_correct": mlm_correct}
+        mlm_sum, mlm_count = ops.sum(mlm_ce * weights), ops.sum(weights)
+        loss = mlm_sum / (self.replicas.sum(mlm_count) + 1e-5)
+        # The metrics are means per prediction and per pair, as google-research/bert's evaluation
+        # reports them: each batch's mean weighted by its count. A batch with no rows then counts
+        # for nothing, where a plain mean of batch means counted it as a zero: graph-mode
+        # ``evaluate`` runs one such empty step when a dataset of unknown length runs out
+        # (keras-team/keras#23084), which made the held-out losses n/(n+1) of the truth.
+        parts = {"mlm_loss": mlm_sum / (mlm_count + 1e-5), "mlm_count": mlm_count, "mlm_correct": mlm_correct}
         if self.use_nsp:
             nsp_ce = keras.losses.sparse_categorical_crossentropy(
                 y["next_sentence_labels"], ops.cast(y_pred["nsp_logits"], "float32"), from_logits=True
             )
-            nsp_loss = ops.mean(nsp_ce)
-            loss = loss + nsp_loss / replicas
-            parts["nsp_loss"] = nsp_loss
+            pairs = ops.cast(ops.shape(nsp_ce)[0], "float32")
+            loss = loss + ops.mean(nsp_ce) / replicas
+            parts["nsp_loss"] = ops.sum(nsp_ce) / ops.maximum(pairs, 1.0)
+            parts["nsp_pairs"] = pairs
         return loss, parts
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
@@ -151,10 +157,10 @@ class BertPretrainer(accel.CompiledStepSettings, compat.LocalReplicaBuild, keras
             # JAX finds the loss inside its gradient transformation, whose values cannot be kept
             # for later: the parts are found again here (the heads' outputs are small).
             self.loss_parts.update(**self._loss_and_parts(y, y_pred)[1])
-        self.mlm_loss_tracker.update_state(self.loss_parts["mlm_loss"])
+        self.mlm_loss_tracker.update_state(self.loss_parts["mlm_loss"], sample_weight=self.loss_parts["mlm_count"])
         self.mlm_accuracy.update_state(self.loss_parts["mlm_correct"], sample_weight=weights)
         if self.use_nsp:
-            self.nsp_loss_tracker.update_state(self.loss_parts["nsp_loss"])
+            self.nsp_loss_tracker.update_state(self.loss_parts["nsp_loss"], sample_weight=self.loss_parts["nsp_pairs"])
             self.nsp_accuracy.update_state(y["next_sentence_labels"], y_pred["nsp_logits"])
         return self.replicas.logs(self.get_metrics_result())
 

@@ -10,6 +10,11 @@ Truncation (``seq_length - num_segments - 1`` WordPiece tokens are kept in all):
     the longer one, from B on ties): both end with the shorter segment whole if it fits in half
     the budget, otherwise ``ceil(budget/2)`` tokens of A and ``floor(budget/2)`` of B.
   * ``waterfall``: the first segments keep all they can, the last ones are cut first.
+
+A segment keeps its first tokens, as fine-tuning does. ``random_cut=True`` (pre-training data)
+keeps the same number from a random place instead: google-research/bert's ``truncate_seq_pair``
+in ``create_pretraining_data.py`` deletes each cut token from the front or the back by a fair coin,
+so that neither end of a text is favoured.
 """
 
 from __future__ import annotations
@@ -37,13 +42,15 @@ class BertPacker(keras.layers.Layer):
         (see ``BertTokenizer.special_token_ids``).
       truncator: "round_robin" or "waterfall".
 
-    ``call(segments, seq_length=None, word_starts=False)``: ``segments`` is one RaggedTensor or a
+    ``call(segments, seq_length=None, word_starts=False, random_cut=False)``: ``segments`` is one RaggedTensor or a
     list of them, each [batch, words, pieces] or [batch, tokens] of integer ids; ``seq_length``
     overrides the default for this call (a Python int or a scalar int tensor). With
     ``word_starts`` the output also has ``word_starts`` (int32 [batch, seq_length]): 1 where a token
     begins a word (the first piece of each word of a [batch, words, pieces] segment, every token of
     a [batch, tokens] one, [CLS] and [SEP]), 0 for the other pieces and padding. Whole-word masking
     reads it where the ids alone cannot tell (MeCab words of single characters, mecab-character).
+    ``random_cut``: a segment that is cut loses tokens at both ends, each by a fair coin (the module
+    docstring), instead of at its end.
 
     Examples:
         >>> import tensorflow as tf
@@ -73,19 +80,17 @@ class BertPacker(keras.layers.Layer):
         self._graphs = Untracked(pack=tf.function(self._pack, reduce_retracing=True, autograph=False))
         self.built = True
 
-    def call(self, segments, seq_length=None, word_starts=False):
+    def call(self, segments, seq_length=None, word_starts=False, random_cut=False):
         segments = _as_segment_list(segments)
         if seq_length is None:
             seq_length = self.seq_length
         if isinstance(seq_length, (tf.Tensor, tf.Variable)):
             seq_length = tf.cast(tf.reshape(seq_length, []), tf.int32)
         seq_length = _check_seq_length(seq_length, len(segments))
-        if not word_starts:
-            return self._graphs.pack([_merge_words(s) for s in segments], seq_length)
-        return self._graphs.pack([_merge_words(s) for s in segments], seq_length,
-                                 [_word_start_flags(s) for s in segments])
+        starts = [_word_start_flags(s) for s in segments] if word_starts else None
+        return self._graphs.pack([_merge_words(s) for s in segments], seq_length, starts, bool(random_cut))
 
-    def _pack(self, segments, seq_length, starts=None):
+    def _pack(self, segments, seq_length, starts=None, random_cut=False):
         if isinstance(seq_length, tf.Tensor):
             check = tf.debugging.assert_greater_equal(
                 seq_length, len(segments) + 1,
@@ -94,6 +99,8 @@ class BertPacker(keras.layers.Layer):
                 seq_length = tf.identity(seq_length)
         budget = seq_length - (len(segments) + 1)
         segments, starts, kept = _trim(segments, budget, self.truncator, starts)
+        if random_cut:
+            segments, starts = _random_windows(segments, starts, kept)
         return _combine_and_pad(segments, starts, kept, seq_length, self.start_of_sequence_id,
                                 self.end_of_segment_id, self.padding_id)
 
@@ -139,6 +146,27 @@ def _trim(segments, budget, truncator, starts=None):
             keep.append(tf.minimum(length, tf.maximum(left, 0)))
             left = left - keep[-1]
     return segments, starts, keep
+
+
+def _random_windows(segments, starts, kept):
+    """Each row's ``kept`` tokens of each segment taken from a random place: of the ``cut`` tokens
+    that go, Binomial(cut, 1/2) go from the front (one fair coin per token, as
+    ``truncate_seq_pair`` deletes them), the rest from the back. The segments (and ``starts``)
+    come back holding exactly the kept tokens."""
+    windows, window_starts = [], []
+    for j, (segment, keep) in enumerate(zip(segments, kept)):
+        coins = tf.ragged.range(segment.row_lengths() - keep)
+        heads = coins.with_flat_values(tf.cast(tf.random.uniform(tf.shape(coins.flat_values)) < 0.5, tf.int64))
+        begin = segment.row_starts() + tf.reduce_sum(heads, axis=1)
+        take = tf.ragged.range(begin, begin + keep)
+        windows.append(take.with_flat_values(tf.gather(segment.flat_values, take.flat_values)))
+        if starts is not None:
+            flags = tf.gather(starts[j].flat_values, take.flat_values)
+            # The first token left may be a word's inner piece: it begins the segment's first word.
+            firsts = tf.boolean_mask(take.row_starts(), keep > 0)[:, tf.newaxis]
+            flags = tf.tensor_scatter_nd_update(flags, firsts, tf.ones(tf.shape(firsts)[:1], flags.dtype))
+            window_starts.append(take.with_flat_values(flags))
+    return windows, (window_starts if starts is not None else None)
 
 
 def _combine_and_pad(segments, starts, kept, seq_length, cls_id, sep_id, pad_id):

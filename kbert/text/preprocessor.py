@@ -106,11 +106,12 @@ class BertPreprocessor(keras.layers.Layer):
     def bert_pack_inputs(self, segments, seq_length=None):
         return self.packer(segments, seq_length=seq_length)
 
-    def call(self, inputs, seq_length=None, word_starts=False, pre_tokenized=False):
+    def call(self, inputs, seq_length=None, word_starts=False, pre_tokenized=False, random_cut=False):
         """``word_starts``: also return ``word_starts`` (int32 [batch, seq_length], 1 where a token
         begins one of the tokenizer's words; see ``BertPacker``), for whole-word masking.
         ``pre_tokenized``: the strings are ``tokenizer.pre_tokenize()``'s output, not raw texts (see
-        the class docstring; for in-graph tokenizers it changes nothing)."""
+        the class docstring; for in-graph tokenizers it changes nothing). ``random_cut``: segments
+        that do not fit lose tokens at both ends at random, as pre-training data (``BertPacker``)."""
         if isinstance(inputs, dict):
             raise TypeError("BertPreprocessor expects strings or a list of string tensors, got a dict")
         # A list of tensors (or of lists of strings) is a list of segments; a list of Python
@@ -123,7 +124,7 @@ class BertPreprocessor(keras.layers.Layer):
         segments = [_as_batch(s, i) for i, s in enumerate(segments)]
         if tf.executing_eagerly():  # the tokenizer runs its Python step, and its graph shards the batch itself
             return self.packer([self.tokenizer(s, pre_tokenized=pre_tokenized) for s in segments],
-                               seq_length=seq_length, word_starts=word_starts)
+                               seq_length=seq_length, word_starts=word_starts, random_cut=random_cut)
         if not pre_tokenized and needs_pre_tokenize(self.tokenizer):
             raise TokenizerInputError(
                 f"BertPreprocessor ({self.tokenizer.spec.type!r} tokenizer): got raw text inside a TensorFlow graph, "
@@ -133,7 +134,7 @@ class BertPreprocessor(keras.layers.Layer):
 
         def preprocess(*rows):
             return self.packer([self.tokenizer.tokenize_serial(s, pre_tokenized=True) for s in rows], seq_length=seq_length,
-                               word_starts=word_starts)
+                               word_starts=word_starts, random_cut=random_cut)
 
         # Tokenize and pack slices of the batch in parallel (a concat of dense outputs after).
         return shard_rows(preprocess, segments, getattr(self.tokenizer, "shards", 1))

@@ -127,6 +127,46 @@ def test_the_pretraining_datasets_build_without_warnings(tmp_path, text_layers):
     assert not [str(w.message) for w in caught if "deterministic" in str(w.message)]
 
 
+def test_pairs_that_do_not_fit_lose_tokens_at_either_end(tmp_path, vocab):
+    """A pair longer than the sequence is cut as create_pretraining_data.py cuts it (each token from
+    the front or the back by a fair coin), not always at its end: through the whole pipeline, the
+    kept tokens of each segment are one run of its tokens, and of the tokens cut, about half left
+    from the front (tests/text/test_packer.py checks the rule against google-research/bert's)."""
+    import numpy as np
+
+    from kbert.text import BertPreprocessor, load_vocab
+    from kbert.text.masking import MlmMasker
+
+    write_records(tmp_path / "a.tfrecord", 200, seed=5)
+    tokens = load_vocab(vocab)
+    pre = BertPreprocessor(tokens, seq_length=12)
+    tf.random.set_seed(0)
+    ds = pretraining_dataset(str(tmp_path / "*.tfrecord"), pre, MlmMasker(tokens, max_predictions=3), batch_size=8,
+                             is_training=False, seed=0)
+    records = tf.data.TFRecordDataset(str(tmp_path / "a.tfrecord")).map(
+        lambda r: tf.io.parse_single_example(r, {k: tf.io.FixedLenFeature([], tf.string) for k in ("text_a", "text_b")}))
+    texts = [(t["text_a"].numpy().decode(), t["text_b"].numpy().decode()) for t in records]
+    rows = []
+    for features, labels in ds:  # the masked tokens put back
+        ids = features["input_word_ids"].numpy()
+        np.put_along_axis(ids, features["masked_lm_positions"].numpy(),
+                          np.where(labels["masked_lm_weights"].numpy() > 0, labels["masked_lm_ids"].numpy(),
+                                   np.take_along_axis(ids, features["masked_lm_positions"].numpy(), 1)), 1)
+        rows += [(r, t) for r, t in zip(ids, features["input_type_ids"].numpy())]
+    assert len(rows) == len(texts)
+    front = cut = 0
+    for (row, types), pair in zip(rows, texts):
+        real = row[row != 0]
+        for segment, text in enumerate(pair):
+            whole = pre.tokenizer([text]).flat_values.numpy().tolist()
+            kept = real[(types[:len(real)] == segment)][1 - segment:-1].tolist()  # without [CLS] and [SEP]
+            start = next(i for i in range(len(whole) - len(kept) + 1) if whole[i:i + len(kept)] == kept)
+            front += start
+            cut += len(whole) - len(kept)
+    assert cut > 300
+    assert 0.4 < front / cut < 0.6, (front, cut)
+
+
 def test_empty_and_missing_inputs_fail_before_any_work(tmp_path, text_layers):
     with pytest.raises(FileNotFoundError, match="no pre-training files match"):
         list_files(str(tmp_path / "none-*.tfrecord"))

@@ -84,6 +84,37 @@ def test_metrics_match_numpy(fused_kernels, monkeypatch):
     assert float(logs["nsp_accuracy"]) == pytest.approx(nsp_hits.mean(), abs=1e-6)
 
 
+def test_evaluate_over_batches_of_unknown_number_gives_the_per_prediction_means():
+    """Held-out batches as ``kbert pretrain --eval-data`` reads them (no known length, a last short
+    batch): ``evaluate``'s masked-LM and NSP losses are the means over every prediction and every
+    pair, recomputed here from the same logits. Graph-mode evaluate runs one empty step when such a
+    dataset ends; it must count for nothing (it made both losses n/(n+1) of the truth)."""
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(0)
+    config = BertConfig.preset("tiny", vocab_size=1000, max_position_embeddings=32)
+    model = BertPretrainer(BertEncoder(config))
+    model.compile(optimizer="adam")
+    batches = [_batch(seed=1), _batch(seed=2), _batch(batch=3, seed=3)]
+    spec = tuple({k: tf.TensorSpec((None, *v.shape[1:]), v.dtype) for k, v in part.items()} for part in batches[0])
+    data = tf.data.Dataset.from_generator(lambda: iter(batches), output_signature=spec)
+    assert data.cardinality() == tf.data.UNKNOWN_CARDINALITY
+    results = model.evaluate(data, return_dict=True, verbose=0)
+    mlm_ce, mlm_w, nsp_ce, mlm_hit = [], [], [], []
+    for x, y in batches:
+        out = model(x)
+        log_p = _log_softmax(np.asarray(out["mlm_logits"], np.float64))
+        mlm_ce.append(-np.take_along_axis(log_p, y["masked_lm_ids"][..., None], -1)[..., 0].ravel())
+        mlm_hit.append((log_p.argmax(-1) == y["masked_lm_ids"]).ravel())
+        mlm_w.append(y["masked_lm_weights"].ravel())
+        nsp_ce.append(-np.take_along_axis(_log_softmax(np.asarray(out["nsp_logits"], np.float64)),
+                                          y["next_sentence_labels"][:, None], -1)[:, 0])
+    w, nsp = np.concatenate(mlm_w), np.concatenate(nsp_ce)
+    assert results["mlm_loss"] == pytest.approx((np.concatenate(mlm_ce) * w).sum() / w.sum(), rel=1e-5)
+    assert results["mlm_accuracy"] == pytest.approx((np.concatenate(mlm_hit) * w).sum() / w.sum(), abs=1e-6)
+    assert results["nsp_loss"] == pytest.approx(nsp.mean(), rel=1e-5)
+
+
 def test_no_nsp_trains_mlm_alone():
     config = BertConfig.preset("tiny", vocab_size=1000, max_position_embeddings=32)
     model = BertPretrainer(BertEncoder(config), use_nsp=False)

@@ -68,6 +68,25 @@ def test_special_tokens_and_padding_are_never_masked_and_positions_unique(packed
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("mask, same, rnd", [(80, 10, 10), (100, 0, 0), (80, 0, 20), (80, 20, 0), (0, 20, 80),
+                                             (0, 0, 100)])
+def test_the_masking_rates_of_the_papers_table_8(packed, mask, same, rnd):
+    """Table 8's rows (MASK / SAME / RND of the selected tokens) through ``--mask-token-rate`` and
+    ``--random-token-rate``: each selected token becomes [MASK], stays, or becomes a random token
+    in those shares (a random token is the original one only by chance, 1 in 30,000), and the
+    selection itself stays 15% whatever the split."""
+    out = _mask(packed, max_predictions=32, mask_token_rate=mask / 100, random_token_rate=rnd / 100)
+    w = out["masked_lm_weights"].astype(bool)
+    rows, pos = np.nonzero(w)[0], out["masked_lm_positions"][w]
+    now, original = out["input_word_ids"][rows, pos], packed["input_word_ids"][rows, pos]
+    is_mask, is_same = now == VOCAB.index("[MASK]"), now == original
+    shares = np.mean(is_mask), np.mean(is_same & ~is_mask), np.mean(~is_mask & ~is_same)
+    np.testing.assert_allclose(shares, (mask / 100, same / 100, rnd / 100), atol=0.015)
+    np.testing.assert_array_equal(out["masked_lm_ids"][w], original)
+    assert abs(w.sum() / packed["input_mask"].sum() - 0.15) < 0.005
+
+
+@pytest.mark.slow
 def test_configurable_rates(packed):
     out = _mask(packed, max_predictions=64, selection_rate=0.3, mask_token_rate=0.5, random_token_rate=0.5)
     w = out["masked_lm_weights"].astype(bool)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from conftest import REFERENCE, UNCASED_VOCAB
 from kbert.text import BertPacker, BertPreprocessor
-from fixtures.google_bert_oracle import minilm_rows, truncate_seq_pair
+from fixtures.google_bert_oracle import minilm_rows, truncate_seq_pair, truncate_seq_pair_at_random
 
 CLS, SEP, PAD = 101, 102, 0
 
@@ -77,6 +77,47 @@ def test_round_robin_is_truncate_seq_pair(packer, pairs, seq_length):
         assert ids[row].tolist() == tokens + [PAD] * pad
         assert mask[row].tolist() == [1] * len(tokens) + [0] * pad
         assert types[row].tolist() == [0] * (len(ta) + 2) + [1] * (len(tb) + 1) + [0] * pad
+
+
+def test_random_cut_keeps_a_window_cut_at_either_end_as_create_pretraining_data(packer):
+    """``random_cut``: each segment keeps truncate_seq_pair's number of tokens, as one contiguous
+    run, and the tokens that go leave from the front as often as from the back, as
+    create_pretraining_data.py's pops by a fair coin do: the share cut from the front and the
+    share of rows that keep their first token and the spread of the front cut match its over
+    2,000 pairs."""
+    import random
+
+    pairs = [(random.Random(i).randint(20, 90), random.Random(-i).randint(20, 90)) for i in range(2000)]
+    seq_length = 67
+    tf.random.set_seed(0)
+    out = packer([_segments([p[0] for p in pairs], 1000), _segments([p[1] for p in pairs], 2000)],
+                 seq_length=seq_length, random_cut=True)
+    ids, types = out["input_word_ids"].numpy(), out["input_type_ids"].numpy()
+    rng = random.Random(0)
+    got, reference = ({"front": 0, "cut": 0, "whole_start": 0, "spread": 0.0} for _ in range(2))
+    for row, (len_a, len_b) in enumerate(pairs):
+        want_a, want_b = truncate_seq_pair(range(len_a), range(len_b), seq_length - 3)
+        ref_a, ref_b = truncate_seq_pair_at_random(range(1000, 1000 + len_a), range(2000, 2000 + len_b),
+                                                   seq_length - 3, rng)
+        real = ids[row][ids[row] != PAD]
+        a = real[1:1 + len(want_a)]
+        b = real[2 + len(want_a):-1]
+        assert real[0] == CLS and real[1 + len(want_a)] == SEP and real[-1] == SEP, row
+        assert (types[row][:len(want_a) + 2] == 0).all() and (types[row][len(want_a) + 2:len(real)] == 1).all()
+        for kept, ref, want, first, length in ((a, ref_a, want_a, 1000, len_a), (b, ref_b, want_b, 2000, len_b)):
+            assert len(kept) == len(want) == len(ref)
+            assert (np.diff(kept) == 1).all(), row  # one contiguous window of the segment
+            for counts, start in ((got, int(kept[0]) - first if len(kept) else 0),
+                                  (reference, ref[0] - first if ref else 0)):
+                counts["front"] += start
+                counts["cut"] += length - len(kept)
+                counts["whole_start"] += start == 0 and length > len(kept)
+                counts["spread"] += (start - (length - len(kept)) / 2) ** 2  # Binomial: cut / 4 a row
+    assert got["cut"] == reference["cut"] > 50_000
+    assert got["front"] / got["cut"] == pytest.approx(0.5, abs=0.01)
+    assert got["front"] / got["cut"] == pytest.approx(reference["front"] / reference["cut"], abs=0.01)
+    assert got["whole_start"] == pytest.approx(reference["whole_start"], abs=30)
+    assert got["spread"] == pytest.approx(reference["spread"], rel=0.1)
 
 
 def _waterfall(lengths, budget):

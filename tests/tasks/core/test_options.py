@@ -87,16 +87,18 @@ def _flag(field) -> str:
 
 def _runs() -> dict:
     """{run: the options classes active in it}: a fine-tuning run of each named task holds
-    FinetuneOptions, its type's options and its own; pre-training, prediction and vocabulary
+    FinetuneOptions, SearchOptions (--restarts), its type's options and its own; pre-training, prediction and vocabulary
     learning hold one class each. ``kbert finetune``'s parser holds every fine-tuning class at once."""
     from kbert.tasks.core.prediction import PredictOptions
     from kbert.tasks.core.registry import tasks
     from kbert.text.vocab_learning import VocabOptions
     from kbert.training.pretrain import PretrainOptions
 
-    runs = {f"finetune --task {t.name}": [FinetuneOptions, t.task_type.Options, *([t.options] if t.options else [])]
-            for t in tasks()}
-    parser = [FinetuneOptions, *(t.task_type.Options for t in tasks()), *(t.options for t in tasks() if t.options)]
+    from kbert.training.search import SearchOptions
+
+    runs = {f"finetune --task {t.name}": [FinetuneOptions, SearchOptions, t.task_type.Options,
+                                          *([t.options] if t.options else [])] for t in tasks()}
+    parser = [FinetuneOptions, SearchOptions, *(t.task_type.Options for t in tasks()), *(t.options for t in tasks() if t.options)]
     runs["kbert finetune's parser"] = list(dict.fromkeys(parser))
     runs.update({"pretrain": [PretrainOptions], "predict": [PredictOptions], "vocab": [VocabOptions]})
     return runs
