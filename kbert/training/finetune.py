@@ -196,5 +196,9 @@ def _finetune(options, task, out_dir, backend, devices, progress_bar, log) -> di
     }
     if backend != "tensorflow":
         results.update(backend=backend, devices=devices.count, processes=devices.processes)
-    (out_dir / "eval_results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    from kbert.model_metadata import atomic_write
+
+    # Whole or absent: a search (kbert.training.search) takes a run with this file as finished.
+    text = json.dumps(results, indent=2) + "\n"
+    atomic_write(out_dir / "eval_results.json", lambda tmp: tmp.write_text(text, encoding="utf-8"))
     return results
