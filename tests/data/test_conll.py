@@ -22,6 +22,7 @@ def test_train_and_valid_counts():
     assert valid.meta["documents"] == 216
 
 
+@pytest.mark.slow
 def test_first_sentences_by_hand():
     train = read_conll(SHARED / "conll2003" / "train.txt")
     first = train.examples[0]

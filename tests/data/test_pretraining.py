@@ -127,6 +127,7 @@ def test_the_pretraining_datasets_build_without_warnings(tmp_path, text_layers):
     assert not [str(w.message) for w in caught if "deterministic" in str(w.message)]
 
 
+@pytest.mark.slow
 def test_pairs_that_do_not_fit_lose_tokens_at_either_end(tmp_path, vocab):
     """A pair longer than the sequence is cut as create_pretraining_data.py cuts it (each token from
     the front or the back by a fair coin), not always at its end: through the whole pipeline, the

@@ -67,6 +67,7 @@ def test_mlm_subobject_gives_logits_at_masked_positions(tiny_with_mlm):
     assert "mlm" in sm.signatures
 
 
+@pytest.mark.slow
 def test_serving_signature_is_flat(tiny_with_mlm):
     sig = tiny_with_mlm[3].signatures["serving_default"]
     out = sig(**_inputs())

@@ -91,6 +91,7 @@ def test_the_specs(signatures):
         "is_next_probability": (1, tf.float32)}
 
 
+@pytest.mark.slow
 def test_fill_mask_answers_the_heads_top_k(loaded, signatures):
     _, encoder, heads = loaded
     out = signatures[1]["fill_mask"](text=tf.constant(TEXTS))

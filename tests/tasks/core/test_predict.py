@@ -229,6 +229,7 @@ def test_multiple_choice_swag_csv(dirs, loaded, predict, tmp_path):
         np.testing.assert_allclose(o["probabilities"], _softmax(logits), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_bad_row_is_named_and_nothing_is_written(dirs, loaded, predict, tmp_path, monkeypatch):
     out = tmp_path / "out.jsonl"
     out.write_text("the previous predictions\n")
