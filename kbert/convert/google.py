@@ -14,7 +14,8 @@ import zipfile
 
 from kbert.config import BertConfig
 from kbert.convert.common import check_output_dir, write_model_dir
-from kbert.convert.inputs import input_file
+from kbert.convert.inputs import extract_zip, input_file
+from kbert.model_dir import pending_write
 from kbert.convert.names import ConversionError, encoder_variables, export_arrays, head_variables, is_model_weight
 from kbert.convert.tokenizer_source import DEFAULT_MECAB_DIC, spec_for_type
 from kbert.api_export import kbert_export
@@ -84,12 +85,8 @@ def convert(ckpt_prefix, out_dir, config_file=None, vocab_file=None, do_lower_ca
     source = pathlib.Path(ckpt_prefix)
     check_output_dir(out_dir, overwrite)
     if source.is_file() and zipfile.is_zipfile(source):
-        with tempfile.TemporaryDirectory(prefix="kbert-google-") as tmp:
-            try:
-                with zipfile.ZipFile(source) as archive:
-                    archive.extractall(tmp)
-            except (zipfile.BadZipFile, OSError) as e:
-                raise ConversionError(f"{source} cannot be unpacked: {e}") from None
+        with tempfile.TemporaryDirectory(prefix="kbert-google-") as tmp, pending_write(tmp):
+            extract_zip(source, tmp)
             prefix = find_checkpoint(tmp)
             # Names inside the zip are shown as the zip's: they are gone after the conversion.
             return _convert_prefix(prefix, out_dir, config_file, vocab_file, _case(do_lower_case, source, prefix),

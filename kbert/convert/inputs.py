@@ -94,3 +94,53 @@ def typed(data: dict, field: str, types, where, default=None, label: str | None 
         raise ConversionError(f"{where}: field {label or field!r} is {value!r} (a JSON {_json_type(value)}); "
                               f"expected {expected}")
     return value
+
+
+# What an archive may hold before it is refused unread: google-research/bert's largest release
+# (BERT-Large, whole word masking) unpacks to about 1.3 GB, and its checkpoint compresses barely
+# (ratio about 1.1). A member that claims far more than it weighs is a decompression bomb.
+MAX_ARCHIVE_BYTES = 16 * 2**30
+MAX_MEMBER_RATIO = 200
+_RATIO_FROM_BYTES = 2**20  # small files (a config of repeated spaces) may compress well
+
+
+def extract_zip(source, dest) -> None:
+    """Unpack the zip ``source`` into the folder ``dest``, refusing what a release never holds.
+
+    ``zipfile.extractall`` would quietly rewrite a member named ``../x`` or ``/x`` and unpack any
+    size; here such an archive is refused whole before anything is written: a member whose name
+    is absolute or climbs out (``..``), a link (a Unix mode of symlink), a member whose size is
+    over ``MAX_MEMBER_RATIO`` times its compressed size (past 1 MiB), or members over
+    ``MAX_ARCHIVE_BYTES`` in all. ``zipfile`` stops each member at the size its header declares
+    and checks its CRC, so the checked sizes are the most that is written.
+    """
+    import zipfile
+
+    source = pathlib.Path(source)
+    try:
+        with zipfile.ZipFile(source) as archive:
+            members = archive.infolist()
+            _check_members(source, members)
+            for member in members:
+                archive.extract(member, dest)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as e:
+        raise ConversionError(f"{source} cannot be unpacked: {e}") from None
+
+
+def _check_members(source: pathlib.Path, members) -> None:
+    total = 0
+    for member in members:
+        name = member.filename
+        parts = pathlib.PurePosixPath(name.replace("\\", "/")).parts
+        if name.startswith(("/", "\\")) or (parts and parts[0].endswith(":")) or ".." in parts:
+            raise ConversionError(f"{source}: member {name!r} would be written outside the folder it is "
+                                  "unpacked into; refused")
+        if stat.S_ISLNK(member.external_attr >> 16):
+            raise ConversionError(f"{source}: member {name!r} is a symbolic link; refused")
+        if member.file_size > _RATIO_FROM_BYTES and member.file_size > MAX_MEMBER_RATIO * max(member.compress_size, 1):
+            raise ConversionError(f"{source}: member {name!r} unpacks to {member.file_size} bytes from "
+                                  f"{member.compress_size} (over {MAX_MEMBER_RATIO} times): a decompression bomb; refused")
+        total += member.file_size
+        if total > MAX_ARCHIVE_BYTES:
+            raise ConversionError(f"{source}: the members unpack to over {MAX_ARCHIVE_BYTES} bytes "
+                                  "(kbert.convert.inputs.MAX_ARCHIVE_BYTES); refused")

@@ -7,11 +7,15 @@ import os
 import pathlib
 import shutil
 import signal
+import zipfile
 
 import numpy as np
 import pytest
 
 from fixtures.cli import command_status
+from kbert.convert import inputs
+from kbert.convert.inputs import extract_zip
+from kbert.convert.names import ConversionError
 from kbert.model_dir import METADATA_FILE, load_encoder, load_heads, read_metadata
 from fixtures.hf_tiny import hf_cache_entry, make_hf_folder
 
@@ -229,3 +233,64 @@ def test_a_google_checkpoint_folder_is_read_not_followed(tmp_path, tiny_hf, caps
     os.mkfifo(release / "bert_config.json")
     _refused(capsys, tmp_path, ["google", str(release / "bert_model.ckpt"), str(tmp_path / "out")],
              f"{release / 'bert_config.json'} is a FIFO (named pipe), not a regular file")
+
+
+# -- zips: refused whole before anything is written ------------------------------------------
+
+
+def _zip(path, members):
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members:
+            archive.writestr(name, data)
+    return path
+
+
+def test_an_ordinary_release_zip_unpacks_byte_for_byte(tmp_path):
+    members = [("uncased_L-2_H-128_A-2/bert_config.json", b'{"hidden_size": 128}'),
+               ("uncased_L-2_H-128_A-2/vocab.txt", "[PAD]\n日本\n".encode())]
+    extract_zip(_zip(tmp_path / "r.zip", members), tmp_path / "out")
+    for name, data in members:
+        assert (tmp_path / "out" / name).read_bytes() == data
+
+
+def _link(name):
+    info = zipfile.ZipInfo(name)
+    info.external_attr = (0o120777 << 16)
+    return info
+
+
+@pytest.mark.parametrize("name, message", [
+    ("../evil.txt", "outside the folder"),
+    ("a/../../evil.txt", "outside the folder"),
+    ("/etc/evil.txt", "outside the folder"),
+    ("C:/evil.txt", "outside the folder"),
+    ("..\\evil.txt", "outside the folder"),
+    (_link("release/vocab.txt"), "symbolic link"),
+])
+def test_a_member_that_escapes_or_links_is_refused_and_nothing_is_written(tmp_path, name, message):
+    source = _zip(tmp_path / "r.zip", [("release/bert_config.json", b"{}"), (name, b"/etc/passwd")])
+    with pytest.raises(ConversionError, match=message):
+        extract_zip(source, tmp_path / "out")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "evil.txt").exists()
+
+
+def test_a_decompression_bomb_is_refused_from_its_headers(tmp_path):
+    source = _zip(tmp_path / "r.zip", [("release/bert_model.ckpt.data-00000-of-00001", bytes(8 * 2**20))])
+    with pytest.raises(ConversionError, match=r"8388608 bytes from \d+ .*decompression bomb"):
+        extract_zip(source, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_members_over_the_total_are_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(inputs, "MAX_ARCHIVE_BYTES", 1000)
+    source = _zip(tmp_path / "r.zip", [("a", bytes(os.urandom(600))), ("b", bytes(os.urandom(600)))])
+    with pytest.raises(ConversionError, match="over 1000 bytes"):
+        extract_zip(source, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_truncated_zip_is_one_conversion_error(tmp_path):
+    whole = _zip(tmp_path / "r.zip", [("release/vocab.txt", os.urandom(5000))]).read_bytes()
+    (tmp_path / "cut.zip").write_bytes(whole[:len(whole) // 2] + whole[-22:])
+    with pytest.raises(ConversionError, match="cut.zip cannot be unpacked"):
+        extract_zip(tmp_path / "cut.zip", tmp_path / "out")
