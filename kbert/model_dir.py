@@ -16,6 +16,7 @@ with only ``do_lower_case`` reads as WordPiece).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import secrets
@@ -76,28 +77,94 @@ def replace_dir(path, write) -> pathlib.Path:
     tmp = path.with_name(f".tmp-{token}-{path.name}")
     old = path.with_name(f".old-{token}-{path.name}")
     moved = False
+    _PENDING.add(tmp)
     try:
         write(tmp)
         for root, _, files in os.walk(tmp):
             for name in files:
                 fsync_path(os.path.join(root, name))
             fsync_path(root)
-        if path.exists() or path.is_symlink():
-            os.rename(path, old)
-            moved = True
-        os.rename(tmp, path)
+        with _swapping():  # never cut in two by a handler that ends the process (at_safe_point)
+            if path.exists() or path.is_symlink():
+                os.rename(path, old)
+                moved = True
+                _PENDING.add(old)
+            os.rename(tmp, path)
+            _PENDING.discard(tmp)
     except BaseException:
-        if moved and not path.exists():
-            os.rename(old, path)
+        with _swapping():
+            if moved and not path.exists():
+                os.rename(old, path)
+            _PENDING.discard(old)
         shutil.rmtree(tmp, ignore_errors=True)
+        _PENDING.discard(tmp)
         raise
     fsync_path(path.parent)
     if moved:
-        if old.is_dir() and not old.is_symlink():
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            old.unlink(missing_ok=True)
+        _remove(old)
+        _PENDING.discard(old)
     return path
+
+
+# The temporary and set-aside folders of the replace_dir calls under way: what a signal handler that
+# ends the process outright (kbert.commands.signals) removes first, so that nothing is left half
+# written beside the output.
+_PENDING: set[pathlib.Path] = set()
+
+
+@contextlib.contextmanager
+def pending_write(path):
+    """Within the block, ``path`` (a scratch folder or file of the work under way) is removed by
+    ``remove_pending_writes`` if a signal handler ends the process."""
+    path = pathlib.Path(path)
+    _PENDING.add(path)
+    try:
+        yield path
+    finally:
+        _PENDING.discard(path)
+
+
+def remove_pending_writes() -> list[pathlib.Path]:
+    """Removes the folders of every ``replace_dir`` under way and returns their paths; for a signal
+    handler about to end the process (the outputs themselves are whole: old, new or absent)."""
+    removed = sorted(_PENDING)
+    for folder in removed:
+        _remove(folder)
+    _PENDING.clear()
+    return removed
+
+
+def _remove(path: pathlib.Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    elif path.is_symlink() or path.exists():
+        path.unlink(missing_ok=True)
+
+
+_SWAP: dict = {"active": False, "deferred": []}
+
+
+@contextlib.contextmanager
+def _swapping():
+    """The block's renames run whole: an ``at_safe_point`` call made meanwhile (by a signal handler,
+    which Python runs between two statements) waits for its end."""
+    _SWAP["active"] = True
+    try:
+        yield
+    finally:
+        _SWAP["active"] = False
+        deferred, _SWAP["deferred"] = _SWAP["deferred"], []
+        for call in deferred:
+            call()
+
+
+def at_safe_point(call) -> None:
+    """Calls ``call()`` now, or as soon as the swap of a ``replace_dir`` under way is over: for a
+    signal handler that removes ``remove_pending_writes()`` and ends the process."""
+    if _SWAP["active"]:
+        _SWAP["deferred"].append(call)
+    else:
+        call()
 
 
 def check_files(model_dir) -> None:

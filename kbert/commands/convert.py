@@ -18,6 +18,8 @@ leaves the output as it was.
 import argparse
 import sys
 
+from kbert.commands.signals import stop_on_sigterm
+
 
 def main(argv=None):
     # A user's error (a kbert.Error: the conversion's, the config's, the tokenizer's) propagates to
@@ -25,6 +27,13 @@ def main(argv=None):
     from kbert.cli_support import require_dir
 
     args = _parser().parse_args(argv)
+    with stop_on_sigterm("convert"):
+        return _convert(args)
+
+
+def _convert(args):
+    from kbert.cli_support import require_dir
+
     if args.what == "to-google":
         require_dir(args.model_dir, "model directory")
     if args.what == "hf":

@@ -21,9 +21,9 @@ call_endpoint="serving_default")`` (and ``"serve"``); see docs/serving.md.
 """
 
 import argparse
-import contextlib
 import pathlib
-import signal
+
+from kbert.commands.signals import stop_on_sigterm
 
 
 def main(argv=None):
@@ -96,7 +96,7 @@ def main(argv=None):
     if args.what == "onnx":  # an earlier ONNX export folder is replaced whole, as a SavedModel version is
         from kbert.export.onnx.export import is_onnx_export as replaceable
     check_output(args.out_dir, [source], overwrite=args.overwrite, replaceable=replaceable)
-    with _interrupt_on_sigterm():
+    with stop_on_sigterm("export"):
         return _export(args)
 
 
@@ -162,21 +162,3 @@ def _export_onnx(args):
               + (f"{agreement:.1%} equal answers, " if agreement is not None else "")
               + f"largest difference {result.int8['max_difference']:.3g}")
     return 0
-
-
-@contextlib.contextmanager
-def _interrupt_on_sigterm():
-    """SIGTERM (a supervisor stopping the job) as Ctrl-C while exporting: the export's temporary
-    folder is removed and the previous version stays in place (kbert.model_dir.replace_dir)."""
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
-    except ValueError:  # not the main thread (an embedding application): its own handling applies
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

@@ -96,21 +96,23 @@ def test_an_output_holding_the_model_directory_is_refused_even_with_overwrite(tm
     assert sorted(p.name for p in model_dir.iterdir()) == sorted(p.name for p in tiny_heads_dir.iterdir())
 
 
-def test_sigterm_while_exporting_is_an_interrupt_and_the_handler_is_restored(monkeypatch, tmp_path, tiny_heads_dir):
-    """A supervisor's SIGTERM during the export unwinds as Ctrl-C (the temporary folder goes); the
-    process's own handler is back afterwards. The handler is called here, no signal is sent."""
-    from kbert.commands import export
+def test_sigterm_while_exporting_ends_the_command_and_the_handler_is_restored(monkeypatch, tmp_path, tiny_heads_dir):
+    """A supervisor's SIGTERM during the export ends it through kbert.commands.signals (nothing is
+    raised into the export); the process's own handler is back afterwards. The handler is called
+    here, no signal is sent, and the ending is recorded instead of ending pytest."""
+    from kbert.commands import export, signals
 
-    seen = []
+    seen, ended = [], []
 
     def fake_export(args):
         handler = signal.getsignal(signal.SIGTERM)
         seen.append(handler)
         handler(signal.SIGTERM, None)
+        return 0
 
     before = signal.getsignal(signal.SIGTERM)
     monkeypatch.setattr(export, "_export", fake_export)
-    with pytest.raises(KeyboardInterrupt):
-        export.main(["encoder", str(tiny_heads_dir), str(tmp_path / "out")])
-    assert seen and seen[0] is not before
+    monkeypatch.setattr(signals, "_end", lambda command, signum: ended.append((command, signum)))
+    assert export.main(["encoder", str(tiny_heads_dir), str(tmp_path / "out")]) == 0
+    assert seen and seen[0] is not before and ended == [("export", signal.SIGTERM)]
     assert signal.getsignal(signal.SIGTERM) is before

@@ -364,6 +364,7 @@ def test_sigterm_during_an_export_leaves_the_old_version_loadable(csv_classifier
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "kbert export: interrupted"
+    assert proc.returncode == 143 and err.strip().splitlines()[-1] == (
+        "kbert export: stopped by SIGTERM (removed 1 unfinished folder(s) beside the output)")
     assert tree(out) == before and sorted(p.name for p in out.parent.iterdir()) == ["1"]
     assert sorted(tf.saved_model.load(str(out)).signatures) == ["serving_default", "serving_ids"]

@@ -352,6 +352,48 @@ def test_replace_dir_is_old_or_new_whole(tmp_path, monkeypatch):
     assert tree(target) == {"new.txt": hashlib.sha256(b"new").hexdigest()} and os.listdir(target.parent) == ["1"]
 
 
+def test_a_stop_during_the_write_removes_what_is_under_way_and_waits_for_the_swap(tmp_path, monkeypatch):
+    """What kbert.commands.signals' handler relies on: while ``write(tmp)`` runs, the temporary folder
+    is a pending write that ``remove_pending_writes`` removes; a stop asked for during the two
+    renames (``at_safe_point``) runs only once they are done, so the output is the new one whole."""
+    import kbert.model_dir as model_dir
+
+    target = tmp_path / "out" / "1"
+    target.mkdir(parents=True)
+    (target / "old.txt").write_text("old")
+    removed = []
+
+    def interrupted(tmp):
+        tmp.mkdir()
+        (tmp / "new.txt").write_text("half")
+        removed.extend(model_dir.remove_pending_writes())  # what the handler does before it exits
+        assert not tmp.exists()
+        raise SystemExit(143)
+
+    with pytest.raises(SystemExit):
+        model_dir.replace_dir(target, interrupted)
+    assert len(removed) == 1 and removed[0].name.startswith(".tmp-")
+    assert (target / "old.txt").read_text() == "old" and os.listdir(target.parent) == ["1"]
+
+    stops, real_rename = [], os.rename
+
+    def rename(src, dst):  # a signal lands between the two renames
+        real_rename(src, dst)
+        model_dir.at_safe_point(lambda: stops.append(sorted(os.listdir(target.parent))))
+        stops.append("renamed")
+
+    def whole(tmp):
+        tmp.mkdir()
+        (tmp / "new.txt").write_text("new")
+
+    monkeypatch.setattr(model_dir.os, "rename", rename)
+    model_dir.replace_dir(target, whole)
+    # the two stops ran after both renames: the new folder in place, no temporary one left
+    assert stops[:2] == ["renamed", "renamed"] and len(stops) == 4
+    assert all("1" in listing and not any(n.startswith(".tmp-") for n in listing) for listing in stops[2:])
+    assert (target / "new.txt").read_text() == "new" and not model_dir._PENDING
+
+
 # -- weights files that are pickles ---------------------------------------------------------------
 @pytest.mark.parametrize("file", ["encoder.weights.h5", "mlm.weights.h5"])
 def test_kbert_weights_that_are_pickles_are_refused_without_running_them(tmp_path, tiny_model_dir, file):
