@@ -45,6 +45,7 @@ PUBLIC = {
     "kbert.resolve_model_dir": "kbert.hub_models",
     "kbert.save_model_dir": "kbert.model_dir",
     "kbert.BertEncoder": "kbert.models.encoder",
+    "kbert.BertLMPretrainer": "kbert.models.lm_pretrainer",
     "kbert.BertPretrainer": "kbert.models.pretrainer",
     "kbert.random_model_dir": "kbert.random_model",
     "kbert.MultiLabelClassifier": "kbert.tasks.classification.model",

@@ -5,7 +5,8 @@
                          spec's ``vocab_file``, e.g. a SentencePiece ``.model`` instead)
     encoder.weights.h5   the encoder's weights (Keras format)
     kbert.json           {"format": 1, "tokenizer": {"type": ..., "lower_case": bool, "vocab_file": ...},
-                          "do_lower_case": bool, "heads": {name: {...}}}
+                          "do_lower_case": bool, "heads": {name: {...}}, "causal": true (only
+                          for a left-only encoder, kbert.BertEncoder(causal=True))}
     <head>.weights.h5    one file per head listed in kbert.json (mlm, nsp, task heads)
 
 ``kbert.json`` is kbert's own metadata (the heads it lists, their weights files and settings): it also
@@ -26,7 +27,7 @@ from kbert.errors import Error
 from kbert.config import BertConfig
 from kbert.model_metadata import (  # noqa: F401 - the metadata names, also importable from here
     CONFIG_FILE, ENCODER_WEIGHTS, FORMAT_VERSION, METADATA_FILE, VOCAB_FILE, ModelDirError, atomic_write,
-    count_vocab, fsync_path, load_config, read_metadata, resolve_file, write_metadata)
+    count_vocab, fsync_path, is_causal, load_config, read_metadata, resolve_file, write_metadata)
 from kbert.text.registry import read_tokenizer_spec, record_tokenizer_spec  # noqa: F401
 from kbert.api_export import kbert_export
 
@@ -177,12 +178,14 @@ def check_files(model_dir) -> None:
         raise ModelDirError(f"model directory {model_dir} is missing: {', '.join(missing)}")
 
 
-def load_encoder(model_dir, dtype=None, attention="auto", **overrides):
+def load_encoder(model_dir, dtype=None, attention="auto", causal=None, **overrides):
     """Builds a BertEncoder from ``bert_config.json`` and loads ``encoder.weights.h5``.
 
     ``overrides`` replace config fields (e.g. dropout rates for fine-tuning). ``attention``: the
     encoder's attention, "auto", "plain" or "fused" (kbert.layers.accel); the files are the same
-    whichever wrote them.
+    whichever wrote them. ``causal``: None (the default) builds the encoder as ``kbert.json``
+    records it (left-only for a left-to-right language model, ``is_causal``); True or False
+    overrides that (pre-training that changes the objective).
     """
     from kbert.models import BertEncoder
 
@@ -193,7 +196,8 @@ def load_encoder(model_dir, dtype=None, attention="auto", **overrides):
     from kbert.layers.initializers import weights_read_next
 
     with weights_read_next():  # every weight is read below (or the file is refused): none is drawn
-        encoder = BertEncoder(config, dtype=dtype, attention_impl=attention)
+        encoder = BertEncoder(config, dtype=dtype, attention_impl=attention,
+                              causal=is_causal(model_dir) if causal is None else causal)
     path = pathlib.Path(model_dir) / ENCODER_WEIGHTS
     load_weights_checked(encoder, path, f"the architecture in {CONFIG_FILE}")
     return encoder
@@ -346,6 +350,9 @@ def save_model_dir(model_dir, encoder, vocab_file=None, vocab=None, do_lower_cas
     metadata = read_metadata(model_dir)
     metadata.update(format=FORMAT_VERSION, tokenizer=tokenizer_spec.to_json(),
                     do_lower_case=tokenizer_spec.lower_case)
+    metadata.pop("causal", None)  # recorded for a left-only encoder only; absent reads as bidirectional
+    if getattr(encoder, "causal", False):
+        metadata["causal"] = True
     for name, (layer, info) in (heads or {}).items():
         filename = f"{name}.weights.h5"
         atomic_write(model_dir / filename, lambda tmp, layer=layer: save_weights(layer, tmp))

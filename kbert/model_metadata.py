@@ -48,6 +48,16 @@ def read_metadata(model_dir) -> dict:
     return data
 
 
+def is_causal(model_dir) -> bool:
+    """Whether ``kbert.json`` says the encoder attends left-only (``"causal": true``, written for a
+    ``kbert.BertEncoder(causal=True)``, e.g. a left-to-right language model). Kept out of
+    ``bert_config.json``, which stays Google's format; absent means bidirectional."""
+    value = read_metadata(model_dir).get("causal", False)
+    if not isinstance(value, bool):
+        raise ModelDirError(f"{pathlib.Path(model_dir) / METADATA_FILE}: 'causal' must be true or false, got {value!r}")
+    return value
+
+
 def write_metadata(model_dir, metadata: dict) -> None:
     text = json.dumps(metadata, indent=2, sort_keys=True) + "\n"
     atomic_write(pathlib.Path(model_dir) / METADATA_FILE, lambda tmp: tmp.write_text(text, encoding="utf-8"))

@@ -57,6 +57,10 @@ def parse_args(argv=None):
                    help="mask whole words: the tokenizer's (MeCab words for mecab-*; WordPiece: a token and its "
                         "## pieces; sentencepiece: from a piece with the word mark to the next)")
     p.add_argument("--no-nsp", action="store_true", help="masked LM only (the paper's No-NSP ablation)")
+    p.add_argument("--objective", choices=("mlm", "ltr"), default="mlm",
+                   help="mlm (BERT's masked LM, with NSP unless --no-nsp) or ltr: a left-to-right LM (causal "
+                        "encoder, next-token loss, no NSP; the paper's Table 5 'LTR & No NSP'); fine-tuning its "
+                        "model directory attends left-only too")
     p.add_argument("--batch-size", type=int, default=32, help="global batch size")
     p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--learning-rate", type=float, default=1e-4)

@@ -143,6 +143,10 @@ def to_google(model_dir, out_prefix) -> pathlib.Path:
     Returns:
         ``out_prefix``, a ``pathlib.Path``.
 
+    Raises:
+        kbert.convert.names.ConversionError: the model directory's encoder is causal (a left-to-right
+            language model), which Google's format cannot record.
+
     Examples:
         >>> import kbert
         >>> prefix = kbert.to_google(kbert.random_model_dir("runs/tiny"), "runs/google/bert_model.ckpt")
@@ -153,9 +157,13 @@ def to_google(model_dir, out_prefix) -> pathlib.Path:
     """
     import tensorflow as tf
 
-    from kbert.model_dir import load_encoder, load_heads
+    from kbert.model_dir import is_causal, load_encoder, load_heads
 
     model_dir = pathlib.Path(model_dir)
+    if is_causal(model_dir):
+        raise ConversionError(f"{model_dir} has a causal (left-only) encoder, which Google's checkpoint format cannot "
+                              "record (bert_config.json has no such field): google-research/bert would read it as "
+                              "a bidirectional model")
     encoder = load_encoder(model_dir)
     variables = encoder_variables(encoder)
     for name, head in load_heads(model_dir, encoder.config).items():

@@ -83,6 +83,9 @@ def pretraining_dataset(
 ):
     """Yields ``(features, labels)`` for ``BertPretrainer``; static shapes, ``drop_remainder``.
 
+    ``masker=None`` (a left-to-right language model, ``BertLMPretrainer``): the packed pair
+    unmasked, the encoder's three inputs alone (the model reads its targets from them).
+
     ``batch_size`` is per replica when ``input_context`` is given (``strategy.distribute_datasets_
     from_function``), else global. Each input pipeline reads its own shard of the files.
     A damaged file raises ``CorruptRecordError`` (inside ``explain_data_errors()``) or, with
@@ -102,8 +105,11 @@ def pretraining_dataset(
         # A pair that does not fit is cut at random ends (google-research/bert's truncate_seq_pair).
         packed = preprocessor(texts, word_starts=getattr(masker, "whole_word", False), pre_tokenized=True,
                               random_cut=True)
-        masked = masker(packed)
         static = lambda t, *dims: tf.ensure_shape(t, [None if not is_training else batch_size, *dims])  # noqa: E731
+        if masker is None:
+            return {name: static(packed[name], seq_length)
+                    for name in ("input_word_ids", "input_mask", "input_type_ids")}
+        masked = masker(packed)
         features = {
             "input_word_ids": static(masked["input_word_ids"], seq_length),
             "input_mask": static(masked["input_mask"], seq_length),

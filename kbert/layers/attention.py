@@ -11,6 +11,10 @@ is computed in float32.
 ``"auto"`` or ``"fused"`` (``kbert.layers.accel``: cuDNN flash attention with the padding as
 sequence lengths and the attention dropout on NVIDIA GPUs under JAX; every path keeps the
 attention dropout in training).
+
+``causal=True`` (a left-to-right language model's attention, kbert.BertLMPretrainer): each query
+attends only to itself and the keys to its left, besides the padding mask. It always runs the
+plain path, whatever ``attention_impl`` says: the fused kernels here take padding only.
 """
 
 import itertools
@@ -40,12 +44,14 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     ``padding_mask`` is [batch, seq] with 1 for real tokens; padded keys get no attention weight.
     ``dropout`` applies to the attention probabilities, ``output_dropout`` to the output projection
     (before the ``residual`` add, when one is given). ``attention_impl``: "plain", "fused" or
-    "auto" (``kbert.layers.accel``).
+    "auto" (``kbert.layers.accel``). ``causal``: each position attends only to itself and the
+    positions to its left (always the plain path).
     """
 
     def __init__(self, hidden_size, num_heads, dropout=0.1, initializer_range=0.02, output_dropout=0.0,
-                 attention_impl="auto", **kwargs):
+                 attention_impl="auto", causal=False, **kwargs):
         super().__init__(**kwargs)
+        self.causal = bool(causal)
         self.attention_impl = accel.check_attention_impl(attention_impl)
         if hidden_size % num_heads:
             raise ConfigError(f"hidden_size ({hidden_size}) must be divisible by num_heads ({num_heads})",
@@ -100,9 +106,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         q_rows, q_len = flat, seq
         if positions is not None:
             q_rows, q_len = gather_rows(flat, positions, seq), ops.shape(positions)[1]
-        kernel = accel.choose_kernel(self.attention_impl, training=training, dropout_rate=self.dropout_rate,
-                                     dtype=self.compute_dtype, head_size=size, return_attention=return_attention,
-                                     padding=padding_mask is not None)
+        # A causal call runs the plain path: the fused kernels take the padding mask only.
+        kernel = "plain" if self.causal else accel.choose_kernel(
+            self.attention_impl, training=training, dropout_rate=self.dropout_rate, dtype=self.compute_dtype,
+            head_size=size, return_attention=return_attention, padding=padding_mask is not None)
         context = None
         if kernel != "plain":
             # [batch, rows, heads, size], the layout the fused kernels take: no transposes.
@@ -118,7 +125,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         if context is not None:
             context, probabilities = ops.reshape(context, (-1, width)), None
         else:
-            context, probabilities = self._plain_attention(q_rows, flat, batch, seq, q_len, padding_mask, training)
+            context, probabilities = self._plain_attention(q_rows, flat, batch, seq, q_len, padding_mask, training,
+                                                           positions)
         if residual:
             out = dense_dropout_add(self.output_dense, context, q_rows, self.output_dropout, training)
         else:
@@ -126,7 +134,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         out = ops.reshape(out, (batch, q_len, width))
         return (out, probabilities) if return_attention else out
 
-    def _plain_attention(self, q_rows, flat, batch, seq, q_len, padding_mask, training):
+    def _plain_attention(self, q_rows, flat, batch, seq, q_len, padding_mask, training, positions=None):
         """The reference: context [batch * Q, H] and the probabilities [batch, heads, Q, seq]."""
         heads, size, width = self.num_heads, self.head_size, self.hidden_size
         q = ops.transpose(ops.reshape(dense(self.query, q_rows), (batch, q_len, heads, size)), (0, 2, 1, 3))
@@ -139,6 +147,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         mask_bias = self.mask_bias(padding_mask, self.compute_dtype)
         if mask_bias is not None:
             scores = scores + ops.cast(mask_bias, scores.dtype)
+        if self.causal:
+            scores = scores + ops.cast(causal_bias(seq, positions, self.compute_dtype), scores.dtype)
         probabilities = ops.softmax(ops.cast(scores, "float32"), axis=-1)
         weights = self.dropout(ops.cast(probabilities, v.dtype), training=training)
         context = ops.reshape(ops.transpose(matmul(weights, v), (0, 2, 1, 3)), (-1, width))
@@ -153,8 +163,19 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             initializer_range=self.initializer_range,
             output_dropout=self.output_dropout_rate,
             attention_impl=self.attention_impl,
+            causal=self.causal,
         )
         return config
+
+
+def causal_bias(seq, positions, dtype):
+    """The additive bias of causal attention: 0 where a key is at or left of its query, else a
+    large negative. [1, 1, seq, seq] for every query, or [batch, 1, P, seq] for the queries at
+    ``positions`` [batch, P] (int)."""
+    keys = ops.arange(seq, dtype="int32")
+    queries = ops.expand_dims(keys, 0) if positions is None else ops.cast(positions, "int32")
+    later = ops.cast(ops.expand_dims(keys, 0) > ops.expand_dims(queries, -1), dtype)  # [1 or batch, Q, seq]
+    return ops.expand_dims(later * _large_negative(dtype), 1)
 
 
 def gather_rows(flat, positions, seq):

@@ -28,9 +28,11 @@ class TransformerBlock(keras.layers.Layer):
         attention_dropout=0.1,
         initializer_range=0.02,
         attention_impl="auto",
+        causal=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.causal = bool(causal)
         self.hidden_size = hidden_size
         self.num_heads = num_heads
         self.intermediate_size = intermediate_size
@@ -42,7 +44,7 @@ class TransformerBlock(keras.layers.Layer):
         init = truncated_normal(initializer_range)
         self.attention = MultiHeadSelfAttention(
             hidden_size, num_heads, attention_dropout, initializer_range, output_dropout=dropout,
-            attention_impl=attention_impl, name="attention"
+            attention_impl=attention_impl, causal=causal, name="attention"
         )
         self.attention_layer_norm = make_layer_norm("attention_layer_norm")
         self.intermediate = keras.layers.Dense(
@@ -105,5 +107,6 @@ class TransformerBlock(keras.layers.Layer):
             attention_dropout=self.attention_dropout,
             initializer_range=self.initializer_range,
             attention_impl=self.attention_impl,
+            causal=self.causal,
         )
         return config

@@ -17,7 +17,8 @@ class BertEncoder(keras.Model):
 
     Inputs (dict of int32 [batch, seq]): ``input_word_ids``, ``input_mask``, ``input_type_ids``.
     Outputs (dict): ``sequence_output`` [batch, seq, H], ``pooled_output`` [batch, H] (tanh dense
-    on the first token), ``encoder_outputs`` (list of L [batch, seq, H], one per block).
+    on the first token; on the last real token when ``causal``), ``encoder_outputs`` (list of L
+    [batch, seq, H], one per block).
 
     ``encoder(inputs, output_attentions=True)`` adds ``attention_probs``: a list of L float32
     [batch, heads, seq, seq], one per block, each row the softmax over the keys (padded keys 0).
@@ -30,6 +31,12 @@ class BertEncoder(keras.Model):
             reference) or "fused", the attention every block runs (``kbert.layers.accel``: cuDNN
             flash attention with the attention dropout on NVIDIA GPUs under JAX). A run-time choice
             like ``dtype``: the weights and ``bert_config.json`` are the same either way.
+        causal: left-only attention (a left-to-right language model, ``kbert.BertLMPretrainer``):
+            each position attends only to itself and the positions to its left (always the plain
+            attention). ``pooled_output`` then reads the last real token of each row (position
+            ``sum(input_mask) - 1``), the only one that has seen the whole text (as GPT reads its
+            last token), not [CLS], which sees only itself. Recorded in ``kbert.json`` (not in
+            ``bert_config.json``), so every loader of the model directory builds it causal.
         **kwargs: passed to ``keras.Model`` (``name``).
 
     Examples:
@@ -43,7 +50,8 @@ class BertEncoder(keras.Model):
         (TensorShape([1, 5, 128]), TensorShape([1, 128]), 2)
     """
 
-    def __init__(self, config: BertConfig | None = None, dtype=None, attention_impl="auto", **kwargs):
+    def __init__(self, config: BertConfig | None = None, dtype=None, attention_impl="auto", causal=False, **kwargs):
+        causal = bool(causal)
         config = config or BertConfig()
         if isinstance(config, dict):
             config = BertConfig.from_dict(config)
@@ -70,6 +78,7 @@ class BertEncoder(keras.Model):
                 attention_dropout=config.attention_probs_dropout_prob,
                 initializer_range=config.initializer_range,
                 attention_impl=attention_impl,
+                causal=causal,
                 dtype=dtype,
                 name=f"transformer_layer_{i}",
             )
@@ -89,7 +98,7 @@ class BertEncoder(keras.Model):
         for block in blocks:
             x = block(x, padding_mask=mask)
             encoder_outputs.append(x)
-        pooled = pooler(ops.take(x, 0, axis=1))
+        pooled = pooler(pooled_token(x, mask, causal))
         outputs = {
             "sequence_output": x,
             "pooled_output": pooled,
@@ -98,6 +107,7 @@ class BertEncoder(keras.Model):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.config = config
         self.attention_impl = attention_impl
+        self.causal = causal
         self.embeddings = embeddings
         self.blocks = blocks
         self.pooler = pooler
@@ -113,7 +123,7 @@ class BertEncoder(keras.Model):
             attention_probs.append(probabilities)
         return {
             "sequence_output": x,
-            "pooled_output": self.pooler(ops.take(x, 0, axis=1)),
+            "pooled_output": self.pooler(pooled_token(x, inputs["input_mask"], self.causal)),
             "encoder_outputs": encoder_outputs,
             "attention_probs": attention_probs,
         }
@@ -128,7 +138,8 @@ class BertEncoder(keras.Model):
         Returns ``{"sequence_output": [batch, P, H], "pooled_output": [batch, H]}``, the same
         numbers as ``sequence_output`` gathered at ``positions`` and ``pooled_output`` of a full
         call, but the last block runs its queries, FFN and LayerNorms only at ``positions`` and
-        [CLS] (its keys and values still cover every position). Pre-training reads the last block
+        the pooled token ([CLS], or the last real token of a causal encoder; its keys and values
+        still cover every position). Pre-training reads the last block
         at the ~15% masked positions only, so this saves about two thirds of one block's work,
         forward and backward (a pre-training step's saving: docs/bench/code-notes).
         """
@@ -137,7 +148,11 @@ class BertEncoder(keras.Model):
         for block in self.blocks[:-1]:
             x = block(x, padding_mask=mask, training=training)
         positions = ops.cast(positions, "int32")
-        rows = ops.concatenate([ops.zeros_like(positions[:, :1]), positions], axis=1)  # [CLS] first
+        if self.causal:
+            pooled = ops.expand_dims(last_positions(mask, ops.shape(x)[0], ops.shape(x)[1]), 1)
+        else:
+            pooled = ops.zeros_like(positions[:, :1])  # [CLS]
+        rows = ops.concatenate([pooled, positions], axis=1)  # the pooled token first
         out = self.blocks[-1](x, padding_mask=mask, training=training, positions=rows)
         return {"sequence_output": out[:, 1:], "pooled_output": self.pooler(out[:, 0])}
 
@@ -160,9 +175,28 @@ class BertEncoder(keras.Model):
         return None
 
     def get_config(self):
-        return {"config": self.config.to_dict(), "name": self.name, "attention_impl": self.attention_impl}
+        return {"config": self.config.to_dict(), "name": self.name, "attention_impl": self.attention_impl,
+                "causal": self.causal}
 
     @classmethod
     def from_config(cls, config):
         return cls(BertConfig.from_dict(config["config"]), name=config.get("name"),
-                   attention_impl=config.get("attention_impl", "auto"))
+                   attention_impl=config.get("attention_impl", "auto"), causal=config.get("causal", False))
+
+
+def pooled_token(x, mask, causal: bool):
+    """[batch, seq, H] -> the [batch, H] rows ``pooled_output`` reads: [CLS] (position 0), or for a
+    causal encoder the last real token of each row (``last_positions``)."""
+    if not causal:
+        return ops.take(x, 0, axis=1)
+    positions = last_positions(mask, ops.shape(x)[0], ops.shape(x)[1])
+    index = ops.expand_dims(ops.expand_dims(positions, -1), -1)
+    return ops.squeeze(ops.take_along_axis(x, index, axis=1), 1)
+
+
+def last_positions(mask, batch, seq):
+    """int32 [batch]: each row's last real token, ``sum(mask) - 1`` (0 for a row of padding alone),
+    or ``seq - 1`` where ``mask`` is None (full rows)."""
+    if mask is None:
+        return ops.full((batch,), seq - 1, dtype="int32")
+    return ops.maximum(ops.sum(ops.cast(mask, "int32"), axis=1) - 1, 0)

@@ -1,7 +1,9 @@
 """Pre-training as a library function: ``pretrain(PretrainOptions(...)) -> results``.
 
 BERT pre-training (masked LM + next sentence prediction) with model.fit over TFRecords written by
-``pipelines.pretraining_data``. Running the same options again after a crash or SIGTERM resumes
+``pipelines.pretraining_data``; or, with ``objective="ltr"``, a left-to-right language model
+(``kbert.BertLMPretrainer``: causal encoder, next-token prediction, no NSP; the paper's Table 5
+"LTR & No NSP") over the same records, packed the same way and not masked. Running the same options again after a crash or SIGTERM resumes
 from the last checkpoint in ``model_dir`` (weights, optimizer state, step).
 
 The backend is the process's Keras backend. Under TensorFlow the batch is spread by a
@@ -29,6 +31,9 @@ from kbert.api_export import kbert_export
 
 EVAL_SEED = 0  # the held-out masks' seed
 PRESET_NAMES = ("tiny", "mini", "small", "medium", "base", "large")
+OBJECTIVES = ("mlm", "ltr")
+# The masked-LM recipe's options, which a left-to-right model has no use for.
+MASKING_OPTIONS = ("max_predictions", "mask_rate", "mask_token_rate", "random_token_rate", "whole_word_masking")
 
 
 @kbert_export("kbert.PretrainOptions")
@@ -47,6 +52,9 @@ class PretrainOptions:
             directory whose tokenizer to use; ``cased`` and ``tokenizer`` (its type) refine it.
         seq_length: tokens per sequence; ``max_predictions``, ``mask_rate``, ``mask_token_rate``,
             ``random_token_rate``, ``whole_word_masking``, ``no_nsp``: the masked-LM recipe.
+        objective: ``"mlm"`` (BERT's masked LM, with NSP unless ``no_nsp``) or ``"ltr"``: a
+            left-to-right language model (causal encoder, next-token loss over every real
+            position, no NSP; the masking options must keep their defaults).
         batch_size: the global batch; ``steps``, ``learning_rate``, ``warmup_steps``,
             ``weight_decay``, ``optimizer``, ``clip_norm``: the optimisation.
         eval_data: held-out TFRecords, evaluated ``eval_steps`` batches at the end.
@@ -76,6 +84,8 @@ class PretrainOptions:
     random_token_rate: float = option(0.1, help="share of the selected replaced by a random token")
     whole_word_masking: bool = option(False, help="mask whole words")
     no_nsp: bool = option(False, help="masked LM only (the paper's No-NSP ablation)")
+    objective: str = option("mlm", help="mlm (BERT's masked LM) or ltr (a left-to-right LM: causal encoder, "
+                                        "next-token loss, no NSP; the paper's 'LTR & No NSP')")
     batch_size: int = option(32, help="global batch size")
     steps: int = option(1000, help="optimizer steps")
     learning_rate: float = option(1e-4, help="peak learning rate")
@@ -124,6 +134,28 @@ def check_attention_and_precision(options) -> None:
         raise OptionsError(f"--mixed-precision {options.mixed_precision!r}; expected one of {', '.join(PRECISIONS)}")
 
 
+def check_objective(options: PretrainOptions) -> None:
+    """OptionsError unless ``options.objective`` is one of OBJECTIVES, or when ``"ltr"`` comes with a
+    masking option other than its default (a left-to-right model masks nothing: refused rather than
+    silently ignored)."""
+    if options.objective not in OBJECTIVES:
+        raise OptionsError(f"--objective {options.objective!r}; expected one of {', '.join(OBJECTIVES)}",
+                           option="objective", value=options.objective)
+    if options.objective == "ltr":
+        defaults = {f.name: f.default for f in dataclasses.fields(PretrainOptions)}
+        changed = [name for name in MASKING_OPTIONS if getattr(options, name) != defaults[name]]
+        if changed:
+            flags = ", ".join("--" + name.replace("_", "-") for name in changed)
+            raise OptionsError(f"--objective ltr masks nothing (it predicts every next token), so {flags} "
+                               "does not apply; leave it at its default", option=changed[0],
+                               value=getattr(options, changed[0]))
+
+
+def uses_nsp(options: PretrainOptions) -> bool:
+    """Whether the run trains next-sentence prediction: ``mlm`` without ``no_nsp``."""
+    return options.objective == "mlm" and not options.no_nsp
+
+
 def check_options(options: PretrainOptions, backend: str) -> None:
     for name in ("train_data", "model_dir"):
         if not getattr(options, name):
@@ -131,6 +163,7 @@ def check_options(options: PretrainOptions, backend: str) -> None:
     if not options.vocab and not options.tokenizer_dir:
         raise OptionsError("--vocab or --tokenizer-dir is required (the tokenizer)")
     check_attention_and_precision(options)
+    check_objective(options)
     if options.optimizer not in ("adamw", "lamb"):
         raise OptionsError(f"--optimizer {options.optimizer!r}; expected adamw or lamb")
     if backend != "tensorflow" and options.strategy != "auto":
@@ -143,25 +176,30 @@ def check_options(options: PretrainOptions, backend: str) -> None:
 
 def build_pretrainer(options: PretrainOptions, config, replicas=None) -> tuple:
     """``(encoder, pretrainer, optimizer)`` as ``pretrain`` trains them: the encoder (new from
-    ``config``, or ``options.init_checkpoint``'s with its heads) with ``options.attention``, the
-    pre-training heads and loss, the optimizer and its schedule, compiled with
+    ``config``, or ``options.init_checkpoint``'s with its heads) with ``options.attention`` (causal
+    for ``objective="ltr"``), the pre-training heads and loss (``BertLMPretrainer`` for ``"ltr"``), the optimizer and its schedule, compiled with
     ``options.steps_per_execution`` and built by a symbolic call on the batches' shapes. Imports no
     TensorFlow under JAX (the accelerator bench builds its model here, as the command does)."""
     import keras
 
     from kbert.models import BertEncoder
+    from kbert.models.lm_pretrainer import BertLMPretrainer
     from kbert.models.pretrainer import BertPretrainer
     from kbert.training.optimization import create_optimizer
 
+    causal = options.objective == "ltr"
     if options.init_checkpoint:
         from kbert.model_dir import load_encoder, load_heads
 
-        encoder = load_encoder(options.init_checkpoint, attention=options.attention)
+        encoder = load_encoder(options.init_checkpoint, attention=options.attention, causal=causal)
         heads = load_heads(options.init_checkpoint, encoder.config)
     else:
-        encoder, heads = BertEncoder(config, attention_impl=options.attention), {}
-    pretrainer = BertPretrainer(encoder, heads.get("mlm"), heads.get("nsp"), use_nsp=not options.no_nsp,
-                                replicas=replicas)
+        encoder, heads = BertEncoder(config, attention_impl=options.attention, causal=causal), {}
+    if causal:
+        pretrainer = BertLMPretrainer(encoder, heads.get("mlm"), replicas=replicas)
+    else:
+        pretrainer = BertPretrainer(encoder, heads.get("mlm"), heads.get("nsp"), use_nsp=uses_nsp(options),
+                                    replicas=replicas)
     warmup = options.warmup_steps if options.warmup_steps is not None else options.steps // 100
     optimizer = create_optimizer(options.learning_rate, options.steps, warmup, options.weight_decay,
                                  options.optimizer, options.clip_norm)
@@ -171,9 +209,9 @@ def build_pretrainer(options: PretrainOptions, config, replicas=None) -> tuple:
     # Build by a symbolic call on the batches' shapes: no data read (nor a second tf.data pipeline
     # traced), and no op run. An eager call on zeros built the same weights, but under JAX each of its
     # ~180 ops was compiled on its own, most of a small model's start (docs/bench/code-notes).
+    names = ("input_word_ids", "input_mask", "input_type_ids") + (() if causal else ("masked_lm_positions",))
     pretrainer({name: keras.KerasTensor([1, options.max_predictions if name == "masked_lm_positions"
-                                         else options.seq_length], "int32")
-                for name in ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")})
+                                         else options.seq_length], "int32") for name in names})
     optimizer.build(pretrainer.trainable_variables)
     return encoder, pretrainer, optimizer
 
@@ -217,7 +255,7 @@ def place(options: PretrainOptions, backend: str) -> Placement:
 @dataclasses.dataclass
 class TextPipeline:
     """The text side of a run: the tokenizer, the model's config (its vocabulary size), the
-    preprocessor (tokenizer + packer) and the masked-LM masker."""
+    preprocessor (tokenizer + packer) and the masked-LM masker (None for a left-to-right model)."""
 
     tokenizer: object
     config: object
@@ -234,10 +272,10 @@ def text_pipeline(options: PretrainOptions) -> TextPipeline:
     tokenizer = create_tokenizer(*tokenizer_spec_for(options.vocab, cased=options.cased, tokenizer_type=options.tokenizer,
                                                      directory=options.tokenizer_dir, directory_flag="--tokenizer-dir"))
     config = build_config(options, tokenizer.vocab_size)
-    masker = MlmMasker.from_tokenizer(tokenizer, max_predictions=options.max_predictions,
-                                      selection_rate=options.mask_rate, mask_token_rate=options.mask_token_rate,
-                                      random_token_rate=options.random_token_rate,
-                                      whole_word=options.whole_word_masking)
+    masker = None if options.objective == "ltr" else MlmMasker.from_tokenizer(
+        tokenizer, max_predictions=options.max_predictions, selection_rate=options.mask_rate,
+        mask_token_rate=options.mask_token_rate, random_token_rate=options.random_token_rate,
+        whole_word=options.whole_word_masking)
     return TextPipeline(tokenizer, config, BertPreprocessor(tokenizer, seq_length=options.seq_length), masker)
 
 
@@ -248,7 +286,7 @@ def train_dataset(options: PretrainOptions, placement: Placement, text: TextPipe
 
     def dataset(batch_size, input_context=None):
         return pretraining_dataset(options.train_data, text.preprocessor, text.masker, batch_size, is_training=True,
-                                   input_context=input_context, seed=options.seed, use_nsp=not options.no_nsp,
+                                   input_context=input_context, seed=options.seed, use_nsp=uses_nsp(options),
                                    skip_bad_records=options.skip_bad_records, bad_record_counter=bad_records)
 
     if placement.strategy is not None:
@@ -319,7 +357,7 @@ def evaluate(options: PretrainOptions, pretrainer, text: TextPipeline, bad_recor
     # on a finished checkpoint): the same checkpoint gives the same numbers.
     tf.random.set_seed(EVAL_SEED)
     eval_ds = pretraining_dataset(options.eval_data, text.preprocessor, text.masker, options.batch_size,
-                                  is_training=False, seed=0, use_nsp=not options.no_nsp,
+                                  is_training=False, seed=0, use_nsp=uses_nsp(options),
                                   skip_bad_records=options.skip_bad_records, bad_record_counter=bad_records)
     with explain_data_errors():
         results = {f"eval_{k}": float(v) for k, v in pretrainer.evaluate(
@@ -334,6 +372,10 @@ def evaluate(options: PretrainOptions, pretrainer, text: TextPipeline, bad_recor
 @kbert_export("kbert.pretrain")
 def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None, log=print) -> dict:
     """Pre-trains BERT (masked LM and next sentence) on TFRecords of raw text, with ``model.fit``.
+
+    ``options.objective="ltr"`` trains a left-to-right language model instead (causal encoder,
+    next-token loss, no NSP; metrics ``lm_loss``, ``lm_accuracy``); its model directory records
+    the causal encoder in ``kbert.json``, so fine-tuning it attends left-only too.
 
     Checkpoints are written every ``checkpoint_every`` steps and a run resumes from the last one;
     the final model directory (encoder, heads, tokenizer) is written under ``options.model_dir``.
@@ -391,7 +433,8 @@ def pretrain(options: PretrainOptions, *, callbacks_for: Callable | None = None,
         log(f"resuming from step {step} ({state.latest_checkpoint})", flush=True)
     callbacks = training_callbacks(options, state, step, log)
     checkpointer = callbacks[0]
-    if callbacks_for is not None and not placement.on_tpu:
+    # The fill-mask logger shows masked-LM guesses, which a left-to-right model is not trained for.
+    if callbacks_for is not None and not placement.on_tpu and options.objective == "mlm":
         callbacks += list(callbacks_for(encoder, pretrainer.mlm_head, text.preprocessor, text.tokenizer))
     start = time.time()
     step = train(options, pretrainer, train_ds, state, callbacks, checkpointer, step, log)

@@ -187,3 +187,20 @@ def test_empty_and_missing_inputs_fail_before_any_work(tmp_path, text_layers):
     context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1)  # gets b only
     with pytest.raises(DataError, match="b.tfrecord, its files are all empty.*input pipeline 1 of 2"):
         pretraining_dataset(str(tmp_path / "*.tfrecord"), pre, masker, 2, input_context=context)
+
+
+def test_without_a_masker_the_batches_are_the_packed_pairs_unmasked(tmp_path, text_layers):
+    """masker=None (a left-to-right LM): the encoder's three inputs alone, equal to the preprocessor's
+    packing of each record's pair (in file order): nothing masked (the pairs fit, so none is cut)."""
+    pre, _ = text_layers
+    write_records(tmp_path / "p-00000.tfrecord", 6)
+    ds = pretraining_dataset(str(tmp_path / "*.tfrecord"), pre, None, batch_size=4, is_training=False, seed=0,
+                             use_nsp=False)
+    batches = list(ds)
+    assert all(set(b) == {"input_word_ids", "input_mask", "input_type_ids"} for b in batches)
+    pairs = [tf.train.Example.FromString(r.numpy()).features.feature for r in tf.data.TFRecordDataset(
+        str(tmp_path / "p-00000.tfrecord"))]
+    expected = pre([tf.constant([p[k].bytes_list.value[0] for p in pairs]) for k in ("text_a", "text_b")])
+    for name in ("input_word_ids", "input_mask", "input_type_ids"):
+        got = tf.concat([b[name] for b in batches], 0).numpy()
+        assert (got == expected[name].numpy()).all(), name

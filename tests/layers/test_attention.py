@@ -69,3 +69,43 @@ def test_gather_rows_and_bad_head_count():
     np.testing.assert_array_equal(gather_rows(flat, np.array([[2, 0], [1, 1]]), 3), flat[[2, 0, 4, 4]])
     with pytest.raises(ConfigError, match=r"hidden_size \(10\) must be divisible by num_heads \(4\)"):
         MultiHeadSelfAttention(10, 4)
+
+
+def np_causal_attention(layer, x, mask, heads):
+    """np_attention with each query's keys cut to itself and the positions to its left."""
+    q, k, v, o = ([w.numpy() for w in d.weights] for d in (layer.query, layer.key, layer.value, layer.output_dense))
+    batch, seq, width = x.shape
+    size = width // heads
+
+    def split(t):
+        return t.reshape(batch, seq, heads, size).transpose(0, 2, 1, 3)
+
+    scores = split(x @ q[0] + q[1]) @ split(x @ k[0] + k[1]).transpose(0, 1, 3, 2) / np.sqrt(size)
+    allowed = (mask[:, None, None, :] > 0) & np.tril(np.ones((seq, seq), bool))[None, None]
+    scores = np.where(allowed, scores, -np.inf)
+    probs = np.exp(scores - scores.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    context = (probs @ split(x @ v[0] + v[1])).transpose(0, 2, 1, 3).reshape(batch, seq, width)
+    return context @ o[0] + o[1], probs
+
+
+@pytest.mark.parametrize("impl", ["plain", "auto", "fused"])
+def test_causal_attention_equals_numpy_with_a_lower_triangular_mask(layer, impl):
+    """Every attention choice runs the causal mask (the fused kernels fall back to the plain path),
+    for every query and for the queries at ``positions`` alone."""
+    causal = MultiHeadSelfAttention(8, 2, dropout=0.0, attention_impl=impl, causal=True)
+    causal.build((None, None, 8))
+    for mine, theirs in zip(causal.weights, layer.weights):
+        mine.assign(theirs)
+    x, mask = _inputs()
+    expected, probs = np_causal_attention(causal, x, mask, heads=2)
+    out, got_probs = causal(x, mask, return_attention=True)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got_probs, probs, atol=1e-5)
+    np.testing.assert_allclose(causal(x, mask), expected, rtol=1e-4, atol=1e-4)
+    positions = np.array([[0, 3], [4, 1]], "int32")
+    np.testing.assert_allclose(causal(x, mask, positions=positions), np.take_along_axis(expected, positions[..., None], 1),
+                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(causal(x, None), np_causal_attention(causal, x, np.ones_like(mask), heads=2)[0],
+                               rtol=1e-4, atol=1e-4)
+    assert MultiHeadSelfAttention.from_config(causal.get_config()).causal

@@ -156,3 +156,51 @@ def test_a_savedmodel_holding_the_encoder_stores_only_the_functions_it_names(tin
     reader = tf.train.load_checkpoint(str(tmp_path / "root" / "variables" / "variables"))
     saved = sorted(tuple(shape) for key, shape in reader.get_variable_to_shape_map().items() if "VARIABLE_VALUE" in key)
     assert saved == sorted(tuple(w.shape) for w in tiny.weights)
+
+
+@pytest.fixture(scope="module")
+def causal_tiny():
+    keras.utils.set_random_seed(2)
+    return BertEncoder(BertConfig.preset("tiny", vocab_size=200, max_position_embeddings=64), causal=True)
+
+
+def _ragged_inputs():
+    x = _inputs(3, 10, vocab=200, seed=5)
+    for row, length in ((0, 6), (2, 3)):
+        x["input_mask"][row, length:] = 0
+        x["input_word_ids"][row, length:] = 0
+    return x
+
+
+def test_causal_outputs_up_to_t_ignore_every_token_after_t(causal_tiny, tiny):
+    """Changing the tokens after position t leaves the causal encoder's outputs at positions <= t
+    exactly as they were (and changes them after t); a bidirectional encoder's change everywhere."""
+    x = _ragged_inputs()
+    changed = {k: v.copy() for k, v in x.items()}
+    changed["input_word_ids"][:, 4:] = np.where(x["input_mask"][:, 4:] > 0, 7, 0)
+    changed["input_type_ids"][:, 6:] = x["input_mask"][:, 6:]
+    a, b = (np.asarray(causal_tiny(v)["sequence_output"]) for v in (x, changed))
+    np.testing.assert_array_equal(a[:, :4], b[:, :4])
+    assert np.abs(a[:2, 4:6] - b[:2, 4:6]).max(-1).min() > 1e-3  # every later real position changed
+    bidirectional = [np.asarray(tiny(v)["sequence_output"]) for v in (x, changed)]
+    assert np.abs(bidirectional[0][:2, :4] - bidirectional[1][:2, :4]).max(-1).min() > 1e-3
+
+
+def test_causal_pooled_output_reads_the_last_real_token(causal_tiny):
+    """pooled_output = tanh dense of sequence_output at sum(input_mask) - 1, in the functional call,
+    with output_attentions and in outputs_at (whose positions see the same left context)."""
+    x = _ragged_inputs()
+    out = causal_tiny(x)
+    seq = np.asarray(out["sequence_output"])
+    last = x["input_mask"].sum(1) - 1
+    assert list(last) == [5, 9, 2]
+    kernel, bias = (w.numpy() for w in causal_tiny.pooler.weights)
+    expected = np.tanh(seq[np.arange(3), last] @ kernel + bias)
+    np.testing.assert_allclose(out["pooled_output"], expected, atol=1e-5)
+    np.testing.assert_allclose(causal_tiny(x, output_attentions=True)["pooled_output"], expected, atol=1e-5)
+    positions = np.array([[0, 5], [3, 9], [1, 2]], "int32")
+    at = causal_tiny.outputs_at(x, positions)
+    np.testing.assert_allclose(at["pooled_output"], expected, atol=1e-5)
+    np.testing.assert_allclose(at["sequence_output"], np.take_along_axis(seq, positions[..., None], 1), atol=1e-5)
+    clone = BertEncoder.from_config(causal_tiny.get_config())
+    assert clone.causal and not BertEncoder.from_config(BertEncoder(causal_tiny.config).get_config()).causal

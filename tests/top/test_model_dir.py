@@ -50,6 +50,25 @@ def test_save_and_load_round_trip(tmp_path):
     np.testing.assert_array_equal(head.transform.kernel.numpy(), mlm.transform.kernel.numpy())
 
 
+def test_a_causal_encoder_is_recorded_in_kbert_json_and_loaded_causal(tmp_path):
+    """kbert.json says "causal": true for a left-only encoder (bert_config.json stays Google's);
+    load_encoder builds it causal unless told otherwise; saving a bidirectional encoder over it
+    removes the record; a value other than a bool is refused naming the file."""
+    from kbert.model_dir import is_causal
+
+    config = small_config()
+    save_model_dir(tmp_path / "m", BertEncoder(config, causal=True), vocab=VOCAB)
+    assert read_metadata(tmp_path / "m")["causal"] is True and is_causal(tmp_path / "m")
+    assert BertConfig.from_json_file(tmp_path / "m" / "bert_config.json") == config
+    assert load_encoder(tmp_path / "m").causal and not load_encoder(tmp_path / "m", causal=False).causal
+    save_model_dir(tmp_path / "m", BertEncoder(config), vocab=VOCAB)
+    assert "causal" not in read_metadata(tmp_path / "m") and not load_encoder(tmp_path / "m").causal
+    metadata = json.loads((tmp_path / "m" / "kbert.json").read_text())
+    (tmp_path / "m" / "kbert.json").write_text(json.dumps({**metadata, "causal": "yes"}))
+    with pytest.raises(ModelDirError, match="kbert.json: 'causal' must be true or false, got 'yes'"):
+        load_encoder(tmp_path / "m")
+
+
 def test_missing_files_are_listed(tmp_path, tiny_model_dir):
     with pytest.raises(ModelDirError, match="not found"):
         load_encoder(tmp_path / "nowhere")

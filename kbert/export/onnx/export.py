@@ -85,6 +85,9 @@ def export_onnx(model_dir, out_dir, form: str = "ort", quantize: str | None = No
     Raises:
         ImportError: the ``onnx`` extra (onnx, onnxruntime) is not installed.
         kbert.OptionsError: ``form`` or ``quantize`` is not one of the above.
+        kbert.export.onnx.runtime.OnnxExportError: the model directory's encoder is causal (a
+            left-to-right language model, or a model fine-tuned from one): the graph's attention
+            takes the padding mask only, so it would be another model.
         kbert.export.onnx.runtime.OnnxExportError: the graph's outputs differ from the Keras model's
             on the check's rows by more than ``CHECK_LIMIT`` (named in the message); nothing is written.
 
@@ -99,8 +102,10 @@ def export_onnx(model_dir, out_dir, form: str = "ort", quantize: str | None = No
         >>> export.differences["logits"] < 1e-5
         True
     """
-    from kbert.model_dir import check_output, replace_dir
+    from kbert.model_dir import check_output, is_causal, replace_dir
 
+    if is_causal(model_dir):
+        raise runtime.OnnxExportError(causal_refusal(model_dir))
     onnx, ort = onnx_module(), runtime.onnxruntime()
     if form not in FORMS:
         raise OptionsError(f"form must be one of {', '.join(FORMS)}, got {form!r}", option="form", value=form)
@@ -168,6 +173,13 @@ def _kbert_version() -> str:
         return importlib.metadata.version("kbert")
     except importlib.metadata.PackageNotFoundError:
         return ""
+
+
+def causal_refusal(what) -> str:
+    """Why ``what`` (a model directory, or a model) has no ONNX export: its causal encoder."""
+    return (f"{what} has a causal (left-only) encoder, which the ONNX export cannot express: its attention takes "
+            "the padding mask only, so the graph would be another model (export a TF SavedModel instead: kbert "
+            "export)")
 
 
 def is_onnx_export(path) -> bool:

@@ -24,6 +24,11 @@ def build_graph(model, form: str = "ort", producer_version: str = ""):
     """``onnx.ModelProto`` of a task model (``kbert.TaskModel``) or a bare ``kbert.BertEncoder``."""
     task_type = getattr(model, "task_type", None)
     encoder = model.encoder if task_type else model
+    if getattr(encoder, "causal", False):
+        from kbert.export.onnx.runtime import OnnxExportError
+
+        raise OnnxExportError(f"the {task_type or 'encoder'} model has a causal (left-only) encoder, which the ONNX "
+                              "graph cannot express (its attention takes the padding mask only)")
     g = Graph(task_type or "bert_encoder")
     ids, mask, types = (g.input(name, g.onnx.TensorProto.INT32, input_dims(task_type)) for name in INPUT_NAMES)
     features = {"mask": mask, "types": types}
