@@ -6,8 +6,10 @@
                 (``window_pooling="attention"`` of long documents)
   SequenceHead  dropout + dense on every position: token tagging (one unit per tag), span QA
                 (2 units: start and end)
+  RecurrentSequenceHead  SequenceHead over one or more randomly initialised BiLSTM layers (the
+                paper's Table 5 "+ BiLSTM"; its §5.4 feature-based NER: two layers)
 
-They hold only their dense weights, so a model directory stores each in its own small
+They hold only their own weights (dense, and the BiLSTMs'), so a model directory stores each in its own small
 ``<name>.weights.h5`` next to the encoder's.
 """
 
@@ -58,6 +60,45 @@ class SequenceHead(_DenseHead):
     def build(self, input_shape=None):
         self.dense.build((None, None, self.hidden_size))
         self.built = True
+
+
+class RecurrentSequenceHead(SequenceHead):
+    """[batch, seq, input_size] -> ``num_layers`` bidirectional LSTMs (``units`` per direction, the two
+    directions' outputs concatenated: 2 units wide) -> dropout + dense -> [batch, seq, num_outputs].
+
+    ``mask`` ([batch, seq], 1 at real positions) keeps padding out of the recurrences: the backward
+    LSTM starts at a row's last real token, so a row's outputs do not depend on how far its batch is
+    padded. ``hidden_size`` is the width of the vectors read (the encoder's, or 4 H for a concat of
+    four layers).
+    """
+
+    def __init__(self, hidden_size, num_outputs, units, num_layers=1, dropout=0.1, initializer_range=0.02,
+                 **kwargs):
+        super().__init__(hidden_size, num_outputs, dropout=dropout, initializer_range=initializer_range, **kwargs)
+        self.units, self.num_layers = int(units), int(num_layers)
+        if self.units < 1 or self.num_layers < 1:
+            raise OptionsError(f"{type(self).__name__}: units and num_layers must be >= 1, got {units} and "
+                               f"{num_layers}", option="units", value=units)
+        self.recurrent = [keras.layers.Bidirectional(keras.layers.LSTM(self.units, return_sequences=True),
+                                                     name=f"bilstm_{i}") for i in range(self.num_layers)]
+        self.supports_masking = True  # the mask is read here (call's ``mask``), not lost
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units, "num_layers": self.num_layers}
+
+    def build(self, input_shape=None):
+        width = self.hidden_size
+        for layer in self.recurrent:
+            layer.build((None, None, width))
+            width = 2 * self.units
+        self.dense.build((None, None, width))
+        self.built = True
+
+    def call(self, features, mask=None, training=None):
+        mask = None if mask is None else keras.ops.cast(mask, "bool")
+        for layer in self.recurrent:
+            features = layer(features, mask=mask, training=training)
+        return super().call(features, training=training)
 
 
 class TokenAttentionHead(PooledHead):
