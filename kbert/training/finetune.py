@@ -86,7 +86,8 @@ def check_sequence_options(task, options: FinetuneOptions) -> None:
     for name in ("bilstm", "features"):
         value = getattr(options, name)
         if value and name not in task.task_type.sequence_options:
-            what = {"bilstm": "a BiLSTM over every token (a token-level type: tagging, span_qa)",
+            what = {"bilstm": "a BiLSTM between its encoder and its output layer (classification, tagging, "
+                              "span_qa do)",
                     "features": "the feature-based approach (tagging only)"}[name]
             raise OptionsError(f"--{name} {value}: task {options.task!r} (task type {task.type!r}) does not take "
                                f"{what}", option=name, value=value)

@@ -127,10 +127,11 @@ def test_a_task_type_not_ready_for_jax_is_one_line_naming_it(tmp_path):
 
 
 @pytest.mark.parametrize("task, settings, option, message", [
-    ("glue/sst2", {"bilstm": 64}, "bilstm", "--bilstm 64: task 'glue/sst2' (task type 'classification') does not take "
-                                            "a BiLSTM over every token (a token-level type: tagging, span_qa)"),
     ("swag", {"bilstm": 8}, "bilstm", "--bilstm 8: task 'swag' (task type 'multiple_choice') does not take a BiLSTM "
-                                      "over every token (a token-level type: tagging, span_qa)"),
+                                      "between its encoder and its output layer (classification, tagging, span_qa do)"),
+    ("glue/sst2", {"features": "last_hidden"}, "features", "--features last_hidden: task 'glue/sst2' (task type "
+                                                           "'classification') does not take the feature-based "
+                                                           "approach (tagging only)"),
     ("squad/v1.1", {"features": "last_hidden"}, "features", "--features last_hidden: task 'squad/v1.1' (task type "
                                                             "'span_qa') does not take the feature-based approach "
                                                             "(tagging only)"),
@@ -146,6 +147,7 @@ def test_a_bilstm_or_features_the_task_cannot_take_is_one_line_naming_it(tmp_pat
 
 def test_bilstm_and_features_where_they_apply(tmp_path):
     assert _resolved(tmp_path, "squad/v1.1", bilstm=32).bilstm == 32
+    assert _resolved(tmp_path, "glue/sst2", bilstm=32).bilstm == 32
     resolved = _resolved(tmp_path, "conll2003", features="concat_last_four_hidden", bilstm=16)
     assert (resolved.features, resolved.bilstm) == ("concat_last_four_hidden", 16)
     with pytest.raises(OptionsError, match=r"^bilstm \(--bilstm\) must be a whole number of LSTM units per "

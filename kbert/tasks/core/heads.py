@@ -8,6 +8,8 @@
                 (2 units: start and end)
   RecurrentSequenceHead  SequenceHead over one or more randomly initialised BiLSTM layers (the
                 paper's Table 5 "+ BiLSTM"; its §5.4 feature-based NER: two layers)
+  RecurrentPooledHead  a BiLSTM over every token, then dropout + dense on each direction's final
+                output: classification, regression, multi-label with "+ BiLSTM"
 
 They hold only their own weights (dense, and the BiLSTMs'), so a model directory stores each in its own small
 ``<name>.weights.h5`` next to the encoder's.
@@ -99,6 +101,24 @@ class RecurrentSequenceHead(SequenceHead):
         for layer in self.recurrent:
             features = layer(features, mask=mask, training=training)
         return super().call(features, training=training)
+
+
+class RecurrentPooledHead(RecurrentSequenceHead):
+    """[batch, seq, H] and ``mask`` -> the BiLSTM(s) over each row's real tokens -> the forward LSTM's
+    output at the row's last real token and the backward LSTM's at its first ([CLS]), side by side
+    (each direction's summary of the whole text) -> dropout + dense -> [batch, num_outputs]."""
+
+    def call(self, features, mask=None, training=None):
+        ops = keras.ops
+        if mask is None:
+            mask = ops.ones(ops.shape(features)[:2], "int32")
+        for layer in self.recurrent:
+            features = layer(features, mask=ops.cast(mask, "bool"), training=training)
+        last = ops.maximum(ops.sum(ops.cast(mask, "int32"), axis=1) - 1, 0)
+        at_last = ops.expand_dims(ops.one_hot(last, ops.shape(features)[1], dtype=features.dtype), -1)
+        forward = ops.sum(features[..., :self.units] * at_last, axis=1)
+        pooled = ops.concatenate([forward, features[:, 0, self.units:]], axis=-1)
+        return self.dense(self.dropout(pooled, training=training))
 
 
 class TokenAttentionHead(PooledHead):

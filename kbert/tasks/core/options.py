@@ -107,8 +107,9 @@ class FinetuneOptions:
         named_options: the named task's own options, where its ``NamedTask.options`` names a class
             (e.g. ``kbert.tasks.RowsOptions``); None: that class's defaults.
         bilstm: LSTM units per direction of a randomly initialised BiLSTM between the encoder and the
-            token-level head, trained with the rest (the paper's Table 5 "+ BiLSTM"); 0: none. Token-level
-            task types only (span QA, tagging); with ``features``, the units of its two BiLSTM layers.
+            output layer, trained with the rest (the paper's Table 5 "+ BiLSTM"); 0: none. Span QA,
+            tagging and classification (not multiple choice); with ``features``, the units of its two
+            BiLSTM layers.
         features: the feature-based approach of the paper's §5.4 (Table 7), tagging only: the encoder is
             frozen and this combination of its layers (``kbert.features.COMBINATIONS``, e.g.
             ``concat_last_four_hidden``) feeds a two-layer BiLSTM (``bilstm`` units per direction,
@@ -165,10 +166,11 @@ class FinetuneOptions:
                                                          "below --seq-length: span QA's contexts, and texts under "
                                                          "--long-documents windows (default: span QA 128, "
                                                          "otherwise half a window)")
-    # Layers between the encoder and a token-level head (kbert.tasks.core.sequence_features); recorded
-    # in the model directory. The task type says which it takes (TaskType.sequence_options).
+    # Layers between the encoder and the output layer (kbert.tasks.core.sequence_features, and the
+    # classification models' RecurrentPooledHead); recorded in the model directory. The task type
+    # says which it takes (TaskType.sequence_options).
     bilstm: int = option(0, help="LSTM units per direction of a BiLSTM between the encoder and the task's layer, "
-                                 "trained with it (the paper's Table 5 \"+ BiLSTM\"; span QA and tagging); "
+                                 "trained with it (the paper's Table 5 \"+ BiLSTM\"; not multiple choice); "
                                  "0: none")
     features: str | None = option(None, help="tagging: the feature-based approach (the paper's Table 7): a frozen "
                                              "encoder's layers, combined as NAME (kbert features' combinations: "

@@ -88,7 +88,7 @@ class TaskType:
     long_documents: tuple = ("truncate",)
     default_doc_stride: int | None = None
     # The FinetuneOptions fields of layers between the encoder and the head ("bilstm", "features") that
-    # its models take: token-level heads only (kbert.tasks.core.sequence_features).
+    # its models take (kbert.tasks.core.sequence_features; classification's RecurrentPooledHead).
     sequence_options: tuple = ()
     # What serving_default takes and returns, per model type (docs/serving.md documents the same).
     signature_docs: dict = {}
