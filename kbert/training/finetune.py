@@ -216,6 +216,9 @@ def _finetune(options, task, out_dir, backend, devices, progress_bar, log) -> di
     }
     if backend != "tensorflow":
         results.update(backend=backend, devices=devices.count, processes=devices.processes)
+    # The layers between encoder and head, where set (the paper's Table 5 "+ BiLSTM", Table 7's features).
+    results.update({k: getattr(model, a) for k, a in (("bilstm", "bilstm"), ("features", "combination"))
+                    if getattr(model, a, None)})
     from kbert.model_metadata import atomic_write
 
     # Whole or absent: a search (kbert.training.search) takes a run with this file as finished.

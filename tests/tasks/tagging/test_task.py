@@ -48,6 +48,8 @@ def test_conll_feature_based_run_keeps_the_inits_encoder(tiny_model_dir, tmp_pat
           "--features", "sum_all_layers", "--bilstm", "8", *TINY_FLAGS])
     task = json.loads((out / "kbert.json").read_text())["task"]
     assert (task["features"], task["bilstm"]) == ("sum_all_layers", 8)
+    results = json.loads((out / "eval_results.json").read_text())
+    assert (results["features"], results["bilstm"]) == ("sum_all_layers", 8)
     init, saved = load_encoder(tiny_model_dir), load_encoder(out)
     assert [w.path for w in init.weights] == [w.path for w in saved.weights]
     for a, b in zip(init.weights, saved.weights):
