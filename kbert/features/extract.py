@@ -1,21 +1,10 @@
 """Feature extraction (the paper's §5.4 feature-based approach): contextual token vectors from
 every layer of a frozen encoder, and the layer combinations of its Table 7, in one call.
 
-"Layers" are the embedding output (word + position + type embeddings after LayerNorm: the input
-of the first Transformer block, taken from ``encoder.embeddings``) followed by the L block outputs
-(the encoder's ``encoder_outputs``); L + 1 tensors, as Hugging Face's ``hidden_states``.
-Combinations (all [batch, seq, H] except the concat, [batch, seq, 4H]):
-
-  embeddings             layer 0, the embedding output
-  second_to_last_hidden  block L-1
-  last_hidden            block L (= sequence_output)
-  sum_last_four_hidden   blocks L-3 .. L, summed
-  concat_last_four_hidden  blocks L-3 .. L, concatenated on the feature axis (in that order)
-  sum_all_layers         the embedding output and all L blocks, summed (the paper's "all 12
-                         layers" of BERT-Base; here L + 1 tensors)
-
-The paper's table says "weighted sum"; the weights are not given, so these are plain sums (the
-feature-based model on top can learn a scalar mix from ``hidden_states`` if it wants one).
+The layers and their combinations (``COMBINATIONS``, ``check_combinations``, ``combine_layers``)
+live in kbert.models.layer_combinations, below the tasks, so that the token tagger's feature-based
+mode (``kbert finetune --features``) reads the same; they are public here as
+``kbert.features.COMBINATIONS`` and so on.
 """
 
 from __future__ import annotations
@@ -28,92 +17,16 @@ import numpy as np
 import tensorflow as tf
 
 from kbert import compat
-from kbert.errors import DataError, OptionsError
+from kbert.errors import DataError
 from kbert.hub_models import resolve_model_dir
 from kbert.model_dir import load_config, load_encoder
+from kbert.models.layer_combinations import COMBINATIONS, all_layers, check_combinations, combine_layers
 from kbert.tasks.core.batching import trim_to_longest
 from kbert.tasks.core.text_inputs import take_rows, text_lengths, text_segments
 from kbert.text import BertPreprocessor
 from kbert.text.pre_tokenize import pre_tokenize_data
 from kbert.text.registry import load_tokenizer
 from kbert.api_export import kbert_export
-
-
-def _sum(tensors):
-    total = tensors[0]
-    for t in tensors[1:]:
-        total = total + t
-    return total
-
-
-COMBINATIONS = {
-    "embeddings": lambda layers: layers[0],
-    "second_to_last_hidden": lambda layers: layers[-2],
-    "last_hidden": lambda layers: layers[-1],
-    "sum_last_four_hidden": lambda layers: _sum(layers[-4:]),
-    "concat_last_four_hidden": lambda layers: tf.concat(layers[-4:], axis=-1),
-    "sum_all_layers": lambda layers: _sum(layers),
-}
-kbert_export("kbert.features.COMBINATIONS")(COMBINATIONS)
-_NEEDS_BLOCKS = {"second_to_last_hidden": 2, "sum_last_four_hidden": 4, "concat_last_four_hidden": 4}
-
-
-@kbert_export("kbert.features.check_combinations")
-def check_combinations(names, num_blocks: int) -> tuple:
-    """The names of ``combinations``, checked against ``COMBINATIONS`` and the encoder's depth.
-
-    Args:
-        names: combination names (``kbert.features.COMBINATIONS``: ``last_hidden``,
-            ``sum_last_four_hidden``, ...).
-        num_blocks: the encoder's number of Transformer blocks.
-
-    Returns:
-        ``names`` as a tuple.
-
-    Raises:
-        kbert.errors.OptionsError: an unknown name, or one that needs more blocks than there are
-            (a ``ValueError``).
-
-    Examples:
-        >>> import kbert
-        >>> kbert.features.check_combinations(["last_hidden"], num_blocks=2)
-        ('last_hidden',)
-        >>> kbert.features.check_combinations(["sum_last_four_hidden"], num_blocks=2)
-        Traceback (most recent call last):
-        ...
-        kbert.errors.OptionsError: combination 'sum_last_four_hidden' needs 4 Transformer blocks; the encoder has 2
-    """
-    for name in names:
-        if name not in COMBINATIONS:
-            raise OptionsError(f"unknown combination {name!r}; expected one of {list(COMBINATIONS)}",
-                               option="combinations", value=name)
-        if num_blocks < _NEEDS_BLOCKS.get(name, 1):
-            raise OptionsError(f"combination {name!r} needs {_NEEDS_BLOCKS[name]} Transformer blocks; "
-                               f"the encoder has {num_blocks}", option="combinations", value=name)
-    return tuple(names)
-
-
-@kbert_export("kbert.features.combine_layers")
-def combine_layers(layers, names=tuple(COMBINATIONS)) -> dict:
-    """The named combinations of ``layers`` (the paper's Table 7).
-
-    Args:
-        layers: [embedding output, block 1, ..., block L], each [batch, seq, H].
-        names: the combinations to compute (default: all of ``COMBINATIONS``).
-
-    Returns:
-        ``{name: array}``: [batch, seq, H] for each, [batch, seq, 4 H] for ``concat_last_four_hidden``.
-
-    Examples:
-        >>> import numpy as np
-        >>> import kbert
-        >>> layers = [np.full((1, 1, 2), float(i)) for i in range(3)]   # embeddings, block 1, block 2
-        >>> combined = kbert.features.combine_layers(layers, ["last_hidden", "sum_all_layers"])
-        >>> combined["last_hidden"].tolist(), combined["sum_all_layers"].tolist()
-        ([[[2.0, 2.0]]], [[[3.0, 3.0]]])
-    """
-    check_combinations(names, len(layers) - 1)
-    return {name: COMBINATIONS[name](list(layers)) for name in names}
 
 
 @kbert_export("kbert.FeatureExtractor", "kbert.features.FeatureExtractor")
@@ -156,8 +69,7 @@ class FeatureExtractor(keras.Model):
         self.dynamic_length = bool(dynamic_length)
         self.combinations = check_combinations(combinations, encoder.config.num_hidden_layers)
         # One pass for all layers: the embeddings layer's output is a node of the encoder's graph.
-        self.all_layers = keras.Model(encoder.inputs,
-                                      [encoder.embeddings.output, *encoder.output["encoder_outputs"]])
+        self.all_layers = keras.Model(encoder.inputs, all_layers(encoder))
 
     @classmethod
     def from_model_dir(cls, model_dir, **kwargs):
@@ -306,8 +218,7 @@ def extract_arrays(model_dir, rows: list[dict], seq_length: int = 128, batch_siz
     # A tokenizer with a Python step (MeCab) gets its words here; the graph part takes them.
     prepare = (lambda texts: texts) if getattr(tokenizer, "in_graph", True) else tokenizer.pre_tokenize
     # One pass gives the pooled output and every layer (the embedding output, then each block).
-    all_outputs = keras.Model(encoder.inputs, [encoder.output["pooled_output"], encoder.embeddings.output,
-                                               *encoder.output["encoder_outputs"]])
+    all_outputs = keras.Model(encoder.inputs, [encoder.output["pooled_output"], *all_layers(encoder)])
 
     @tf.function(reduce_retracing=True)
     def step(segments):

@@ -46,6 +46,7 @@ def resolve_options(options: FinetuneOptions) -> FinetuneOptions:
         raise OptionsError("--model-dir must differ from --init (the best epoch is saved there)")
     options = dataclasses.replace(options, seq_length=options.seq_length or task_type.default_seq_length)
     check_windows(task, options)
+    check_sequence_options(task, options)
     return dataclasses.replace(options, doc_stride=task_type.doc_stride(options))
 
 
@@ -74,6 +75,25 @@ def check_windows(task, options: FinetuneOptions) -> None:
         raise OptionsError(f"--doc-stride {options.doc_stride}: task {options.task!r} reads no windows {how}",
                            option="doc_stride", value=options.doc_stride)
     check(options.doc_stride)
+
+
+def check_sequence_options(task, options: FinetuneOptions) -> None:
+    """--bilstm and --features against the task (OptionsError): a layer between encoder and head that
+    its task type's models do not take (``TaskType.sequence_options``), a --features name that is not
+    one of ``kbert.features.COMBINATIONS``."""
+    from kbert.models.layer_combinations import COMBINATIONS
+
+    for name in ("bilstm", "features"):
+        value = getattr(options, name)
+        if value and name not in task.task_type.sequence_options:
+            what = {"bilstm": "a BiLSTM between its encoder and its output layer (classification, tagging, "
+                              "span_qa do)",
+                    "features": "the feature-based approach (tagging only)"}[name]
+            raise OptionsError(f"--{name} {value}: task {options.task!r} (task type {task.type!r}) does not take "
+                               f"{what}", option=name, value=value)
+    if options.features is not None and options.features not in COMBINATIONS:
+        raise OptionsError(f"--features {options.features}: expected one of {', '.join(COMBINATIONS)}",
+                           option="features", value=options.features)
 
 
 @kbert_export("kbert.finetune")
@@ -196,6 +216,9 @@ def _finetune(options, task, out_dir, backend, devices, progress_bar, log) -> di
     }
     if backend != "tensorflow":
         results.update(backend=backend, devices=devices.count, processes=devices.processes)
+    # The layers between encoder and head, where set (the paper's Table 5 "+ BiLSTM", Table 7's features).
+    results.update({k: getattr(model, a) for k, a in (("bilstm", "bilstm"), ("features", "combination"))
+                    if getattr(model, a, None)})
     from kbert.model_metadata import atomic_write
 
     # Whole or absent: a search (kbert.training.search) takes a run with this file as finished.

@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from kbert.export import rest
 from kbert.export.task import export_task
-from conftest import REFERENCE, REPO, run_fresh_python
+from conftest import REFERENCE, REPO, TAGS, run_fresh_python
 from conftest import TASK_LABELS as LABELS
 from fixtures.export_contents import read_warmup_requests, saved_model_ops
 from fixtures.file_tree import tree
@@ -229,6 +229,29 @@ def test_span_qa_export_answers_like_the_python_path(tmp_path, tiny_model_dir):
     assert bad["answer_text"].shape == (1,)  # invalid UTF-8 gives a defined answer, no error
     row = rest.predict(tf.saved_model.load(str(path)), {"instances": [{"question": questions[0], "context": context}]})
     assert set(row["predictions"][0]) == {"answer_text", "answer_start", "answer_end", "score", "null_score_diff"}
+
+
+@pytest.mark.slow
+def test_a_feature_based_tagger_export_tags_like_the_python_path(tmp_path, tiny_model_dir):
+    """A tagger with a frozen encoder's layers into two BiLSTMs (--features, --bilstm) as a SavedModel:
+    the same tags for every word as the Keras model (the ONNX export refuses it: tests/export/onnx)."""
+    from kbert.tasks import TokenTagger
+
+    model = TokenTagger.from_model_dir(tiny_model_dir, label_names=TAGS, seq_length=32,
+                                       features="sum_all_layers", bilstm=8)
+    dense = model.head.dense
+    dense.kernel.assign(np.random.default_rng(3).normal(0, 3.0, dense.kernel.shape).astype("float32"))
+    model.save_model_dir(tmp_path / "ner")
+    path = export_task(tmp_path / "ner", tmp_path / "saved_models" / "ner" / "1")
+    texts = ["John Smith lives in Zürich, Switzerland.", "a", "Ünïcode and more words than the first one here ."]
+    out = _call(path, text=np.array(texts, dtype=object))
+    expected = model.predict_entities(texts)
+    tags = set()
+    for i, exp in enumerate(expected):
+        n = out["num_words"][i]
+        assert [t.decode() for t in out["tags"][i][:n]] == [w["tag"] for w in exp["words"]]
+        tags.update(w["tag"] for w in exp["words"])
+    assert len(tags) > 1  # the check saw more than one tag
 
 
 @pytest.mark.slow

@@ -90,6 +90,8 @@ def export_onnx(model_dir, out_dir, form: str = "ort", quantize: str | None = No
             takes the padding mask only, so it would be another model.
         kbert.export.onnx.runtime.OnnxExportError: the graph's outputs differ from the Keras model's
             on the check's rows by more than ``CHECK_LIMIT`` (named in the message); nothing is written.
+            Also a model these graphs do not build: a BiLSTM between encoder and head (``bilstm``,
+            ``features``; export it as a TF SavedModel).
 
     Examples:
         >>> import kbert
@@ -116,7 +118,10 @@ def export_onnx(model_dir, out_dir, form: str = "ort", quantize: str | None = No
     check_output(out_dir, [model_dir], overwrite=overwrite, replaceable=is_onnx_export)
     model, tok = _load(model_dir)
     model_type = getattr(model, "task_type", None) or "encoder"
-    proto = build_graph(model, form, producer_version=_kbert_version())
+    try:
+        proto = build_graph(model, form, producer_version=_kbert_version())
+    except runtime.OnnxExportError as e:  # a head these graphs do not build: name the directory
+        raise runtime.OnnxExportError(f"{model_dir}: {e}") from None
     result = OnnxExport(out_dir, model_type, {}, TokenizerFile(None, "not asked for (tokenizer=False)"))
 
     def fill(tmp):

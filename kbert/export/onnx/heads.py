@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from kbert.export.onnx.graph import Graph
-from kbert.export.onnx.runtime import WINDOW_WEIGHTS
+from kbert.export.onnx.runtime import WINDOW_WEIGHTS, OnnxExportError
 from kbert.layers.attention import MASK_FILTER
 from kbert.tasks.span_qa.model import PADDING_LOGIT
 
@@ -40,8 +40,21 @@ def _types(g):
 
 
 def _head_dense(g: Graph, model, x: str) -> str:
+    check_plain_head(model)
     dense = model.head.dense
     return g.dense(x, np.asarray(dense.kernel.numpy()), np.asarray(dense.bias.numpy()), "head")
+
+
+def check_plain_head(model) -> None:
+    """An OnnxExportError for a model whose head reads more than the encoder's last layer through one
+    dense layer: a BiLSTM (``bilstm``) or the frozen encoder's other layers (``features``,
+    kbert.tasks.core.sequence_features), which these graphs do not build."""
+    bilstm, combination = getattr(model, "bilstm", 0), getattr(model, "combination", None)
+    if bilstm or combination is not None:
+        what = f"features={combination!r} (a two-layer BiLSTM over the frozen encoder's layers)" if combination \
+            else f"bilstm={bilstm} (a BiLSTM before its {model.head_name} layer)"
+        raise OnnxExportError(f"this {model.task_type} model has {what}, which the ONNX export does not build "
+                              "(it has no LSTM nodes); export it as a TF SavedModel (kbert export task) instead")
 
 
 def pooled_features(g: Graph, model, f) -> tuple:

@@ -17,11 +17,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kbert.errors import TaskModelError
+from kbert.errors import OptionsError, TaskModelError
 from kbert.tasks.core.base import TaskModel
 from kbert.tasks.core.host_batches import host_packing
 from kbert.tasks.core.batching import in_input_order, length_order, progress_callbacks
-from kbert.tasks.core.heads import PooledHead, TokenAttentionHead
+from kbert.tasks.core.heads import PooledHead, RecurrentPooledHead, TokenAttentionHead
+from kbert.tasks.core.options import check_bilstm
 from kbert.tasks.core.text_inputs import take_rows, text_lengths, text_segments
 from kbert.tasks.core.windows import window_settings
 from kbert.api_export import kbert_export
@@ -35,7 +36,7 @@ class _PooledTextModel(TaskModel):
     default_window_pooling = "mean"
 
     def __init__(self, encoder, tokenizer, lower_case=None, *, num_outputs, num_segments=1, dropout=0.1,
-                 long_documents="truncate", doc_stride=None, window_pooling=None, **kwargs):
+                 long_documents="truncate", doc_stride=None, window_pooling=None, bilstm=0, **kwargs):
         super().__init__(encoder, tokenizer, lower_case, **kwargs)
         if num_segments not in (1, 2):
             raise TaskModelError(f"num_segments must be 1 (one text) or 2 (a pair), got {num_segments!r}")
@@ -55,20 +56,37 @@ class _PooledTextModel(TaskModel):
         if self.window_pooling == "attention" and not self.windows:
             raise TaskModelError("window_pooling 'attention' pools the tokens of a text's windows: it takes "
                                  "long_documents='windows'")
-        if self.window_pooling == "attention":  # [CLS]'s pooler is not used: not trained, no gradient asked of it
+        # A BiLSTM over every token between the encoder and the dense layer (the paper's Table 5
+        # "+ BiLSTM"), read at each direction's end (heads.RecurrentPooledHead); 0: the pooled [CLS].
+        self.bilstm = check_bilstm(bilstm)
+        if self.bilstm and self.window_pooling == "attention":
+            raise OptionsError(f"bilstm (--bilstm) {self.bilstm}: window_pooling 'attention' reads the encoder's tokens "
+                               "itself; use another --window-pooling", option="bilstm", value=self.bilstm)
+        if self.window_pooling == "attention" or self.bilstm:  # [CLS]'s pooler is not used: not trained, no gradient asked of it
             for layer in encoder.layers:
                 if layer.name == "pooler":
                     layer.trainable = False
         config = encoder.config
-        head = TokenAttentionHead if self.window_pooling == "attention" else PooledHead
-        self.head = head(config.hidden_size, num_outputs, dropout=dropout,
-                         initializer_range=config.initializer_range, name=self.head_name)
+        common = dict(dropout=dropout, initializer_range=config.initializer_range, name=self.head_name)
+        if self.bilstm:
+            self.head = RecurrentPooledHead(config.hidden_size, num_outputs, self.bilstm, **common)
+        else:
+            head = TokenAttentionHead if self.window_pooling == "attention" else PooledHead
+            self.head = head(config.hidden_size, num_outputs, **common)
         self._build_head()
 
     def task_settings(self):
         return {**super().task_settings(), "num_segments": self.num_segments,
                 "dropout": self.head.dropout_rate, "long_documents": self.long_documents,
-                "doc_stride": self.doc_stride, "window_pooling": self.window_pooling}
+                "doc_stride": self.doc_stride, "window_pooling": self.window_pooling,
+                **({"bilstm": self.bilstm} if self.bilstm else {})}
+
+    def head_logits(self, outputs: dict, training=None):
+        """The dense head's logits for ``encode``'s outputs: the pooled [CLS] output's, or under
+        ``bilstm`` the BiLSTM's over every token."""
+        if self.bilstm:
+            return self.head(outputs["sequence_output"], mask=outputs["input_mask"], training=training)
+        return self.head(outputs["pooled_output"], training=training)
 
     @property
     def windows(self) -> bool:
@@ -108,7 +126,7 @@ class _PooledTextModel(TaskModel):
             logits, weights = self.head.window_outputs(outputs["sequence_output"], outputs["input_mask"],
                                                        training=training)
         else:
-            logits = self.head(outputs["pooled_output"], training=training)
+            logits = self.head_logits(outputs, training=training)
         if document is None:
             return logits
         return combine(logits, document, num_documents, self.window_pooling, weights)
@@ -208,6 +226,9 @@ class TextClassifier(_PooledTextModel):
       seq_length, truncator: packing (see kbert.text.BertPacker); dynamic_length: trim each batch
         to its longest sequence.
       dropout: before the dense layer (0.1 as in the paper).
+      long_documents, doc_stride, window_pooling: texts longer than seq_length (kbert.tasks.core.windows).
+      bilstm: LSTM units per direction of a randomly initialised BiLSTM over every token, read at
+        each direction's end instead of the pooled [CLS] (the paper's Table 5 "+ BiLSTM"); 0: none.
 
     Examples:
         >>> import kbert
@@ -222,8 +243,8 @@ class TextClassifier(_PooledTextModel):
 
     task_type = "text_classifier"
     default_window_pooling = "logmeanexp"
-    head_shape_keys = ("num_classes", "label_names")
-    implied_settings = {"window_pooling": "mean"}
+    head_shape_keys = ("num_classes", "label_names", "bilstm")
+    implied_settings = {"window_pooling": "mean", "bilstm": 0}
 
     def __init__(self, encoder, tokenizer, lower_case=None, *, num_classes=None, label_names=None, **kwargs):
         num_classes, label_names = _label_names(num_classes, label_names, type(self).__name__)
@@ -278,7 +299,8 @@ class TextRegressor(_PooledTextModel):
     """
 
     task_type = "text_regressor"
-    implied_settings = {"window_pooling": "mean"}
+    head_shape_keys = ("bilstm",)
+    implied_settings = {"window_pooling": "mean", "bilstm": 0}
 
     def __init__(self, encoder, tokenizer, lower_case=None, **kwargs):
         super().__init__(encoder, tokenizer, lower_case, num_outputs=1, **kwargs)
@@ -322,8 +344,8 @@ class MultiLabelClassifier(_PooledTextModel):
 
     task_type = "multi_label_classifier"
     default_window_pooling = "max"
-    head_shape_keys = ("num_labels", "label_names")
-    implied_settings = {"window_pooling": "max"}
+    head_shape_keys = ("num_labels", "label_names", "bilstm")
+    implied_settings = {"window_pooling": "max", "bilstm": 0}
 
     def __init__(self, encoder, tokenizer, lower_case=None, *, num_labels=None, label_names=None, threshold=0.5,
                  at_least_one=False, **kwargs):

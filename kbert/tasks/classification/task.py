@@ -424,12 +424,12 @@ class Classification(ClassificationPrediction, TaskType):
 
         @tf.function(input_signature=[IDS_SPEC])
         def serve_ids(inputs):
-            pooled = model.encode(dict(inputs), training=False)["pooled_output"]
-            return _pooled_outputs(model, model.head(pooled, training=False))
+            return _pooled_outputs(model, model.head_logits(model.encode(dict(inputs), training=False), training=False))
 
         return serve, serve_ids
 
     long_documents = ("truncate", "windows")
+    sequence_options = ("bilstm",)
 
     def warmup_inputs(self, model):
         keys = ["text"] if model.num_segments == 1 else ["text_a", "text_b"]

@@ -6,8 +6,12 @@
                 (``window_pooling="attention"`` of long documents)
   SequenceHead  dropout + dense on every position: token tagging (one unit per tag), span QA
                 (2 units: start and end)
+  RecurrentSequenceHead  SequenceHead over one or more randomly initialised BiLSTM layers (the
+                paper's Table 5 "+ BiLSTM"; its §5.4 feature-based NER: two layers)
+  RecurrentPooledHead  a BiLSTM over every token, then dropout + dense on each direction's final
+                output: classification, regression, multi-label with "+ BiLSTM"
 
-They hold only their dense weights, so a model directory stores each in its own small
+They hold only their own weights (dense, and the BiLSTMs'), so a model directory stores each in its own small
 ``<name>.weights.h5`` next to the encoder's.
 """
 
@@ -58,6 +62,63 @@ class SequenceHead(_DenseHead):
     def build(self, input_shape=None):
         self.dense.build((None, None, self.hidden_size))
         self.built = True
+
+
+class RecurrentSequenceHead(SequenceHead):
+    """[batch, seq, input_size] -> ``num_layers`` bidirectional LSTMs (``units`` per direction, the two
+    directions' outputs concatenated: 2 units wide) -> dropout + dense -> [batch, seq, num_outputs].
+
+    ``mask`` ([batch, seq], 1 at real positions) keeps padding out of the recurrences: the backward
+    LSTM starts at a row's last real token, so a row's outputs do not depend on how far its batch is
+    padded. ``hidden_size`` is the width of the vectors read (the encoder's, or 4 H for a concat of
+    four layers).
+    """
+
+    def __init__(self, hidden_size, num_outputs, units, num_layers=1, dropout=0.1, initializer_range=0.02,
+                 **kwargs):
+        super().__init__(hidden_size, num_outputs, dropout=dropout, initializer_range=initializer_range, **kwargs)
+        self.units, self.num_layers = int(units), int(num_layers)
+        if self.units < 1 or self.num_layers < 1:
+            raise OptionsError(f"{type(self).__name__}: units and num_layers must be >= 1, got {units} and "
+                               f"{num_layers}", option="units", value=units)
+        self.recurrent = [keras.layers.Bidirectional(keras.layers.LSTM(self.units, return_sequences=True),
+                                                     name=f"bilstm_{i}") for i in range(self.num_layers)]
+        self.supports_masking = True  # the mask is read here (call's ``mask``), not lost
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units, "num_layers": self.num_layers}
+
+    def build(self, input_shape=None):
+        width = self.hidden_size
+        for layer in self.recurrent:
+            layer.build((None, None, width))
+            width = 2 * self.units
+        self.dense.build((None, None, width))
+        self.built = True
+
+    def call(self, features, mask=None, training=None):
+        mask = None if mask is None else keras.ops.cast(mask, "bool")
+        for layer in self.recurrent:
+            features = layer(features, mask=mask, training=training)
+        return super().call(features, training=training)
+
+
+class RecurrentPooledHead(RecurrentSequenceHead):
+    """[batch, seq, H] and ``mask`` -> the BiLSTM(s) over each row's real tokens -> the forward LSTM's
+    output at the row's last real token and the backward LSTM's at its first ([CLS]), side by side
+    (each direction's summary of the whole text) -> dropout + dense -> [batch, num_outputs]."""
+
+    def call(self, features, mask=None, training=None):
+        ops = keras.ops
+        if mask is None:
+            mask = ops.ones(ops.shape(features)[:2], "int32")
+        for layer in self.recurrent:
+            features = layer(features, mask=ops.cast(mask, "bool"), training=training)
+        last = ops.maximum(ops.sum(ops.cast(mask, "int32"), axis=1) - 1, 0)
+        at_last = ops.expand_dims(ops.one_hot(last, ops.shape(features)[1], dtype=features.dtype), -1)
+        forward = ops.sum(features[..., :self.units] * at_last, axis=1)
+        pooled = ops.concatenate([forward, features[:, 0, self.units:]], axis=-1)
+        return self.dense(self.dropout(pooled, training=training))
 
 
 class TokenAttentionHead(PooledHead):

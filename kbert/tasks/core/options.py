@@ -73,6 +73,15 @@ def check_slices(options, unit: str, example: str) -> None:
                                f"{example}:), got {value!r}", option=name, value=value)
 
 
+def check_bilstm(bilstm) -> int:
+    """``bilstm`` (LSTM units per direction; 0: none) as an int; an OptionsError for anything but a
+    whole number >= 0."""
+    if isinstance(bilstm, bool) or not isinstance(bilstm, int) or bilstm < 0:
+        raise OptionsError(f"bilstm (--bilstm) must be a whole number of LSTM units per direction (0: none), "
+                           f"got {bilstm!r}", option="bilstm", value=bilstm)
+    return int(bilstm)
+
+
 @kbert_export("kbert.FinetuneOptions")
 @dataclasses.dataclass
 class FinetuneOptions:
@@ -97,6 +106,14 @@ class FinetuneOptions:
         task_options: the task type's own options (e.g. ``kbert.TableOptions`` for ``csv``).
         named_options: the named task's own options, where its ``NamedTask.options`` names a class
             (e.g. ``kbert.tasks.RowsOptions``); None: that class's defaults.
+        bilstm: LSTM units per direction of a randomly initialised BiLSTM between the encoder and the
+            output layer, trained with the rest (the paper's Table 5 "+ BiLSTM"); 0: none. Span QA,
+            tagging and classification (not multiple choice); with ``features``, the units of its two
+            BiLSTM layers.
+        features: the feature-based approach of the paper's §5.4 (Table 7), tagging only: the encoder is
+            frozen and this combination of its layers (``kbert.features.COMBINATIONS``, e.g.
+            ``concat_last_four_hidden``) feeds a two-layer BiLSTM (``bilstm`` units per direction,
+            default the encoder's hidden size), then the tagger's dense layer. None: fine-tuning.
 
     Examples:
         >>> import kbert
@@ -149,6 +166,16 @@ class FinetuneOptions:
                                                          "below --seq-length: span QA's contexts, and texts under "
                                                          "--long-documents windows (default: span QA 128, "
                                                          "otherwise half a window)")
+    # Layers between the encoder and the output layer (kbert.tasks.core.sequence_features, and the
+    # classification models' RecurrentPooledHead); recorded in the model directory. The task type
+    # says which it takes (TaskType.sequence_options).
+    bilstm: int = option(0, help="LSTM units per direction of a BiLSTM between the encoder and the task's layer, "
+                                 "trained with it (the paper's Table 5 \"+ BiLSTM\"; not multiple choice); "
+                                 "0: none")
+    features: str | None = option(None, help="tagging: the feature-based approach (the paper's Table 7): a frozen "
+                                             "encoder's layers, combined as NAME (kbert features' combinations: "
+                                             "last_hidden, concat_last_four_hidden, ...), into a two-layer BiLSTM "
+                                             "(--bilstm units, default the hidden size)")
     task_options: object = dataclasses.field(default=None, metadata={"cli": False})
     named_options: object = dataclasses.field(default=None, metadata={"cli": False})
 
@@ -159,6 +186,7 @@ class FinetuneOptions:
         if self.mixed_precision not in PRECISIONS:
             raise OptionsError(f"mixed_precision (--mixed-precision) must be one of {', '.join(PRECISIONS)}, "
                                f"got {self.mixed_precision!r}")
+        check_bilstm(self.bilstm)
         # Checked here, not in the command line, so that every caller gets the same one-line error
         # (a count of 0 would reach tf.data as an empty shuffle buffer).
         for name in ("max_train_examples", "max_eval_examples", "batch_size", "eval_batch_size"):

@@ -116,7 +116,7 @@ class TaskModelDirectory:
 
 def _head_config(head) -> dict:
     config = head.get_config()
-    return {k: config[k] for k in ("num_outputs", "dropout", "hidden_size") if k in config}
+    return {k: config[k] for k in ("num_outputs", "dropout", "hidden_size", "units", "num_layers") if k in config}
 
 
 def _differs(a, b) -> bool:

@@ -65,6 +65,8 @@ class TaskType:
         default_doc_stride: the stride of its windows when ``FinetuneOptions.doc_stride`` is None
             (None: half a window).
         backends: the Keras backends its models run under.
+        sequence_options: the ``FinetuneOptions`` fields of layers between encoder and head that its
+            models take (``bilstm``, ``features``: kbert.tasks.core.sequence_features); others refuse them.
 
     Examples:
         >>> import kbert
@@ -85,6 +87,9 @@ class TaskType:
     # "windows" only where the type can combine the windows' outputs into one answer.
     long_documents: tuple = ("truncate",)
     default_doc_stride: int | None = None
+    # The FinetuneOptions fields of layers between the encoder and the head ("bilstm", "features") that
+    # its models take (kbert.tasks.core.sequence_features; classification's RecurrentPooledHead).
+    sequence_options: tuple = ()
     # What serving_default takes and returns, per model type (docs/serving.md documents the same).
     signature_docs: dict = {}
 
@@ -257,9 +262,14 @@ class Recipe:
 
     def build_kwargs(self, encoder_overrides=None) -> dict:
         """The from_model_dir arguments every task model takes."""
-        return dict(seq_length=self.seq_length, load_head=False, encoder_overrides=encoder_overrides,
-                    dynamic_length=self.options.dynamic_length,
-                    attention=getattr(self.options, "attention", "auto"))
+        kwargs = dict(seq_length=self.seq_length, load_head=False, encoder_overrides=encoder_overrides,
+                      dynamic_length=self.options.dynamic_length,
+                      attention=getattr(self.options, "attention", "auto"))
+        # Only where set, so that the models of types without them never see them (finetune refuses them there).
+        for name in ("bilstm", "features"):
+            if getattr(self.options, name, None):
+                kwargs[name] = getattr(self.options, name)
+        return kwargs
 
     def boundaries(self, seq_length):
         from kbert.tasks.core.datasets import bucket_boundaries

@@ -29,8 +29,8 @@ from kbert.tasks.core.base import TaskModel
 from kbert.tasks.core.host_batches import host_packing
 from kbert.tasks.core.batching import length_sorted_batches, trim_to_longest
 from kbert.tasks.core.datasets import make_dataset
-from kbert.tasks.core.heads import SequenceHead
 from kbert.tasks.core.inference_step import inference_step
+from kbert.tasks.core.sequence_features import SequenceFeatures
 from kbert.tasks.span_qa.postprocess import build_windows, postprocess_example
 from kbert.api_export import kbert_export
 
@@ -42,7 +42,7 @@ def _text(value) -> str:
 
 
 @kbert_export("kbert.SpanQuestionAnswerer", "kbert.tasks.SpanQuestionAnswerer")
-class SpanQuestionAnswerer(TaskModel):
+class SpanQuestionAnswerer(SequenceFeatures, TaskModel):
     """SQuAD-style span prediction.
 
     Args:
@@ -51,6 +51,8 @@ class SpanQuestionAnswerer(TaskModel):
       max_query_length, doc_stride: window building, as run_squad.py (64, 128).
       n_best_size, max_answer_length (tokens), version_2_with_negative, null_score_diff_threshold:
         answer selection, as run_squad.py (20, 30, False, 0.0).
+      bilstm: LSTM units per direction of a randomly initialised BiLSTM between the encoder and the
+        span layer (the paper's Table 5 "+ BiLSTM", on SQuAD); 0: none.
 
     Examples:
         >>> import kbert
@@ -63,10 +65,12 @@ class SpanQuestionAnswerer(TaskModel):
 
     task_type = "span_qa"
     head_name = "span"
+    head_shape_keys = ("bilstm",)
+    implied_settings = {"bilstm": 0}
 
     def __init__(self, encoder, tokenizer, lower_case=None, *, seq_length=384, max_query_length=64, doc_stride=128,
                  n_best_size=20, max_answer_length=30, version_2_with_negative=False,
-                 null_score_diff_threshold=0.0, **kwargs):
+                 null_score_diff_threshold=0.0, bilstm=0, **kwargs):
         super().__init__(encoder, tokenizer, lower_case, seq_length=seq_length, **kwargs)
         if max_query_length + 4 > seq_length:
             raise TaskModelError(f"max_query_length {max_query_length} leaves no room for context in "
@@ -79,10 +83,8 @@ class SpanQuestionAnswerer(TaskModel):
         self.max_answer_length = int(max_answer_length)
         self.version_2_with_negative = bool(version_2_with_negative)
         self.null_score_diff_threshold = float(null_score_diff_threshold)
-        config = encoder.config
         # No dropout before the span layer, as run_squad.py.
-        self.head = SequenceHead(config.hidden_size, 2, dropout=0.0, initializer_range=config.initializer_range,
-                                 name=self.head_name)
+        self.head = self.sequence_head(2, dropout=0.0, bilstm=bilstm)
         self._build_head()
         # The pooler is not used here: freezing it keeps it out of the optimizer (no "gradients do
         # not exist" warnings); its weights are saved unchanged.
@@ -94,11 +96,10 @@ class SpanQuestionAnswerer(TaskModel):
                 "doc_stride": self.doc_stride, "n_best_size": self.n_best_size,
                 "max_answer_length": self.max_answer_length,
                 "version_2_with_negative": self.version_2_with_negative,
-                "null_score_diff_threshold": self.null_score_diff_threshold}
+                "null_score_diff_threshold": self.null_score_diff_threshold, **self.sequence_settings()}
 
     def call(self, inputs, training=None):
-        outputs = self.encoder(inputs, training=training)
-        logits = self.head(outputs["sequence_output"], training=training)
+        logits = self.sequence_logits(inputs, training=training)
         real = keras.ops.cast(inputs["input_mask"], "bool")
         pad = keras.ops.cast(PADDING_LOGIT, logits.dtype)
         return {"start_logits": keras.ops.where(real, logits[..., 0], pad),

@@ -194,6 +194,7 @@ class SpanQA(TaskType):
     name = "span_qa"
     long_documents = ("truncate", "windows")  # its contexts are always read in windows (--doc-stride)
     default_doc_stride = 128  # run_squad.py's
+    sequence_options = ("bilstm",)  # the paper's Table 5 "+ BiLSTM" is on SQuAD
     model_types = ("span_qa",)
     recipe_class = SquadRecipe
     Options = SquadOptions

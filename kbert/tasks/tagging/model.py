@@ -30,8 +30,8 @@ from kbert.tasks.core.base import TaskModel
 from kbert.tasks.core.host_batches import host_packing
 from kbert.tasks.core.batching import length_sorted_batches, trim_to_longest
 from kbert.tasks.core.datasets import make_dataset
-from kbert.tasks.core.heads import SequenceHead
 from kbert.tasks.core.inference_step import inference_step
+from kbert.tasks.core.sequence_features import SequenceFeatures
 from kbert.tasks.tagging.ner_alignment import IGNORE_INDEX, entity_spans
 from kbert.tasks.core.windows import max_context_mask, window_rows, window_settings
 from kbert.text.pre_tokenize import needs_pre_tokenize, pre_tokenize_data
@@ -80,7 +80,7 @@ class TokenAccuracy(keras.metrics.Mean):
 
 
 @kbert_export("kbert.TokenTagger", "kbert.tasks.TokenTagger")
-class TokenTagger(TaskModel):
+class TokenTagger(SequenceFeatures, TaskModel):
     """Tags words with one of ``label_names`` (e.g. the CoNLL-2003 IOB2 tags, "O" first).
 
     Args:
@@ -89,6 +89,14 @@ class TokenTagger(TaskModel):
       dropout: before the per-token dense layer.
       fill_label: tag id predicted for words that truncation left without a piece (default 0).
       ignore_index: the label of positions out of the loss; always IGNORE_INDEX (-100).
+      long_documents, doc_stride: "truncate" or "windows" (sentences longer than seq_length), and the
+        windows' stride.
+      bilstm: LSTM units per direction of a randomly initialised BiLSTM between the encoder and the
+        dense layer (the paper's Table 5 "+ BiLSTM"); 0: none (Figure 3 (d)).
+      features: the feature-based approach (§5.4, Table 7): the encoder frozen, this combination of
+        its layers (``kbert.features.COMBINATIONS``) into a two-layer BiLSTM (``bilstm`` units per
+        direction, default the encoder's hidden size), then the dense layer. See
+        kbert.tasks.core.sequence_features.
 
     Examples:
         >>> import kbert
@@ -101,10 +109,12 @@ class TokenTagger(TaskModel):
 
     task_type = "token_tagger"
     head_name = "tagger"
-    head_shape_keys = ("label_names",)
+    head_shape_keys = ("label_names", "bilstm", "features")
+    implied_settings = {"bilstm": 0, "features": None}
 
     def __init__(self, encoder, tokenizer, lower_case=None, *, label_names, dropout=0.1, fill_label=0,
-                 ignore_index=IGNORE_INDEX, long_documents="truncate", doc_stride=None, **kwargs):
+                 ignore_index=IGNORE_INDEX, long_documents="truncate", doc_stride=None, bilstm=0, features=None,
+                 **kwargs):
         super().__init__(encoder, tokenizer, lower_case, **kwargs)
         # Sentences longer than seq_length: cut (their last words get fill_label) or read in windows,
         # each word tagged from the window where it has the most context (kbert.tasks.core.windows).
@@ -120,9 +130,7 @@ class TokenTagger(TaskModel):
         if not 0 <= int(fill_label) < len(self.label_names):
             raise TaskModelError(f"fill_label {fill_label} is not a tag id (0..{len(self.label_names) - 1})")
         self.fill_label = int(fill_label)
-        config = encoder.config
-        self.head = SequenceHead(config.hidden_size, len(self.label_names), dropout=dropout,
-                                 initializer_range=config.initializer_range, name=self.head_name)
+        self.head = self.sequence_head(len(self.label_names), dropout=dropout, bilstm=bilstm, features=features)
         self._build_head()
         # The pooler is not used here: freezing it keeps it out of the optimizer (no "gradients do
         # not exist" warnings); its weights are saved unchanged.
@@ -135,15 +143,14 @@ class TokenTagger(TaskModel):
     def task_settings(self):
         return {**super().task_settings(), "label_names": self.label_names, "dropout": self.head.dropout_rate,
                 "fill_label": self.fill_label, "ignore_index": IGNORE_INDEX, "long_documents": self.long_documents,
-                "doc_stride": self.doc_stride}
+                "doc_stride": self.doc_stride, **self.sequence_settings()}
 
     @property
     def windows(self) -> bool:
         return self.long_documents == "windows"
 
     def call(self, inputs, training=None):
-        outputs = self.encoder(inputs, training=training)
-        return self.head(outputs["sequence_output"], training=training)
+        return self.sequence_logits(inputs, training=training)
 
     def default_loss(self):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE_INDEX)

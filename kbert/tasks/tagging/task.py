@@ -57,6 +57,7 @@ class Tagging(TaskType):
     model_types = ("token_tagger",)
     recipe_class = TaggingRecipe
     long_documents = ("truncate", "windows")
+    sequence_options = ("bilstm", "features")
     signature_docs = {
         "token_tagger": "text -> words, word_start, word_end, tags, tag_ids [b, W]; num_words [b]; "
                         "entity_type, entity_text, entity_start, entity_end [b, E]; num_entities [b]. "

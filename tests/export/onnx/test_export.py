@@ -224,3 +224,24 @@ def test_the_bare_encoder(base, tmp_path):
     record = runtime.read_metadata(tmp_path / "encoder")
     assert list(record["outputs"]) == ["sequence_output", "pooled_output"] and record["task"] is None
     assert (tmp_path / "encoder" / "tokenizer.json").exists()
+
+
+@pytest.mark.slow
+def test_a_model_with_a_bilstm_is_refused_naming_why(cli, base, tmp_path):
+    """The graphs have no LSTM nodes: a tagger with a BiLSTM (--bilstm) or the feature-based one
+    (--features) is refused with one line naming the directory and the setting, and nothing is written
+    (the TF SavedModel export takes them: tests/export/test_task.py)."""
+    cases = {"bilstm": ({"bilstm": 4}, "bilstm=4 (a BiLSTM before its tagger layer)"),
+             "features": ({"features": "last_hidden"}, "features='last_hidden' (a two-layer BiLSTM over the frozen "
+                                                       "encoder's layers)")}
+    for name, (settings, what) in cases.items():
+        model = kbert.TokenTagger.from_model_dir(base, label_names=["O", "B-X", "I-X"], seq_length=16, **settings)
+        saved = model.save_model_dir(tmp_path / name)
+        message = (f"{saved}: this token_tagger model has {what}, which the ONNX export does not build (it has no "
+                   "LSTM nodes); export it as a TF SavedModel (kbert export task) instead")
+        with pytest.raises(runtime.OnnxExportError) as info:
+            export_onnx(saved, tmp_path / f"{name}-onnx")
+        assert str(info.value) == message and isinstance(info.value, kbert.Error)
+        status, _, err = cli("onnx", saved, tmp_path / f"{name}-onnx")
+        assert status == 1 and err.strip().splitlines() == [f"kbert export: error: {message}"]
+        assert not (tmp_path / f"{name}-onnx").exists()

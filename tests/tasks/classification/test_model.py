@@ -150,3 +150,40 @@ def test_a_new_task_model_is_built(tiny_model_dir, name, kwargs):
 
     model = getattr(kbert.tasks, name).from_model_dir(tiny_model_dir, seq_length=16, **kwargs)
     assert [layer.name for layer in model._flatten_layers() if not layer.built] == []
+
+
+@pytest.mark.slow
+def test_bilstm_classifier_reads_each_directions_end_and_reloads(tiny_model_dir, tmp_path):
+    """--bilstm (Table 5's "+ BiLSTM"): the encoder's tokens through a BiLSTM (numpy by hand), the forward
+    output at each row's last real token and the backward one at [CLS] into the dense layer; the same
+    logits from the texts, from the ids signature of an export, and after a reload."""
+    import types
+
+    from fixtures.numpy_lstm import numpy_bilstm
+    from kbert.errors import OptionsError
+    from kbert.tasks.core.heads import PooledHead, RecurrentPooledHead
+    from kbert.tasks.core.registry import get_task
+
+    keras.utils.set_random_seed(0)
+    model = TextClassifier.from_model_dir(tiny_model_dir, num_classes=3, seq_length=16, bilstm=5)
+    assert isinstance(model.head, RecurrentPooledHead) and model.head.dense.kernel.shape == (10, 3)
+    texts = np.array(["short", "a much longer text than the first one is"], dtype=object)
+    packed = {k: v.numpy() for k, v in model.pack(tf.constant(texts)).items()}
+    mask = packed["input_mask"]
+    out = numpy_bilstm(model.encoder(packed, training=False)["sequence_output"].numpy(), mask,
+                       model.head.recurrent[0])
+    last = mask.sum(axis=1) - 1
+    pooled = np.concatenate([out[np.arange(2), last, :5], out[:, 0, 5:]], axis=-1)
+    expected = pooled @ model.head.dense.kernel.numpy() + model.head.dense.bias.numpy()
+    np.testing.assert_allclose(model(tf.constant(texts)).numpy(), expected, rtol=1e-4, atol=1e-5)
+    _, serve_ids = get_task("glue/sst2").task_type.signatures(types.SimpleNamespace(model=model))
+    ids = serve_ids({k: tf.constant(v, tf.int32) for k, v in packed.items()})
+    np.testing.assert_allclose(ids["logits"].numpy(), expected, rtol=1e-4, atol=1e-5)
+    reloaded = load_task_model(model.save_model_dir(tmp_path / "m"))
+    assert reloaded.bilstm == 5 and json.loads((tmp_path / "m" / "kbert.json").read_text())["task"]["bilstm"] == 5
+    np.testing.assert_array_equal(reloaded(tf.constant(texts)).numpy(), model(tf.constant(texts)).numpy())
+    plain = TextClassifier.from_model_dir(tiny_model_dir, num_classes=3, seq_length=16, bilstm=0)
+    assert type(plain.head) is PooledHead and "bilstm" not in plain.task_metadata()
+    with pytest.raises(OptionsError, match=r"^bilstm \(--bilstm\) 5: window_pooling 'attention' reads"):
+        TextClassifier.from_model_dir(tiny_model_dir, num_classes=3, long_documents="windows",
+                                      window_pooling="attention", bilstm=5)

@@ -1,12 +1,13 @@
-"""kbert.tasks.core.heads against numpy: the pooled and sequence heads' dense layer, and
+"""kbert.tasks.core.heads against numpy: the pooled and sequence heads' dense layer,
 TokenAttentionHead.window_outputs (a softmax over each window's real tokens, then the dense layer;
-the log-sum-exp of the scores as the window's weight)."""
+the log-sum-exp of the scores as the window's weight) and RecurrentSequenceHead (BiLSTMs by hand)."""
 
 import keras
 import numpy as np
 import pytest
 
-from kbert.tasks.core.heads import PooledHead, SequenceHead, TokenAttentionHead
+from kbert.tasks.core.heads import PooledHead, RecurrentSequenceHead, SequenceHead, TokenAttentionHead
+from fixtures.numpy_lstm import numpy_bilstm
 
 
 def _dense(head, x):
@@ -49,3 +50,22 @@ def test_token_attention_window_outputs_against_numpy():
         np.testing.assert_allclose(weight[i], np.log(np.exp(s - s.max()).sum()) + s.max(), rtol=1e-5)
     # a window without real tokens (host padding) gets finite logits and a weight that drops it
     assert np.isfinite(logits[2]).all() and weight[2] < -1e8
+
+
+def test_recurrent_sequence_head_is_bilstms_then_dense_by_hand():
+    """Two BiLSTM layers (as the feature-based approach has) over each row's real tokens only, then the
+    dense layer: padding changes no real position's logits."""
+    keras.utils.set_random_seed(3)
+    head = RecurrentSequenceHead(6, 4, units=5, num_layers=2)
+    head.build()
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(3, 7, 6)).astype("float32")
+    mask = np.array([[1] * 7, [1] * 4 + [0] * 3, [1] + [0] * 6], dtype=np.int32)
+    expected = _dense(head, numpy_bilstm(numpy_bilstm(x, mask, head.recurrent[0]), mask, head.recurrent[1]))
+    got = head(x, mask=mask).numpy()
+    real = mask.astype(bool)
+    np.testing.assert_allclose(got[real], expected[real], rtol=1e-4, atol=1e-5)
+    alone = head(x[1:2, :4], mask=mask[1:2, :4]).numpy()  # the same row without its padding
+    np.testing.assert_allclose(alone[0], got[1, :4], rtol=1e-5, atol=1e-6)
+    assert head.get_config()["units"] == 5 and head.get_config()["num_layers"] == 2
+    assert head.dense.kernel.shape == (10, 4)  # both directions' outputs

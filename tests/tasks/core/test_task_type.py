@@ -59,3 +59,15 @@ def test_a_named_tasks_own_options_are_refused_for_another_task():
     recipe = Bare(get_task("klue/nli"), _options(task="klue/nli", named_options=rows))
     assert recipe.named_options is rows
     assert Bare(get_task("klue/nli"), _options(task="klue/nli")).named_options == RowsOptions()
+
+
+def test_build_kwargs_pass_bilstm_and_features_only_where_set():
+    """A model class that takes no BiLSTM (multiple choice) never sees the arguments at their defaults;
+    a run that sets them hands them to its model (kbert.training.finetune refuses them where they cannot apply)."""
+    plain = Bare(get_task("swag"), _options(task="swag")).build_kwargs()
+    assert not {"bilstm", "features"} & set(plain)
+    assert get_task("swag").task_type.sequence_options == ()
+    set_ = Bare(get_task("conll2003"), _options(task="conll2003", bilstm=16, features="last_hidden")).build_kwargs()
+    assert (set_["bilstm"], set_["features"]) == (16, "last_hidden")
+    assert get_task("conll2003").task_type.sequence_options == ("bilstm", "features")
+    assert get_task("squad/v1.1").task_type.sequence_options == ("bilstm",)
