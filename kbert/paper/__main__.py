@@ -1,0 +1,7 @@
+"""``python -m kbert.paper``: the command ``kbert paper`` (kbert/commands/paper.py)."""
+
+import sys
+
+from kbert.cli import main
+
+sys.exit(main(["paper", *sys.argv[1:]]))
