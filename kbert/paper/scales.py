@@ -64,12 +64,12 @@ class Scale:
 
 
 SCALES = {
-    # 4/48/12 for BERT-Base; 30 steps of batch 8; 24 training and 24 dev examples per task.
-    "micro": Scale("micro", corpus_chars=60_000, heldout_share=0.1, vocab_size=1000, layer_divisor=3,
-                   hidden_divisor=16, seq_length=64, max_predictions=10, batch_size=8, steps=30,
+    # 3/48/12 for BERT-Base (6/64/16 Large); 20 steps of batch 8; 16 training and 16 dev examples per task.
+    "micro": Scale("micro", corpus_chars=60_000, heldout_share=0.1, vocab_size=1000, layer_divisor=4,
+                   hidden_divisor=16, seq_length=64, max_predictions=10, batch_size=8, steps=20,
                    learning_rate=1e-3, eval_steps=2, finetune_seq_length=64, squad_seq_length=64,
                    finetune_batch_size=8, epochs=1, learning_rates=(5e-5,), restarts=1, small_task_restarts=1,
-                   max_train_examples=24, max_eval_examples=24),
+                   max_train_examples=16, max_eval_examples=16),
     # 4/384/12 for BERT-Base (8/512/16 Large); 20,000 steps of batch 128 on the whole corpus.
     "compact": Scale("compact", corpus_chars=None, heldout_share=0.02, vocab_size=8000, layer_divisor=3,
                      hidden_divisor=2, seq_length=128, max_predictions=20, batch_size=128, steps=20_000,
