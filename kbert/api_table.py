@@ -46,6 +46,8 @@ PUBLIC = {
     "kbert.save_model_dir": "kbert.model_dir",
     "kbert.BertEncoder": "kbert.models.encoder",
     "kbert.BertPretrainer": "kbert.models.pretrainer",
+    "kbert.PaperOptions": "kbert.paper.run",
+    "kbert.paper_table": "kbert.paper.run",
     "kbert.random_model_dir": "kbert.random_model",
     "kbert.MultiLabelClassifier": "kbert.tasks.classification.model",
     "kbert.TextClassifier": "kbert.tasks.classification.model",
