@@ -141,7 +141,7 @@ class TableRun:
             train_data=str(data_dir / data["train_data"]), eval_data=str(data_dir / data["eval_data"]),
             vocab=str(data_dir / data["vocab"]), model_dir="", config="", seq_length=s.seq_length,
             max_predictions=s.max_predictions, batch_size=s.batch_size, steps=s.steps, learning_rate=s.learning_rate,
-            eval_steps=s.eval_steps, checkpoint_every=max(1, s.steps // 4), seed=0, strategy=self.options.strategy,
+            eval_steps=s.eval_steps, checkpoint_every=s.checkpoint_every, seed=0, strategy=self.options.strategy,
             mixed_precision=self.options.mixed_precision)
         options = dataclasses.replace(options, **dict(row.pretrain))
         spec = {"data": data_key, "config": config, "size": list(self.scale.size(row.size)),

@@ -27,7 +27,8 @@ class Scale:
         heldout_share: the share of each corpus file's lines (its end) held out for the LM loss.
         vocab_size: WordPiece vocabulary learned from the training part of the corpus.
         layer_divisor, hidden_divisor: the paper's L and H are divided by these (see the module).
-        seq_length, max_predictions, batch_size, steps, learning_rate, eval_steps: pre-training.
+        seq_length, max_predictions, batch_size, steps, learning_rate, eval_steps,
+        checkpoint_every: pre-training (a checkpoint costs a micro run more than its steps).
         finetune_seq_length, squad_seq_length, finetune_batch_size, epochs, learning_rates,
         restarts, small_task_restarts, max_train_examples, max_eval_examples: fine-tuning.
     """
@@ -44,6 +45,7 @@ class Scale:
     steps: int
     learning_rate: float
     eval_steps: int
+    checkpoint_every: int
     finetune_seq_length: int
     squad_seq_length: int
     finetune_batch_size: int
@@ -67,19 +69,19 @@ SCALES = {
     # 3/48/12 for BERT-Base (6/64/16 Large); 20 steps of batch 8; 16 training and 16 dev examples per task.
     "micro": Scale("micro", corpus_chars=60_000, heldout_share=0.1, vocab_size=1000, layer_divisor=4,
                    hidden_divisor=16, seq_length=64, max_predictions=10, batch_size=8, steps=20,
-                   learning_rate=1e-3, eval_steps=2, finetune_seq_length=64, squad_seq_length=64,
+                   learning_rate=1e-3, eval_steps=2, checkpoint_every=20, finetune_seq_length=64, squad_seq_length=64,
                    finetune_batch_size=8, epochs=1, learning_rates=(5e-5,), restarts=1, small_task_restarts=1,
                    max_train_examples=16, max_eval_examples=16),
     # 4/384/12 for BERT-Base (8/512/16 Large); 20,000 steps of batch 128 on the whole corpus.
     "compact": Scale("compact", corpus_chars=None, heldout_share=0.02, vocab_size=8000, layer_divisor=3,
                      hidden_divisor=2, seq_length=128, max_predictions=20, batch_size=128, steps=20_000,
-                     learning_rate=5e-4, eval_steps=50, finetune_seq_length=128, squad_seq_length=384,
+                     learning_rate=5e-4, eval_steps=50, checkpoint_every=1000, finetune_seq_length=128, squad_seq_length=384,
                      finetune_batch_size=32, epochs=3, learning_rates=PAPER_RATES, restarts=1,
                      small_task_restarts=3, max_train_examples=None, max_eval_examples=None),
     # The paper's: its sizes, 1M steps of batch 256 (it trained 90% at 128 tokens, 10% at 512: here 128).
     "paper": Scale("paper", corpus_chars=None, heldout_share=0.01, vocab_size=30_000, layer_divisor=1,
                    hidden_divisor=1, seq_length=128, max_predictions=20, batch_size=256, steps=1_000_000,
-                   learning_rate=1e-4, eval_steps=100, finetune_seq_length=128, squad_seq_length=384,
+                   learning_rate=1e-4, eval_steps=100, checkpoint_every=10_000, finetune_seq_length=128, squad_seq_length=384,
                    finetune_batch_size=32, epochs=3, learning_rates=PAPER_RATES, restarts=1,
                    small_task_restarts=5, max_train_examples=None, max_eval_examples=None),
 }
