@@ -2,6 +2,7 @@
 
 import sys
 
-from kbert.cli import main
+if __name__ == "__main__":
+    from kbert.cli import main
 
-sys.exit(main(["paper", *sys.argv[1:]]))
+    sys.exit(main(["paper", *sys.argv[1:]]))
