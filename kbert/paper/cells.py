@@ -47,7 +47,7 @@ def run_cell(out_dir, kind: str, spec: dict, work, log=print) -> tuple[str, dict
     cell_dir = pathlib.Path(out_dir) / CELLS / key
     done = cell_dir / RESULT
     if done.is_file():
-        log(f"cell {key}: finished before", flush=True)
+        log(f"cell {key}: done before, read back", flush=True)
         return key, json.loads(done.read_text(encoding="utf-8"))
     cell_dir.mkdir(parents=True, exist_ok=True)
     write_json(cell_dir / SPEC, spec)

@@ -253,7 +253,7 @@ def check_data(run: TableRun) -> None:
     if not any(c.data == "corpus" or run.column_data(c) is not None for c in columns):
         wanted = sorted({flags[c.data.split("/")[0]] for c in columns})
         raise OptionsError(f"{run.spec.name} has no data to fine-tune on: give {' or '.join(wanted)} "
-                           f"(its tasks: {', '.join(c.data for c in columns)})", option=wanted[0].lstrip("-"))
+                           f"(its data: {', '.join(dict.fromkeys(c.data for c in columns))})", option=wanted[0].lstrip("-"))
 
 
 @kbert_export("kbert.paper_table")
@@ -273,7 +273,7 @@ def paper_table(options: PaperOptions, *, log=print) -> dict:
         >>> kbert.paper_table(kbert.PaperOptions(table="table1", out="runs/paper"))
         Traceback (most recent call last):
         ...
-        kbert.errors.OptionsError: table1 has no data to fine-tune on: give --glue-dir (its tasks: glue/MNLI, glue/MNLI, glue/QQP, glue/QNLI, glue/SST-2, glue/CoLA, glue/STS-B, glue/MRPC, glue/RTE)
+        kbert.errors.OptionsError: table1 has no data to fine-tune on: give --glue-dir (its data: glue/MNLI, glue/QQP, glue/QNLI, glue/SST-2, glue/CoLA, glue/STS-B, glue/MRPC, glue/RTE)
     """
     run = TableRun(options, log)
     check_data(run)
