@@ -47,6 +47,8 @@ PUBLIC = {
     "kbert.features.combine_layers": "kbert.models.layer_combinations",
     "kbert.BertLMPretrainer": "kbert.models.lm_pretrainer",
     "kbert.BertPretrainer": "kbert.models.pretrainer",
+    "kbert.PaperOptions": "kbert.paper.run",
+    "kbert.paper_table": "kbert.paper.run",
     "kbert.random_model_dir": "kbert.random_model",
     "kbert.MultiLabelClassifier": "kbert.tasks.classification.model",
     "kbert.TextClassifier": "kbert.tasks.classification.model",

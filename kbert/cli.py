@@ -25,6 +25,7 @@ COMMANDS = {
     "tokenize": ("kbert.commands.tokenize", "show how a model directory's tokenizer splits texts"),
     "features": ("kbert.commands.features", "per-token features of texts from a frozen encoder (paper §5.4) to .npz"),
     "explore": ("kbert.commands.explore", "look inside a model: fill-mask, next sentence, attention"),
+    "paper": ("kbert.commands.paper", "run one of the BERT paper's tables (1, 2, 5-8) at a scale, beside its numbers"),
     "bench": ("kbert.commands.bench", "benchmarks against keras-hub, transformers, Model Garden"),
 }
 

@@ -33,6 +33,7 @@ COMMANDS = [
     (["explore", "attention"], "kbert explore attention"),
     (["explore", "workshop-data"], "kbert explore workshop-data"),
     (["explore", "workshop-score"], "kbert explore workshop-score"),
+    (["paper"], "kbert paper"),
     (["bench"], "kbert bench"),
     *[(["bench", name], f"kbert bench {name}")
       for name in ("encoder", "train", "tokenize", "pipeline", "serve", "finetune", "pretrain")],

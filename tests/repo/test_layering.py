@@ -32,7 +32,7 @@ PACKAGE = ROOT / "kbert"
 PIPELINES = ROOT / "pipelines"
 MAIN_PART = "__main__"
 
-# Top to bottom (docs/architecture.md): commands -> training, export, explore, bench -> pipelines ->
+# Top to bottom (docs/architecture.md): commands -> paper -> training, export, explore, bench -> pipelines ->
 # tasks -> data, models, convert -> text, layers -> config, model-directory metadata, errors, compat.
 LAYERS = [
     # commands: kbert/commands/ (one module per subcommand), kbert.cli (the table) and the shims that keep
@@ -40,6 +40,8 @@ LAYERS = [
     # own face, which serves every public name (kbert.api_export.PUBLIC) on first use
     ("commands", {MAIN_PART, "cli", "commands", "finetune", "predict", "pretrain",
                   "tokenize", "vocab", "kbert"}),
+    # the paper's tables (kbert.paper): each runs pre-training and fine-tuning from the layer below
+    ("paper", {"paper"}),
     ("applications", {"training", "export", "explore", "bench", "features"}),
     # the Beam pipelines that write TFRecords (pipelines/): run by the pre-training command and the bench
     ("pipelines", {"pipelines"}),

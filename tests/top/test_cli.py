@@ -16,7 +16,7 @@ from conftest import PRETRAIN_RUN_STEPS, REPO, SHARED, UNCASED_VOCAB
 from kbert import cli
 
 MODULE_COMMANDS = ["kbert", "kbert.pretrain", "kbert.finetune", "kbert.export", "kbert.convert", "kbert.vocab",
-                   "kbert.features", "kbert.bench", "pipelines.pretraining_data", "pipelines.task_data"]
+                   "kbert.features", "kbert.paper", "kbert.bench", "pipelines.pretraining_data", "pipelines.task_data"]
 # What a user reads as an error although nothing is wrong (issue 19 §5).
 NOISE = ("absl::InitializeLog", "cuInit", "cuda_platform", "oneDNN custom operations", "cpu_feature_guard",
          "rebuild TensorFlow", "apitools not found", "python-snappy or google-crc32c",
