@@ -144,6 +144,9 @@ class TableRun:
             eval_steps=s.eval_steps, checkpoint_every=s.checkpoint_every, seed=0, strategy=self.options.strategy,
             mixed_precision=self.options.mixed_precision)
         options = dataclasses.replace(options, **dict(row.pretrain))
+        if getattr(options, "objective", "mlm") == "ltr":  # it predicts every next token: no masking options
+            default = {f.name: f.default for f in dataclasses.fields(options)}["max_predictions"]
+            options = dataclasses.replace(options, max_predictions=default)
         spec = {"data": data_key, "config": config, "size": list(self.scale.size(row.size)),
                 "options": {k: v for k, v in dataclasses.asdict(options).items() if k not in PLACEMENT_FIELDS}}
 

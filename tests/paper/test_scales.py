@@ -20,6 +20,6 @@ def test_the_paper_scale_is_the_papers_budget_and_a_wrong_name_says_the_choices(
     paper = get_scale("paper")
     assert (paper.steps, paper.batch_size, paper.learning_rates) == (1_000_000, 256, (5e-5, 4e-5, 3e-5, 2e-5))
     assert paper.size((24, 1024, 16)) == (24, 1024, 16)
-    assert SCALES["micro"].size((12, 768, 12)) == (3, 48, 12)
+    assert SCALES["micro"].size((12, 768, 12)) == (4, 48, 12)
     with pytest.raises(OptionsError, match="micro, compact, paper"):
         get_scale("huge")

@@ -88,6 +88,12 @@ class RecurrentSequenceHead(SequenceHead):
     def get_config(self):
         return {**super().get_config(), "units": self.units, "num_layers": self.num_layers}
 
+    def compute_mask(self, inputs, mask=None):
+        # The logits carry no Keras mask: one would reach compile()'s loss and metrics as sample
+        # weights ([batch, seq] against a pooled head's [batch] rows), which the task's own weights
+        # already are.
+        return None
+
     def build(self, input_shape=None):
         width = self.hidden_size
         for layer in self.recurrent:

@@ -187,3 +187,22 @@ def test_bilstm_classifier_reads_each_directions_end_and_reloads(tiny_model_dir,
     with pytest.raises(OptionsError, match=r"^bilstm \(--bilstm\) 5: window_pooling 'attention' reads"):
         TextClassifier.from_model_dir(tiny_model_dir, num_classes=3, long_documents="windows",
                                       window_pooling="attention", bilstm=5)
+
+
+def test_bilstm_models_evaluate_their_own_loss_with_their_metrics(tiny_model_dir):
+    """With --bilstm the logits carry no Keras mask into compile()'s loss and metrics: a pair
+    classifier's evaluate (loss and accuracy, through Keras' compiled metrics) equals the sparse
+    cross-entropy and accuracy of its own logits, computed here in numpy."""
+    keras.utils.set_random_seed(1)
+    model = TextClassifier.from_model_dir(tiny_model_dir, num_classes=2, num_segments=2, seq_length=16, bilstm=4)
+    model.compile(optimizer="adam", metrics=["accuracy"])
+    pairs = {"text_a": np.array(["a short one", "the cat sat", "x"], dtype=object),
+             "text_b": np.array(["and its pair", "on a very long mat indeed", "y"], dtype=object)}
+    labels = np.array([0, 1, 1])
+    logits = model.predict(pairs, verbose=0)
+    probabilities = np.exp(logits - logits.max(-1, keepdims=True))
+    probabilities /= probabilities.sum(-1, keepdims=True)
+    expected_loss = -np.log(probabilities[np.arange(3), labels]).mean()
+    result = model.evaluate(pairs, labels, batch_size=3, return_dict=True, verbose=0)
+    np.testing.assert_allclose(result["loss"], expected_loss, rtol=1e-5)
+    assert result["accuracy"] == pytest.approx((logits.argmax(-1) == labels).mean())
