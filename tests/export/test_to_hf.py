@@ -1,0 +1,116 @@
+"""kbert.convert_to_hf (kbert.export.to_hf): folders that transformers loads as the model kbert has, checked
+by reading them back (kbert.convert_hf: the same weights, bit for bit) and by transformers itself
+(kbert.export.to_hf_check: its outputs on kbert's ids within 1e-4)."""
+
+import json
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+
+import kbert
+from kbert.convert.names import ConversionError, encoder_variables, export_arrays, head_variables
+from kbert.export.to_hf import convert_to_hf, read_record
+from kbert.model_dir import load_encoder, load_heads, read_tokenizer_spec
+from conftest import require_installed
+
+# Without the sentence of special tokens written in the text: kbert's google-research/bert rules split
+# them, transformers' BertTokenizer keeps them whole (a difference the record's notes name).
+PLAIN = ["The quick brown fox jumps over the lazy dog.", "A naïve café résumé costs $5!",
+         "Йод и ёж встретились в лесу.", "我们在北京大学学习自然语言处理。"]
+
+
+def _arrays(model_dir):
+    encoder = load_encoder(model_dir)
+    variables = encoder_variables(encoder)
+    for name, head in load_heads(model_dir, encoder.config).items():
+        variables.update(head_variables(name, head))
+    return export_arrays(variables)
+
+
+@pytest.mark.slow
+def test_pretraining_heads_round_trip_bit_for_bit(tmp_path, tiny_heads_dir):
+    out = convert_to_hf(tiny_heads_dir, tmp_path / "hf")
+    config = json.loads((out / "config.json").read_text())
+    assert config["architectures"] == ["BertForPreTraining"] and config["hidden_act"] == "gelu_new"
+    assert "bert.pooler.dense.weight" in load_file(str(out / "model.safetensors"))
+    back = kbert.convert_hf(out, tmp_path / "back")
+    ours, theirs = _arrays(tiny_heads_dir), _arrays(back)
+    assert set(ours) == set(theirs) and any(n.startswith("cls/predictions") for n in ours)
+    for name in ours:
+        assert np.array_equal(ours[name], theirs[name]), name
+    assert read_record(out)["architecture"] == "BertForPreTraining"
+    with pytest.raises(ConversionError, match="already holds files"):
+        convert_to_hf(tiny_heads_dir, out)
+    with pytest.raises(ConversionError, match="is \\(or holds, or is inside\\) the model directory"):
+        convert_to_hf(tiny_heads_dir, tiny_heads_dir / "hf", overwrite=True)
+
+
+@pytest.mark.slow
+def test_causal_encoder_is_refused(tmp_path):
+    encoder = kbert.BertEncoder(kbert.BertConfig.preset("tiny", vocab_size=6), causal=True)
+    model_dir = kbert.save_model_dir(tmp_path / "ltr", encoder, vocab=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"])
+    with pytest.raises(ConversionError, match="causal .* transformers' BertModel attends both ways"):
+        convert_to_hf(model_dir, tmp_path / "hf")
+    assert not (tmp_path / "hf").exists()
+
+
+@pytest.mark.slow
+def test_minilm_round_trips_and_transformers_gives_its_outputs(tmp_path, minilm_model_dir):
+    require_installed("torch", "transformers")
+    out = convert_to_hf(minilm_model_dir, tmp_path / "hf", check=True)
+    check = read_record(out)["check"]
+    assert check["passed"] and check["id_mismatches"] == []
+    assert set(check["largest_differences"]) == {"hidden_states", "pooled_output"}
+    assert max(check["largest_differences"].values()) < 1e-4
+    back = kbert.convert_hf(out, tmp_path / "back")
+    assert read_tokenizer_spec(back) == read_tokenizer_spec(minilm_model_dir)
+    ours, theirs = _arrays(minilm_model_dir), _arrays(back)
+    assert all(np.array_equal(ours[n], theirs[n]) for n in ours) and set(ours) == set(theirs)
+
+
+def _task_models(model_dir):
+    yield kbert.TextClassifier.from_model_dir(model_dir, label_names=["neg", "pos", "mixed"]), \
+        "BertForSequenceClassification", "single_label_classification"
+    yield kbert.TextRegressor.from_model_dir(model_dir), "BertForSequenceClassification", "regression"
+    yield kbert.MultiLabelClassifier.from_model_dir(model_dir, label_names=["a", "b"]), \
+        "BertForSequenceClassification", "multi_label_classification"
+    yield kbert.TokenTagger.from_model_dir(model_dir, label_names=["O", "B-X", "I-X"]), \
+        "BertForTokenClassification", None
+    yield kbert.SpanQuestionAnswerer.from_model_dir(model_dir, seq_length=64, max_query_length=16), \
+        "BertForQuestionAnswering", None
+    yield kbert.MultipleChoiceModel.from_model_dir(model_dir), "BertForMultipleChoice", None
+
+
+@pytest.mark.slow
+def test_task_models_are_their_transformers_classes(tmp_path, tiny_model_dir):
+    require_installed("torch", "transformers")
+    from kbert.export.to_hf_check import check_to_hf
+
+    for i, (model, architecture, problem_type) in enumerate(_task_models(tiny_model_dir)):
+        for variable in model.head.weights:  # a random head is not zero: a head left out would show
+            variable.assign(np.random.default_rng(i).normal(size=variable.shape).astype("float32"))
+        model_dir = model.save_model_dir(tmp_path / f"task{i}")
+        out = convert_to_hf(model_dir, tmp_path / f"hf{i}")
+        config = json.loads((out / "config.json").read_text())
+        assert config["architectures"] == [architecture] and config.get("problem_type") == problem_type
+        if getattr(model, "label_names", None):
+            assert config["id2label"] == {str(j): n for j, n in enumerate(model.label_names)}
+        report = check_to_hf(model_dir, out, sentences=PLAIN)
+        assert report.passed, (architecture, report.lines())
+        names = {"BertForQuestionAnswering": {"start_logits", "end_logits"}}.get(architecture, {"logits"})
+        assert set(report.differences) == names, architecture
+        if architecture == "BertForQuestionAnswering":
+            assert any("span QA" in n for n in read_record(out)["notes"])
+
+
+@pytest.mark.slow
+def test_attention_pooling_is_refused_and_windows_noted(tmp_path, tiny_model_dir):
+    model = kbert.TextClassifier.from_model_dir(tiny_model_dir, num_classes=2, long_documents="windows",
+                                                window_pooling="attention", seq_length=32)
+    with pytest.raises(ConversionError, match="window_pooling 'attention' .* not converted"):
+        convert_to_hf(model.save_model_dir(tmp_path / "attention"), tmp_path / "hf")
+    model = kbert.TextClassifier.from_model_dir(tiny_model_dir, num_classes=2, long_documents="windows",
+                                                seq_length=32)
+    out = convert_to_hf(model.save_model_dir(tmp_path / "windows"), tmp_path / "hf2")
+    assert any("long_documents=windows" in n for n in read_record(out)["notes"])
