@@ -114,3 +114,20 @@ def test_attention_pooling_is_refused_and_windows_noted(tmp_path, tiny_model_dir
                                                 seq_length=32)
     out = convert_to_hf(model.save_model_dir(tmp_path / "windows"), tmp_path / "hf2")
     assert any("long_documents=windows" in n for n in read_record(out)["notes"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["mecab-wordpiece", "mecab-character"])
+def test_japanese_models_are_bert_japanese_tokenizers_with_kberts_ids(tmp_path, ja_model_dirs, kind):
+    require_installed("torch", "transformers", "fugashi")
+    model_dir = ja_model_dirs[kind]
+    out = convert_to_hf(model_dir, tmp_path / "hf", check=True)  # every language of the check's sentences
+    tokenizer = json.loads((out / "tokenizer_config.json").read_text())
+    assert tokenizer["tokenizer_class"] == "BertJapaneseTokenizer" and tokenizer["word_tokenizer_type"] == "mecab"
+    assert tokenizer["subword_tokenizer_type"] == kind.split("-")[1]
+    check = read_record(out)["check"]
+    assert check["passed"] and check["id_mismatches"] == [] and "mlm_logits" in check["largest_differences"]
+    back = kbert.convert_hf(out, tmp_path / "back")
+    assert read_tokenizer_spec(back) == read_tokenizer_spec(model_dir)
+    ours, theirs = _arrays(model_dir), _arrays(back)
+    assert all(np.array_equal(ours[n], theirs[n]) for n in ours) and set(ours) == set(theirs)
