@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import pathlib
 
-from kbert import __version__
 from kbert.api_export import kbert_export
 from kbert.convert.names import ConversionError, encoder_variables, export_arrays, head_variables
 from kbert.convert.to_hf import RECORD_FILE, hf_config, hf_state, tokenizer_files, write_hf_folder
@@ -91,7 +90,7 @@ def convert_to_hf(model_dir, out, *, overwrite: bool = False, check: bool = Fals
     files, tokenizer_notes = tokenizer_files(spec, vocab_file, config.max_position_embeddings)
     vocab = vocab_file.read_text(encoding="utf-8").splitlines()
     config_json = hf_config(config, architecture, vocab.index("[PAD]"), **fields)
-    record = {"source": str(model_dir), "kbert_version": __version__, "architecture": architecture,
+    record = {"source": str(model_dir), "kbert_version": _kbert_version(), "architecture": architecture,
               "tokenizer": spec.to_json(), "notes": notes + tokenizer_notes}
     out = write_hf_folder(out, config_json, state, vocab_file, files, record, inputs=[model_dir],
                           overwrite=overwrite)
@@ -171,6 +170,15 @@ def _task_model(model_dir):
     if problem_type:
         fields["problem_type"] = problem_type
     return state, config, architecture, fields, notes
+
+
+def _kbert_version() -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("kbert")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
 
 
 def _contiguous(array):
