@@ -131,3 +131,23 @@ def test_japanese_models_are_bert_japanese_tokenizers_with_kberts_ids(tmp_path, 
     assert read_tokenizer_spec(back) == read_tokenizer_spec(model_dir)
     ours, theirs = _arrays(model_dir), _arrays(back)
     assert all(np.array_equal(ours[n], theirs[n]) for n in ours) and set(ours) == set(theirs)
+
+
+@pytest.mark.slow
+def test_transformers_pipelines_answer_as_kbert(tmp_path, tiny_heads_dir, tiny_model_dir):
+    require_installed("torch", "transformers")
+    import transformers
+
+    texts = ["the man went to the [MASK] .", "paris is the [MASK] of france ."]
+    fill = transformers.pipeline("fill-mask", model=str(convert_to_hf(tiny_heads_dir, tmp_path / "mlm")), top_k=5)
+    theirs = [[answer["token"] for answer in fill(text)] for text in texts]
+    ours = [answers[0]["ids"] for answers in kbert.fill_mask(tiny_heads_dir, texts, top_k=5)]
+    assert theirs == ours
+
+    model = kbert.TextClassifier.from_model_dir(tiny_model_dir, label_names=["negative", "positive"])
+    for variable in model.head.weights:
+        variable.assign(np.random.default_rng(7).normal(size=variable.shape).astype("float32"))
+    model_dir = model.save_model_dir(tmp_path / "classifier")
+    classify = transformers.pipeline("text-classification", model=str(convert_to_hf(model_dir, tmp_path / "hf")))
+    rows = PLAIN + ["a dull , lifeless film", "one of the year's best"]
+    assert [r["label"] for r in classify(rows)] == kbert.load_task_model(model_dir).predict_labels(rows)
