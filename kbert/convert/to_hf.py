@@ -6,6 +6,10 @@ dense kernels transposed back to ``nn.Linear``'s [out, in], activations named as
 them (kbert's ``gelu``, google-research/bert's tanh approximation, is transformers' ``gelu_new``), and
 the tokenizer described by the ``tokenizer_config.json`` fields that ``kbert.convert.tokenizer_source``
 reads. ``model.safetensors`` is written with the ``safetensors`` package's numpy API: no torch.
+No ``tokenizer.json`` is written: transformers builds its fast tokenizer from ``vocab.txt`` and
+``tokenizer_config.json``, and adds the special tokens as whole-matched tokens on loading whatever a
+``tokenizer.json`` says, so kbert's google-research/bert rules (a ``[MASK]`` written in the text is
+plain text) cannot be made exact that way; ``tokenizer_files`` returns that difference as a note.
 
 Which model (encoder, pre-training heads, a task head) goes in is decided by
 ``kbert.export.to_hf``, which knows the task models; this module writes what it is given.

@@ -66,3 +66,10 @@ def test_to_hf_prints_the_class_and_notes_and_refuses_an_output_with_files(tmp_p
     assert any(line.startswith("note: tokenizer: kbert's google-research/bert rules") for line in lines)
     result = run_command("convert", "to-hf", str(tiny_heads_dir), str(out))
     assert result.status == 1 and "already holds files; pass --overwrite" in result.err
+    # --check: the google-rules tokenizer splits a [MASK] written in the text, transformers' keeps it whole
+    result = run_command("convert", "to-hf", str(tiny_heads_dir), str(out), "--overwrite", "--check")
+    assert result.status == 1, result.out
+    assert "ids differ on 'Special tokens written in text" in result.out
+    assert "does not reproduce" in result.err.splitlines()[-1]
+    record = json.loads((out / "kbert_to_hf.json").read_text())
+    assert not record["check"]["passed"] and record["check"]["largest_differences"]["mlm_logits"] < 1e-4
