@@ -133,7 +133,9 @@ def _wordpiece_notes(spec) -> list:
     elif rules == "tokenizers":
         notes.append("tokenizer: kbert reproduces the Rust BertNormalizer (a tokenizer.json); transformers' Python "
                      "BertTokenizer also applies NFC to the text")
-    chars = spec.option("max_chars_per_word", 200 if rules == "google" else HF_MAX_CHARS_PER_WORD)
+    from kbert.text.tokenizer import MAX_CHARS_PER_WORD
+
+    chars = spec.option("max_chars_per_word", MAX_CHARS_PER_WORD)
     if chars != HF_MAX_CHARS_PER_WORD:
         notes.append(f"tokenizer: kbert makes a word over {chars} characters [UNK]; transformers over "
                      f"{HF_MAX_CHARS_PER_WORD}")

@@ -75,6 +75,8 @@ def test_google_rules_are_noted_and_sentencepiece_refused(tmp_path):
     _, notes = tokenizer_files(TokenizerSpec(lower_case=True), UNCASED_VOCAB, 512)
     assert any("special tokens written in the text" in n for n in notes)
     assert any("over 200 characters" in n for n in notes)
+    _, notes = tokenizer_files(TokenizerSpec(lower_case=True, options={"rules": "transformers"}), UNCASED_VOCAB, 512)
+    assert notes == ["tokenizer: kbert makes a word over 200 characters [UNK]; transformers over 100"]
     with pytest.raises(ConversionError, match="sentencepiece tokenizer is refused"):
         tokenizer_files(TokenizerSpec(type="sentencepiece", lower_case=False, vocab_file="spm.model"), UNCASED_VOCAB,
                         512)

@@ -151,3 +151,16 @@ def test_transformers_pipelines_answer_as_kbert(tmp_path, tiny_heads_dir, tiny_m
     classify = transformers.pipeline("text-classification", model=str(convert_to_hf(model_dir, tmp_path / "hf")))
     rows = PLAIN + ["a dull , lifeless film", "one of the year's best"]
     assert [r["label"] for r in classify(rows)] == kbert.load_task_model(model_dir).predict_labels(rows)
+
+
+@pytest.mark.slow
+def test_minilm_pair_classifier_gives_its_logits_in_transformers(tmp_path, minilm_model_dir):
+    require_installed("torch", "transformers")
+    model = kbert.TextClassifier.from_model_dir(minilm_model_dir, label_names=["entailment", "neutral", "contradiction"],
+                                                num_segments=2)
+    for variable in model.head.weights:
+        variable.assign(np.random.default_rng(1).normal(size=variable.shape).astype("float32"))
+    out = convert_to_hf(model.save_model_dir(tmp_path / "nli"), tmp_path / "hf", check=True)
+    check = read_record(out)["check"]  # every sentence of the check, [MASK] written in the text included
+    assert check["passed"] and set(check["largest_differences"]) == {"logits"}
+    assert check["largest_differences"]["logits"] < 1e-4
