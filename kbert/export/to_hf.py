@@ -100,7 +100,7 @@ def convert_to_hf(model_dir, out, *, overwrite: bool = False, check: bool = Fals
         report = check_to_hf(model_dir, out)
         record_check(out, report)
         if not report.passed:
-            raise ConversionError(f"{out} does not reproduce {model_dir} in transformers: " + "; ".join(report.lines()))
+            raise ConversionError(f"{out} does not reproduce {model_dir} in transformers: " + report.summary())
     return pathlib.Path(out)
 
 

@@ -44,8 +44,15 @@ class ToHfReport:
         out = [f"check: {self.texts} texts and pairs against transformers: ids {ids}; largest differences: {diffs} "
                f"(tolerance {self.tolerance:.0e})"]
         for text, ours, theirs in self.id_mismatches[:5]:
-            out.append(f"  ids differ on {text!r}: kbert {ours} transformers {theirs}")
+            at = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
+            out.append(f"  ids differ on {text!r} at token {at}: kbert {' '.join(map(str, ours[at:at + 5]))} ..., "
+                       f"transformers {' '.join(map(str, theirs[at:at + 5]))} ...")
         return out
+
+    def summary(self) -> str:
+        """One line: the first of ``lines()`` and the texts whose ids differ."""
+        texts = "; ".join(repr(text)[:80] for text, _, _ in self.id_mismatches[:3])
+        return self.lines()[0] + (f"; ids differ on {texts}" if texts else "")
 
     def to_json(self) -> dict:
         return {"passed": self.passed, "texts": self.texts, "tolerance": self.tolerance,

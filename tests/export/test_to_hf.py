@@ -164,3 +164,26 @@ def test_minilm_pair_classifier_gives_its_logits_in_transformers(tmp_path, minil
     check = read_record(out)["check"]  # every sentence of the check, [MASK] written in the text included
     assert check["passed"] and set(check["largest_differences"]) == {"logits"}
     assert check["largest_differences"]["logits"] < 1e-4
+
+
+@pytest.mark.slow
+def test_one_head_or_none_picks_its_class(tmp_path, tiny_heads_dir):
+    require_installed("torch", "transformers")
+    import shutil
+
+    from kbert.export.to_hf_check import check_to_hf
+    from kbert.model_dir import read_metadata, write_metadata
+
+    for heads, architecture, outputs in ((["mlm"], "BertForMaskedLM", {"hidden_states", "mlm_logits"}),
+                                         (["nsp"], "BertForNextSentencePrediction",
+                                          {"hidden_states", "pooled_output", "nsp_logits"}),
+                                         ([], "BertModel", {"hidden_states", "pooled_output"})):
+        model_dir = tmp_path / architecture
+        shutil.copytree(tiny_heads_dir, model_dir)
+        metadata = read_metadata(model_dir)
+        metadata["heads"] = {k: v for k, v in metadata["heads"].items() if k in heads}
+        write_metadata(model_dir, metadata)
+        out = convert_to_hf(model_dir, tmp_path / f"{architecture}-hf")
+        assert read_record(out)["architecture"] == architecture
+        report = check_to_hf(model_dir, out, sentences=PLAIN)
+        assert report.passed and set(report.differences) == outputs, (architecture, report.lines())
