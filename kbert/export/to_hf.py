@@ -18,7 +18,8 @@ the folder's record (``kbert_to_hf.json``, ``notes``) and returned: kbert's long
 (the per-window model is exact; the combination of a document's windows is kbert's), span QA's
 answer decoding (transformers' question-answering pipeline decodes its own way, and kbert's logits at
 padding are -10000). Attention pooling (``window_pooling="attention"``) is refused: its head reads the
-tokens, not [CLS], which no transformers class does. A causal (left-to-right) encoder is refused:
+tokens, not [CLS], which no transformers class does; so is any head with weights besides its one dense
+layer (a BiLSTM, the feature-based approach). A causal (left-to-right) encoder is refused:
 transformers' BERT attends both ways.
 """
 
@@ -141,6 +142,7 @@ def _task_model(model_dir):
     if getattr(model, "window_pooling", None) == "attention" and getattr(model, "windows", False):
         raise ConversionError(f"{model_dir}: window_pooling 'attention' pools a document's tokens by a learned score "
                               "instead of reading [CLS]; no transformers class does that: not converted")
+    _refuse_other_heads(model, model_dir)
     notes = []
     if getattr(model, "windows", False):
         notes.append(f"long_documents=windows: transformers gets the per-window model; kbert's combination of a "
@@ -170,6 +172,23 @@ def _task_model(model_dir):
     if problem_type:
         fields["problem_type"] = problem_type
     return state, config, architecture, fields, notes
+
+
+def _refuse_other_heads(model, model_dir) -> None:
+    """transformers' heads are one dense layer on [CLS]'s pooled output or on each token: a kbert head
+    with more (a BiLSTM, the feature-based layer combination, attention pooling's score) has no class."""
+    for attribute, setting, what in (
+            ("bilstm", "bilstm", "a BiLSTM between the encoder and the dense layer"),
+            ("combination", "features", "the feature-based approach (a frozen encoder's layers combined)")):
+        if getattr(model, attribute, None):
+            raise ConversionError(f"{model_dir}: {setting}={getattr(model, attribute)!r} is {what}, which no "
+                                  "transformers BertFor... class holds: not converted")
+    dense = model.head.dense
+    own = {id(dense.kernel), id(dense.bias)}
+    extra = [w.path if hasattr(w, "path") else w.name for w in model.head.weights if id(w) not in own]
+    if extra:
+        raise ConversionError(f"{model_dir}: the {model.task_type} head holds weights besides its dense layer "
+                              f"({', '.join(extra)}), which no transformers BertFor... class holds: not converted")
 
 
 def _kbert_version() -> str:

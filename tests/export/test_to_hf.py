@@ -187,3 +187,25 @@ def test_one_head_or_none_picks_its_class(tmp_path, tiny_heads_dir):
         assert read_record(out)["architecture"] == architecture
         report = check_to_hf(model_dir, out, sentences=PLAIN)
         assert report.passed and set(report.differences) == outputs, (architecture, report.lines())
+
+
+def test_heads_with_more_than_a_dense_layer_are_refused(tiny_heads_dir):
+    from kbert.export.to_hf import _refuse_other_heads
+
+    model = kbert.TokenTagger.from_model_dir(tiny_heads_dir, label_names=["O", "B-X"])
+    _refuse_other_heads(model, "dir")  # a dense layer alone: converted
+    model.bilstm = 8
+    with pytest.raises(ConversionError, match="bilstm=8 is a BiLSTM .* not converted"):
+        _refuse_other_heads(model, "dir")
+    model.bilstm, model.combination = 0, "last_four_sum"  # kbert.tasks.core.sequence_features' attributes
+    with pytest.raises(ConversionError, match="features='last_four_sum' is the feature-based approach"):
+        _refuse_other_heads(model, "dir")
+    import types
+
+    import keras
+
+    dense = model.head.dense  # a head whose weights are more than its dense layer's
+    head = types.SimpleNamespace(dense=dense, weights=[dense.kernel, dense.bias, keras.Variable([0.0], name="lstm_kernel")])
+    model = types.SimpleNamespace(task_type="token_tagger", head=head)
+    with pytest.raises(ConversionError, match="holds weights besides its dense layer \\(.*lstm_kernel"):
+        _refuse_other_heads(model, "dir")
