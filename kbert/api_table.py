@@ -32,6 +32,7 @@ PUBLIC = {
     "kbert.export_onnx": "kbert.export.onnx.export",
     "kbert.export_preprocessor": "kbert.export.preprocessor",
     "kbert.export_task": "kbert.export.task",
+    "kbert.convert_to_hf": "kbert.export.to_hf",
     "kbert.FeatureExtractor": "kbert.features.extract",
     "kbert.extract_arrays": "kbert.features.extract",
     "kbert.features.FeatureExtractor": "kbert.features.extract",

@@ -1,4 +1,4 @@
-"""python -m kbert.convert {hf,google,to-google} ...
+"""python -m kbert.convert {hf,google,to-google,to-hf} ...
 
   hf SOURCE OUT_MODEL_DIR [--check] [--overwrite]
           SOURCE: a Hugging Face BERT folder, or a model name ORG/NAME[@REVISION] fetched through
@@ -9,6 +9,10 @@
           SOURCE: a google-research/bert release zip by URL (downloaded with resume, its sha256
           printed and checked against --sha256) or path, a release folder, or a checkpoint prefix.
   to-google MODEL_DIR OUT_PREFIX          kbert model directory -> Google's TF1 checkpoint
+  to-hf MODEL_DIR OUT [--check] [--overwrite]
+          kbert model directory (pre-trained or fine-tuned) -> a Hugging Face folder (config.json,
+          model.safetensors, the tokenizer's files) that transformers loads; --check loads it with
+          transformers and compares ids and outputs with kbert's (needs torch and transformers).
 
 An output directory that already holds files is refused unless --overwrite, which replaces its
 content whole; the new model is written beside it and renamed into place, so a failed conversion
@@ -34,8 +38,10 @@ def main(argv=None):
 def _convert(args):
     from kbert.cli_support import require_dir
 
-    if args.what == "to-google":
+    if args.what in ("to-google", "to-hf"):
         require_dir(args.model_dir, "model directory")
+    if args.what == "to-hf":
+        return _to_hf(args)
     if args.what == "hf":
         source, out = _hf(args)
     elif args.what == "google":
@@ -83,7 +89,38 @@ def _parser():
     t = sub.add_parser("to-google", help="model directory -> Google TF1 checkpoint")
     t.add_argument("model_dir")
     t.add_argument("out_prefix")
+    h = sub.add_parser("to-hf", help="model directory -> Hugging Face folder (transformers' BertFor... class)")
+    h.add_argument("model_dir")
+    h.add_argument("out_dir", metavar="OUT")
+    h.add_argument("--check", action="store_true",
+                   help="load OUT with transformers and compare ids and outputs with kbert's; a difference exits 1 "
+                        "(needs torch and transformers)")
+    h.add_argument("--overwrite", action="store_true",
+                   help="replace an output folder that already holds files (its old content goes, whole)")
     return parser
+
+
+def _to_hf(args) -> int:
+    """``convert to-hf``: the folder written, its notes, and the check when asked."""
+    from kbert.cli_support import prog
+    from kbert.export.to_hf import convert_to_hf, read_record
+
+    out = convert_to_hf(args.model_dir, args.out_dir, overwrite=args.overwrite)
+    print(f"written: {out} ({read_record(out)['architecture']})")
+    for note in read_record(out)["notes"]:
+        print(f"note: {note}")
+    if not args.check:
+        return 0
+    from kbert.export.to_hf_check import check_to_hf, record_check
+
+    report = check_to_hf(args.model_dir, out)
+    record_check(out, report)
+    for line in report.lines():
+        print(line)
+    if not report.passed:
+        print(f"{prog('convert')}: error: {out} does not reproduce {args.model_dir} in transformers", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _hf(args):

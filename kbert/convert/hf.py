@@ -31,6 +31,7 @@ HF_ACTIVATIONS = {
     "silu": "silu",
     "swish": "silu",
     "tanh": "tanh",
+    "linear": "linear",
 }
 
 _LAYER_RULES = [

@@ -45,6 +45,7 @@ def test_to_google_and_back_with_config_vocab_and_cased_flags(tmp_path, tiny_hea
      "--sha256 checks a release zip (a URL or a .zip path)"),
     (["google", "{tmp}/ckpt/bert_model.ckpt", "{tmp}/out", "--tokenizer", "juman"], "unknown tokenizer type 'juman'"),
     (["hf", "{tmp}/none", "{tmp}/out", "--sha256", "0"], "unrecognized arguments: --sha256 0"),
+    (["to-hf", "{tmp}/none", "{tmp}/out"], "model directory {tmp}/none does not exist"),
 ])
 def test_user_errors_are_one_line_and_write_nothing(tmp_path, argv, message):
     (tmp_path / "ckpt").mkdir()
@@ -53,3 +54,22 @@ def test_user_errors_are_one_line_and_write_nothing(tmp_path, argv, message):
     (line,) = result.err.splitlines()
     assert line.startswith("kbert convert: error: ") and message.format(tmp=tmp_path) in line, line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"] and not any((tmp_path / "ckpt").iterdir())
+
+
+@pytest.mark.slow
+def test_to_hf_prints_the_class_and_notes_and_refuses_an_output_with_files(tmp_path, tiny_heads_dir):
+    out = tmp_path / "hf"
+    result = run_command("convert", "to-hf", str(tiny_heads_dir), str(out))
+    assert result.status == 0, result.err
+    lines = result.out.splitlines()
+    assert lines[0] == f"written: {out} (BertForPreTraining)"
+    assert any(line.startswith("note: tokenizer: kbert's google-research/bert rules") for line in lines)
+    result = run_command("convert", "to-hf", str(tiny_heads_dir), str(out))
+    assert result.status == 1 and "already holds files; pass --overwrite" in result.err
+    # --check: the google-rules tokenizer splits a [MASK] written in the text, transformers' keeps it whole
+    result = run_command("convert", "to-hf", str(tiny_heads_dir), str(out), "--overwrite", "--check")
+    assert result.status == 1, result.out
+    assert "ids differ on 'Special tokens written in text" in result.out
+    assert "does not reproduce" in result.err.splitlines()[-1]
+    record = json.loads((out / "kbert_to_hf.json").read_text())
+    assert not record["check"]["passed"] and record["check"]["largest_differences"]["mlm_logits"] < 1e-4
