@@ -8,8 +8,7 @@ restarts, the best run on dev kept) once per seed. Every step is a resumable cel
 ``OUT/TABLE.json`` and ``OUT/TABLE.png`` (``kbert.paper.report``).
 
 A column whose data the user did not give (a GLUE folder not in ``glue_dir``, no ``conll_dir``)
-is reported as "no data"; a row or column that needs an option this kbert lacks is reported as
-"unavailable", naming it. Neither stops the table.
+is reported as "no data" and does not stop the table.
 """
 
 from __future__ import annotations
@@ -86,11 +85,6 @@ class PaperOptions:
             value = getattr(self, name)
             if value is not None and not pathlib.Path(value).is_dir():
                 raise OptionsError(f"{name} {value}: no such folder", option=name, value=value)
-
-
-def missing_fields(cls, pairs) -> list[str]:
-    names = {f.name for f in dataclasses.fields(cls)}
-    return [f"{cls.__name__}.{name}" for name, _ in pairs if name not in names]
 
 
 class TableRun:
@@ -232,10 +226,6 @@ class TableRun:
 
     def cell(self, row, column) -> dict:
         """The table cell of ``row`` x ``column``: status, values over seeds, the paper's number."""
-        needs = (missing_fields(self.Pretrain, row.pretrain)
-                 + missing_fields(self.Finetune, self.finetune_pairs(row, column)))
-        if needs:
-            return {"status": "unavailable", "note": f"needs {', '.join(needs)} (not in this kbert)", "values": []}
         if column.task == "lm_perplexity":
             value = self.pretrain(row)[1]["lm_perplexity"]
             return {"status": "ok" if value is not None else "no data", "values": [] if value is None else [value]}
