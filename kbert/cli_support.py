@@ -296,6 +296,8 @@ def add_arguments(parser, cls, *, only=None, defaults=None, helps=None, types=No
                 type(default) if default not in (None, dataclasses.MISSING) else None)
             if converter is not None:
                 kwargs["type"] = converter
+            if field.metadata.get("metavar"):
+                kwargs["metavar"] = field.metadata["metavar"]
             if default is dataclasses.MISSING:
                 kwargs["required"] = True
             else:

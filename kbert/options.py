@@ -14,10 +14,12 @@ def comma_list(text) -> tuple:
     return tuple(part.strip() for part in str(text).split(",") if part.strip())
 
 
-def option(default=dataclasses.MISSING, *, help: str, type=None, flag: str | None = None):
+def option(default=dataclasses.MISSING, *, help: str, type=None, flag: str | None = None,
+           metavar: str | None = None):
     """A dataclass field with its command-line help (``type``: the argparse converter when the
-    default does not say it; ``flag``: e.g. "--no-bucketing" for a True default)."""
-    metadata = {"help": help, "type": type, "flag": flag}
+    default does not say it; ``flag``: e.g. "--no-bucketing" for a True default; ``metavar``: the
+    value's name in ``--help``, e.g. "UNITS", instead of the field's name in capitals)."""
+    metadata = {"help": help, "type": type, "flag": flag, "metavar": metavar}
     return dataclasses.field(default=default, metadata=metadata)
 
 

@@ -32,15 +32,16 @@ class Toy:
     steps: int = option(10, help="how many steps")
     names: tuple | None = option(None, type=comma_list, help="names, comma-separated")
     bucketing: bool = option(True, help="bucket by length", flag="--no-bucketing")
+    units: int = option(0, help="units per direction", metavar="UNITS")
 
 
 def test_the_field_carries_its_help_type_and_flag():
     fields = {f.name: f for f in dataclasses.fields(Toy)}
-    assert dict(fields["steps"].metadata) == {"help": "how many steps", "type": None, "flag": None}
+    assert dict(fields["steps"].metadata) == {"help": "how many steps", "type": None, "flag": None, "metavar": None}
     assert fields["names"].metadata["type"] is comma_list
     assert fields["bucketing"].metadata["flag"] == "--no-bucketing"
     assert fields["steps"].default == 10 and fields["data"].default is dataclasses.MISSING
-    assert Toy(data="d") == Toy("d", steps=10, names=None, bucketing=True)
+    assert Toy(data="d") == Toy("d", steps=10, names=None, bucketing=True, units=0)
     with pytest.raises(TypeError, match="data"):  # no default: the dataclass needs it
         Toy()
 
@@ -59,6 +60,7 @@ def test_the_commands_parse_and_explain_the_fields():
     assert "--names NAMES names, comma-separated" in text
     assert "--no-bucketing bucket by length" in text
     assert "--data DATA where the data is" in text
+    assert "--units UNITS units per direction (default 0)" in text  # the field's metavar
     with pytest.raises(SystemExit):
         parser.parse_args(["--steps", "3"])  # --data is required
     with pytest.raises(SystemExit):

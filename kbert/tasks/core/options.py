@@ -171,8 +171,8 @@ class FinetuneOptions:
     # says which it takes (TaskType.sequence_options).
     bilstm: int = option(0, help="LSTM units per direction of a BiLSTM between the encoder and the task's layer, "
                                  "trained with it (the paper's Table 5 \"+ BiLSTM\"; not multiple choice); "
-                                 "0: none")
-    features: str | None = option(None, help="tagging: the feature-based approach (the paper's Table 7): a frozen "
+                                 "0: none", metavar="UNITS")
+    features: str | None = option(None, metavar="NAME", help="tagging: the feature-based approach (the paper's Table 7): a frozen "
                                              "encoder's layers, combined as NAME (kbert features' combinations: "
                                              "last_hidden, concat_last_four_hidden, ...), into a two-layer BiLSTM "
                                              "(--bilstm units, default the hidden size)")

@@ -88,7 +88,9 @@ def _flag(field) -> str:
 def _runs() -> dict:
     """{run: the options classes active in it}: a fine-tuning run of each named task holds
     FinetuneOptions, SearchOptions (--restarts), its type's options and its own; pre-training, prediction and vocabulary
-    learning hold one class each. ``kbert finetune``'s parser holds every fine-tuning class at once."""
+    learning and a paper table hold one class each. ``kbert finetune``'s parser holds every fine-tuning
+    class at once."""
+    from kbert.paper.run import PaperOptions
     from kbert.tasks.core.prediction import PredictOptions
     from kbert.tasks.core.registry import tasks
     from kbert.text.vocab_learning import VocabOptions
@@ -100,7 +102,8 @@ def _runs() -> dict:
                                           *([t.options] if t.options else [])] for t in tasks()}
     parser = [FinetuneOptions, SearchOptions, *(t.task_type.Options for t in tasks()), *(t.options for t in tasks() if t.options)]
     runs["kbert finetune's parser"] = list(dict.fromkeys(parser))
-    runs.update({"pretrain": [PretrainOptions], "predict": [PredictOptions], "vocab": [VocabOptions]})
+    runs.update({"pretrain": [PretrainOptions], "predict": [PredictOptions], "vocab": [VocabOptions],
+                 "paper": [PaperOptions]})
     return runs
 
 
