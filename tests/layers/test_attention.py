@@ -14,8 +14,9 @@ def _randomize(layer, seed=0):
         w.assign(rng.normal(0, 0.5, w.shape).astype("float32"))
 
 
-def np_attention(layer, x, mask, heads):
-    """BERT's self-attention with the layer's weights: softmax(q k^T / sqrt(d) + mask) v, then the output Dense."""
+def np_attention(layer, x, mask, heads, causal=False):
+    """BERT's self-attention with the layer's weights: softmax(q k^T / sqrt(d) + mask) v, then the output
+    Dense; ``causal``: each query's keys cut to itself and the positions to its left."""
     q, k, v, o = ([w.numpy() for w in d.weights] for d in (layer.query, layer.key, layer.value, layer.output_dense))
     batch, seq, width = x.shape
     size = width // heads
@@ -24,7 +25,10 @@ def np_attention(layer, x, mask, heads):
         return t.reshape(batch, seq, heads, size).transpose(0, 2, 1, 3)
 
     scores = split(x @ q[0] + q[1]) @ split(x @ k[0] + k[1]).transpose(0, 1, 3, 2) / np.sqrt(size)
-    scores = np.where(mask[:, None, None, :] > 0, scores, -np.inf)
+    allowed = mask[:, None, None, :] > 0
+    if causal:
+        allowed = allowed & np.tril(np.ones((seq, seq), bool))[None, None]
+    scores = np.where(allowed, scores, -np.inf)
     probs = np.exp(scores - scores.max(-1, keepdims=True))
     probs /= probs.sum(-1, keepdims=True)
     context = (probs @ split(x @ v[0] + v[1])).transpose(0, 2, 1, 3).reshape(batch, seq, width)
@@ -71,24 +75,6 @@ def test_gather_rows_and_bad_head_count():
         MultiHeadSelfAttention(10, 4)
 
 
-def np_causal_attention(layer, x, mask, heads):
-    """np_attention with each query's keys cut to itself and the positions to its left."""
-    q, k, v, o = ([w.numpy() for w in d.weights] for d in (layer.query, layer.key, layer.value, layer.output_dense))
-    batch, seq, width = x.shape
-    size = width // heads
-
-    def split(t):
-        return t.reshape(batch, seq, heads, size).transpose(0, 2, 1, 3)
-
-    scores = split(x @ q[0] + q[1]) @ split(x @ k[0] + k[1]).transpose(0, 1, 3, 2) / np.sqrt(size)
-    allowed = (mask[:, None, None, :] > 0) & np.tril(np.ones((seq, seq), bool))[None, None]
-    scores = np.where(allowed, scores, -np.inf)
-    probs = np.exp(scores - scores.max(-1, keepdims=True))
-    probs /= probs.sum(-1, keepdims=True)
-    context = (probs @ split(x @ v[0] + v[1])).transpose(0, 2, 1, 3).reshape(batch, seq, width)
-    return context @ o[0] + o[1], probs
-
-
 @pytest.mark.parametrize("impl", ["plain", "auto", "fused"])
 def test_causal_attention_equals_numpy_with_a_lower_triangular_mask(layer, impl):
     """Every attention choice runs the causal mask (the fused kernels fall back to the plain path),
@@ -98,7 +84,7 @@ def test_causal_attention_equals_numpy_with_a_lower_triangular_mask(layer, impl)
     for mine, theirs in zip(causal.weights, layer.weights):
         mine.assign(theirs)
     x, mask = _inputs()
-    expected, probs = np_causal_attention(causal, x, mask, heads=2)
+    expected, probs = np_attention(causal, x, mask, heads=2, causal=True)
     out, got_probs = causal(x, mask, return_attention=True)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(got_probs, probs, atol=1e-5)
@@ -106,6 +92,6 @@ def test_causal_attention_equals_numpy_with_a_lower_triangular_mask(layer, impl)
     positions = np.array([[0, 3], [4, 1]], "int32")
     np.testing.assert_allclose(causal(x, mask, positions=positions), np.take_along_axis(expected, positions[..., None], 1),
                                rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(causal(x, None), np_causal_attention(causal, x, np.ones_like(mask), heads=2)[0],
+    np.testing.assert_allclose(causal(x, None), np_attention(causal, x, np.ones_like(mask), heads=2, causal=True)[0],
                                rtol=1e-4, atol=1e-4)
     assert MultiHeadSelfAttention.from_config(causal.get_config()).causal
