@@ -62,8 +62,19 @@ def test_finetune_fills_in_the_one_window_stride(tmp_path):
                                                       "that far apart would not overlap"),
     ("glue/sst2", {"long_documents": "sliding"}, "long_documents", "--long-documents must be one of truncate, "
                                                                    "windows, got 'sliding'"),
+    ("swag", {"bilstm": 8}, "bilstm", "--bilstm 8: task 'swag' (task type 'multiple_choice') does not take a BiLSTM "
+                                      "between its encoder and its output layer (classification, tagging, span_qa do)"),
+    ("glue/sst2", {"features": "last_hidden"}, "features", "--features last_hidden: task 'glue/sst2' (task type "
+                                                           "'classification') does not take the feature-based "
+                                                           "approach (tagging only)"),
+    ("squad/v1.1", {"features": "last_hidden"}, "features", "--features last_hidden: task 'squad/v1.1' (task type "
+                                                            "'span_qa') does not take the feature-based approach "
+                                                            "(tagging only)"),
+    ("conll2003", {"features": "mean"}, "features", "--features mean: expected one of embeddings, "
+                                                    "second_to_last_hidden, last_hidden, sum_last_four_hidden, "
+                                                    "concat_last_four_hidden, sum_all_layers"),
 ])
-def test_a_window_setting_that_cannot_apply_is_one_line_naming_it(tmp_path, task, settings, option, message):
+def test_a_setting_the_task_cannot_take_is_one_line_naming_it(tmp_path, task, settings, option, message):
     with pytest.raises(OptionsError) as info:
         _resolved(tmp_path, task, **settings)
     assert str(info.value) == message and info.value.option == option
@@ -125,24 +136,6 @@ def test_a_task_type_not_ready_for_jax_is_one_line_naming_it(tmp_path):
         "kbert finetune: error: task 'test_tf_only_task' (task type 'test_tf_only') cannot be fine-tuned under the "
         "jax backend yet; it runs under tensorflow")
 
-
-@pytest.mark.parametrize("task, settings, option, message", [
-    ("swag", {"bilstm": 8}, "bilstm", "--bilstm 8: task 'swag' (task type 'multiple_choice') does not take a BiLSTM "
-                                      "between its encoder and its output layer (classification, tagging, span_qa do)"),
-    ("glue/sst2", {"features": "last_hidden"}, "features", "--features last_hidden: task 'glue/sst2' (task type "
-                                                           "'classification') does not take the feature-based "
-                                                           "approach (tagging only)"),
-    ("squad/v1.1", {"features": "last_hidden"}, "features", "--features last_hidden: task 'squad/v1.1' (task type "
-                                                            "'span_qa') does not take the feature-based approach "
-                                                            "(tagging only)"),
-    ("conll2003", {"features": "mean"}, "features", "--features mean: expected one of embeddings, "
-                                                    "second_to_last_hidden, last_hidden, sum_last_four_hidden, "
-                                                    "concat_last_four_hidden, sum_all_layers"),
-])
-def test_a_bilstm_or_features_the_task_cannot_take_is_one_line_naming_it(tmp_path, task, settings, option, message):
-    with pytest.raises(OptionsError) as info:
-        _resolved(tmp_path, task, **settings)
-    assert str(info.value) == message and info.value.option == option
 
 
 def test_bilstm_and_features_where_they_apply(tmp_path):
