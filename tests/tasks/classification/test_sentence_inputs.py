@@ -155,3 +155,63 @@ def test_document_batches_carry_the_sentences_document(tiny_model_dir):
     x, _ = next(iter(document_batches(packed, document, np.zeros(3, np.float32), batch_size=2, shuffle=False)))
     np.testing.assert_array_equal(x[WINDOW_DOCUMENT], [0, 0, 0, 1])
     np.testing.assert_array_equal(x[DOCUMENT_MASK], [1, 1])
+
+
+@pytest.mark.slow
+def test_sentences_train_predict_reload_and_export_alike(tiny_model_dir, tmp_path, shared_data):
+    """kbert finetune --long-documents sentences on documents whose label one sentence carries (real
+    Emma sentences around it), then load_task_model, kbert predict and the exported SavedModel on the
+    evaluation file: the evaluation's label for every document; the ONNX export refuses the mode."""
+    import json
+
+    from kbert import PredictOptions, predict_file
+    from kbert.export.onnx.runtime import OnnxExportError
+    from kbert.export.task import export_task
+    from kbert.tasks import load_task_model
+    from kbert.tasks.classification.task import TableOptions
+    from kbert.tasks.core.options import FinetuneOptions
+    from kbert.training.finetune import finetune
+
+    emma = " ".join((shared_data / "corpus" / "en" / "emma.txt").read_text(encoding="utf-8").split())
+    filler = [s for s in _split_on_host(emma[20000:40000]) if 20 < len(s) < 200][:60]
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(24):
+        body = list(rng.choice(filler, int(rng.integers(3, 8)), replace=False))
+        body.insert(int(rng.integers(1, len(body) + 1)), "The film was wonderful." if i % 2 else "The film was dreadful.")
+        rows.append({"text": " ".join(body), "label": "pos" if i % 2 else "neg"})
+    data = tmp_path / "docs.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = finetune(FinetuneOptions(
+        task="jsonl", init=str(tiny_model_dir), model_dir=str(tmp_path / "m"), train_file=str(data),
+        eval_file=str(data), seq_length=32, long_documents="sentences", epochs=1, batch_size=4,
+        learning_rate=1e-3, task_options=TableOptions(text_columns=("text",), max_sentences=4)),
+        progress_bar=False, log=lambda *a, **k: None)
+    assert summary["window_pooling"] == "attention" and summary["max_sentences"] == 4
+    assert summary["train_windows"] > 4 * len(rows) and summary["documents_over_max_sentences"] > 0
+    evaluated = [line.split("\t")[1] for line in (tmp_path / "m" / "predictions.tsv").read_text().splitlines()[1:]]
+    reloaded = load_task_model(tmp_path / "m")
+    assert reloaded.long_documents == "sentences" and isinstance(reloaded.head, SentenceAttentionHead)
+    texts = np.array([r["text"] for r in rows], dtype=object)
+    assert reloaded.predict_labels(texts) == evaluated
+    predict_file(tmp_path / "m", data, tmp_path / "predicted.jsonl", options=PredictOptions(probabilities=True))
+    predicted = [json.loads(line) for line in (tmp_path / "predicted.jsonl").read_text().splitlines()]
+    export_task(tmp_path / "m", tmp_path / "export" / "1")
+    served = tf.saved_model.load(str(tmp_path / "export" / "1")).signatures["serving_default"]
+    exported = served(text=tf.constant(list(texts)))
+    assert len(evaluated) == len(rows) and [p["label"] for p in predicted] == evaluated
+    assert [b.decode() for b in exported["labels"].numpy()] == evaluated
+    np.testing.assert_allclose([[p["probabilities"][n] for n in ("neg", "pos")] for p in predicted],
+                               exported["probabilities"].numpy(), atol=1e-5)
+    pytest.importorskip("onnx")
+    from kbert.export.onnx.export import export_onnx
+
+    with pytest.raises(OnnxExportError, match="a model of --long-documents sentences splits each text"):
+        export_onnx(tmp_path / "m", tmp_path / "onnx")
+    assert not (tmp_path / "onnx").exists()
+
+
+def _split_on_host(text):
+    from kbert.text.sentences import split_sentences
+
+    return [s.decode() for s in split_sentences([text]).to_list()[0]]
