@@ -193,11 +193,11 @@ class ClassificationRecipe(Recipe):
         x, segments = self.inputs(self.train)
         full = token_lengths(model.tokenizer, segments, 2 ** 62)
         self.truncated, self.long_document_notes = long_document_report(model.seq_length, full, model.units,
-                                                                         "training")
+                                                                         "training", model.long_documents)
         _, dev_segments = self.inputs(self.dev)
         self.long_document_notes += long_document_report(model.seq_length,
                                                          token_lengths(model.tokenizer, dev_segments, 2 ** 62),
-                                                         model.units, "evaluation")[1]
+                                                         model.units, "evaluation", model.long_documents)[1]
         labels = self.labels(self.train)
         if model.sentences and self.task_options.window_training != "documents":
             raise OptionsError("--window-training windows: --long-documents sentences trains on documents only "
@@ -352,9 +352,10 @@ class GlueRecipe(ClassificationRecipe):
         return submission.glue_file_name(self.glue_task.name, self.split)
 
 
-def long_document_report(seq_length, lengths, windows: bool, what: str) -> tuple:
+def long_document_report(seq_length, lengths, windows: bool, what: str, mode: str = "windows") -> tuple:
     """(stats, notes) on texts longer than ``seq_length`` (``lengths``: their packed lengths uncut):
-    how many, and under truncate by how many word pieces they are cut (mean, max)."""
+    how many, and under truncate by how many word pieces they are cut (mean, max); ``windows``: they
+    are read whole, in ``mode`` (windows or sentences)."""
     lengths = np.asarray(lengths)
     cut = lengths[lengths > seq_length] - seq_length
     stats = {"texts_over_seq_length": int(len(cut)), "pieces_cut_mean": round(float(cut.mean()), 1) if len(cut) else 0.0,
@@ -362,8 +363,8 @@ def long_document_report(seq_length, lengths, windows: bool, what: str) -> tuple
     if not len(cut):
         return stats, []
     if windows:
-        return stats, [f"windows: {len(cut)} of {len(lengths)} {what} texts are longer than --seq-length {seq_length} "
-                       f"(up to {int(lengths.max())} positions) and are read in windows"]
+        return stats, [f"{mode}: {len(cut)} of {len(lengths)} {what} texts are longer than --seq-length {seq_length} "
+                       f"(up to {int(lengths.max())} positions) and are read in {mode}"]
     return stats, [f"truncate: {len(cut)} of {len(lengths)} {what} texts were cut at --seq-length {seq_length} (by "
                    f"{stats['pieces_cut_mean']} word pieces on average, {stats['pieces_cut_max']} at most); "
                    "--long-documents windows reads them whole"]

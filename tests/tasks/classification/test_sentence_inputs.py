@@ -203,7 +203,10 @@ def test_sentences_train_predict_reload_and_export_alike(tiny_model_dir, tmp_pat
     assert [b.decode() for b in exported["labels"].numpy()] == evaluated
     np.testing.assert_allclose([[p["probabilities"][n] for n in ("neg", "pos")] for p in predicted],
                                exported["probabilities"].numpy(), atol=1e-5)
-    pytest.importorskip("onnx")
+    from conftest import require
+
+    require("onnx")
+    require("onnxruntime")
     from kbert.export.onnx.export import export_onnx
 
     with pytest.raises(OnnxExportError, match="a model of --long-documents sentences splits each text"):
@@ -215,3 +218,32 @@ def _split_on_host(text):
     from kbert.text.sentences import split_sentences
 
     return [s.decode() for s in split_sentences([text]).to_list()[0]]
+
+
+def test_max_sentences_is_a_positive_whole_number():
+    from kbert.errors import OptionsError
+    from kbert.tasks.classification.task import TableOptions
+
+    assert TableOptions(max_sentences=3).max_sentences == 3
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(OptionsError, match="--max-sentences must be a positive whole number"):
+            TableOptions(max_sentences=bad)
+
+
+def test_sentences_refuse_training_window_by_window(tiny_model_dir, tmp_path):
+    import json
+
+    from kbert.errors import OptionsError
+    from kbert.tasks.classification.task import TableOptions
+    from kbert.tasks.core.options import FinetuneOptions
+    from kbert.training.finetune import finetune
+
+    data = tmp_path / "docs.jsonl"
+    data.write_text("".join(json.dumps({"text": f"One. Two {i}.", "label": str(i % 2)}) + "\n" for i in range(4)))
+    with pytest.raises(OptionsError, match="--window-training windows: --long-documents sentences trains on "
+                                           "documents only"):
+        finetune(FinetuneOptions(task="jsonl", init=str(tiny_model_dir), model_dir=str(tmp_path / "m"),
+                                 train_file=str(data), eval_file=str(data), seq_length=32, long_documents="sentences",
+                                 task_options=TableOptions(text_columns=("text",), window_training="windows")),
+                 progress_bar=False, log=lambda *a, **k: None)
+    assert not (tmp_path / "m" / "kbert.json").exists()
