@@ -252,3 +252,30 @@ def test_sentences_refuse_training_window_by_window(tiny_model_dir, tmp_path):
                                  task_options=TableOptions(text_columns=("text",), window_training="windows")),
                  progress_bar=False, log=lambda *a, **k: None)
     assert not (tmp_path / "m" / "kbert.json").exists()
+
+
+@pytest.mark.slow
+def test_sentences_reload_and_predict_alike_under_jax(tiny_model_dir, tmp_path):
+    """Under JAX the sentences are split and packed on the host (document batches for attention):
+    the same logits as TensorFlow's from the reloaded model directory."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import REPO, cli_env
+
+    texts = [t for t, _ in DOCUMENTS]
+    expected = {}
+    for how in ("attention", "mean"):
+        model = _model(tiny_model_dir, window_pooling=how)
+        model.save_model_dir(tmp_path / how)
+        expected[how] = model.predict_logits(np.array(texts, dtype=object)).tolist()
+    code = ("import json, numpy as np\nfrom kbert.tasks import load_task_model\n"
+            f"print(json.dumps({{h: load_task_model({str(tmp_path)!r} + '/' + h).predict_logits("
+            f"np.array({texts!r}, dtype=object), batch_size=2).tolist() for h in ('attention', 'mean')}}))\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=600,
+                         env={**cli_env(), "KERAS_BACKEND": "jax"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    for how in expected:
+        np.testing.assert_allclose(got[how], expected[how], atol=1e-5)
