@@ -169,7 +169,8 @@ class _PooledTextModel(TaskModel):
         in the input order; ``progress(rows)`` is called after each batch. Under
         ``long_documents="windows"`` the windows of all texts are batched together and combined
         into one row per text (under attention pooling with a ``network_runner``, which answers each
-        window's logits and log total attention weight, by those weights)."""
+        window's logits and log total attention weight, by those weights). Under
+        ``long_documents="sentences"`` the same with sentences (``_predict_sentences``)."""
         if self.token_attention and self.network_runner is None:
             return self._predict_documents(inputs, batch_size, progress)
         if self.sentences and self.window_pooling == "attention":
