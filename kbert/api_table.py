@@ -87,6 +87,7 @@ PUBLIC = {
     "kbert.text.create_tokenizer": "kbert.text.registry",
     "kbert.text.load_tokenizer": "kbert.text.registry",
     "kbert.text.register_tokenizer": "kbert.text.registry",
+    "kbert.text.split_sentences": "kbert.text.sentences",
     "kbert.TokenizerSpec": "kbert.text.spec",
     "kbert.text.TokenizerSpec": "kbert.text.spec",
     "kbert.text.BertTokenizer": "kbert.text.tokenizer",

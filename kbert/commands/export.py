@@ -65,9 +65,9 @@ def main(argv=None):
                       help="where to write the SavedModel: saved_models/NAME/VERSION (NAME is added to "
                            "models.config beside it)")
     task.add_argument("--no-warmup", action="store_true", help="skip assets.extra warm-up requests")
-    task.add_argument("--long-documents", default=None, choices=("truncate", "windows"),
-                      help="texts longer than the model's seq_length: cut, or read in windows cut in the graph "
-                           "(one answer per input string; default: what the model was fine-tuned with)")
+    task.add_argument("--long-documents", default=None, choices=("truncate", "windows", "sentences"),
+                      help="texts longer than the model's seq_length: cut, or read in windows or sentences cut in "
+                           "the graph (one answer per input string; default: what the model was fine-tuned with)")
     task.add_argument("--doc-stride", type=int, default=None,
                       help="windows: word pieces between the starts of a text's windows (default: the model's)")
 

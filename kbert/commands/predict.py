@@ -61,9 +61,9 @@ def parse_args(argv=None):
     p.add_argument("--text-columns", default=None, help="table input: the text column(s), comma-separated "
                                                         "(default: those the model was fine-tuned on)")
     p.add_argument("--id-column", default=None, help="table input: the column of each row's id (default: line number)")
-    p.add_argument("--long-documents", default=None, choices=("truncate", "windows"),
-                   help="texts longer than the model's seq_length: cut them or read them in windows, one answer "
-                        "per text (default: what the model was fine-tuned with)")
+    p.add_argument("--long-documents", default=None, choices=("truncate", "windows", "sentences"),
+                   help="texts longer than the model's seq_length: cut them, or read them in windows or "
+                        "sentences, one answer per text (default: what the model was fine-tuned with)")
     p.add_argument("--doc-stride", type=int, default=None,
                    help="windows: word pieces between the starts of a text's windows (default: the model's)")
     p.add_argument("--onnx", metavar="EXPORT", default=None,

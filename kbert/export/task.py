@@ -73,9 +73,9 @@ def export_task(model_dir, out_dir, warmup: bool = True, overwrite: bool = False
             kbert export there is replaced, anything else refused unless ``overwrite``.
         warmup: write TF Serving warm-up requests.
         overwrite: replace a folder that holds something else.
-        long_documents: ``"truncate"`` or ``"windows"`` instead of what the model directory recorded
-            (kbert.tasks.core.windows); with windows the signature cuts each string into windows in the
-            graph and answers once per string.
+        long_documents: ``"truncate"``, ``"windows"`` or ``"sentences"`` instead of what the model
+            directory recorded (kbert.tasks.core.windows); with windows (sentences) the signature cuts
+            (splits, kbert.text.sentences) each string in the graph and answers once per string.
         doc_stride: the windows' stride instead of the recorded one.
 
     Returns:

@@ -45,6 +45,7 @@ def test_finetune_fills_in_the_one_window_stride(tmp_path):
     assert _resolved(tmp_path, "glue/sst2").doc_stride is None
     assert _resolved(tmp_path, "conll2003", long_documents="windows", seq_length=64).doc_stride == (64 - 2) // 2
     assert _resolved(tmp_path, "glue/sst2", long_documents="windows", doc_stride=8).doc_stride == 8
+    assert _resolved(tmp_path, "glue/sst2", long_documents="sentences", seq_length=64).doc_stride == (64 - 2) // 2
 
 
 @pytest.mark.parametrize("task, settings, option, message", [
@@ -61,7 +62,7 @@ def test_finetune_fills_in_the_one_window_stride(tmp_path):
     ("squad/v1.1", {"doc_stride": 384}, "doc_stride", "--doc-stride 384 must be below --seq-length 384: windows "
                                                       "that far apart would not overlap"),
     ("glue/sst2", {"long_documents": "sliding"}, "long_documents", "--long-documents must be one of truncate, "
-                                                                   "windows, got 'sliding'"),
+                                                                   "windows, sentences, got 'sliding'"),
     ("swag", {"bilstm": 8}, "bilstm", "--bilstm 8: task 'swag' (task type 'multiple_choice') does not take a BiLSTM "
                                       "between its encoder and its output layer (classification, tagging, span_qa do)"),
     ("glue/sst2", {"features": "last_hidden"}, "features", "--features last_hidden: task 'glue/sst2' (task type "
@@ -73,6 +74,9 @@ def test_finetune_fills_in_the_one_window_stride(tmp_path):
     ("conll2003", {"features": "mean"}, "features", "--features mean: expected one of embeddings, "
                                                     "second_to_last_hidden, last_hidden, sum_last_four_hidden, "
                                                     "concat_last_four_hidden, sum_all_layers"),
+    ("conll2003", {"long_documents": "sentences"}, "long_documents",
+     "--long-documents sentences: task 'conll2003' (task type 'tagging') cannot combine windows into one answer; it "
+     "takes truncate, windows"),
 ])
 def test_a_setting_the_task_cannot_take_is_one_line_naming_it(tmp_path, task, settings, option, message):
     with pytest.raises(OptionsError) as info:

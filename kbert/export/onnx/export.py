@@ -117,6 +117,10 @@ def export_onnx(model_dir, out_dir, form: str = "ort", quantize: str | None = No
     model_dir, out_dir = pathlib.Path(model_dir), pathlib.Path(out_dir)
     check_output(out_dir, [model_dir], overwrite=overwrite, replaceable=is_onnx_export)
     model, tok = _load(model_dir)
+    if getattr(model, "long_documents", None) == "sentences":  # the split is text work, no tokenizer.json holds it
+        raise runtime.OnnxExportError(f"{model_dir}: a model of --long-documents sentences splits each text into "
+                                      "sentences before its network, which an ONNX export cannot carry: export "
+                                      "the TF SavedModel (kbert export task), which splits in its graph")
     model_type = getattr(model, "task_type", None) or "encoder"
     try:
         proto = build_graph(model, form, producer_version=_kbert_version())

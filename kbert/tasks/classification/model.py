@@ -21,10 +21,10 @@ from kbert.errors import OptionsError, TaskModelError
 from kbert.tasks.core.base import TaskModel
 from kbert.tasks.core.host_batches import host_packing
 from kbert.tasks.core.batching import in_input_order, length_order, progress_callbacks
-from kbert.tasks.core.heads import PooledHead, RecurrentPooledHead, TokenAttentionHead
+from kbert.tasks.core.heads import PooledHead, RecurrentPooledHead, SentenceAttentionHead, TokenAttentionHead
 from kbert.tasks.core.options import check_bilstm
 from kbert.tasks.core.text_inputs import take_rows, text_lengths, text_segments
-from kbert.tasks.core.windows import window_settings
+from kbert.tasks.core.windows import LONG_DOCUMENTS, window_settings
 from kbert.api_export import kbert_export
 
 
@@ -41,28 +41,33 @@ class _PooledTextModel(TaskModel):
         if num_segments not in (1, 2):
             raise TaskModelError(f"num_segments must be 1 (one text) or 2 (a pair), got {num_segments!r}")
         self.num_segments = int(num_segments)
-        # Texts longer than seq_length: cut ("truncate") or read in windows whose outputs are
-        # combined into one answer per text (kbert.tasks.classification.window_inputs).
+        # Texts longer than seq_length: cut ("truncate"), or read in windows or sentences whose
+        # outputs are combined into one answer per text (kbert.tasks.classification.window_inputs).
         try:
-            self.long_documents, self.doc_stride = window_settings(long_documents, doc_stride, self.seq_length)
+            self.long_documents, self.doc_stride = window_settings(long_documents, doc_stride, self.seq_length,
+                                                                   LONG_DOCUMENTS)
         except ValueError as e:
             raise TaskModelError(str(e)) from None
+        if self.sentences and self.num_segments != 1:
+            raise OptionsError("--long-documents sentences splits one text a row into sentences; a pair of texts "
+                               "takes truncate or windows", option="long_documents", value=self.long_documents)
         from kbert.tasks.classification.window_inputs import POOLINGS
 
-        # How a text's windows' logits become its one answer, in training, prediction and exports.
-        self.window_pooling = window_pooling or self.default_window_pooling
+        # How a text's windows' (sentences') logits become its one answer, in training, prediction
+        # and exports; over sentences a learned attention by default.
+        self.window_pooling = window_pooling or ("attention" if self.sentences else self.default_window_pooling)
         if self.window_pooling not in POOLINGS:
             raise TaskModelError(f"window_pooling must be one of {', '.join(POOLINGS)}, got {window_pooling!r}")
-        if self.window_pooling == "attention" and not self.windows:
-            raise TaskModelError("window_pooling 'attention' pools the tokens of a text's windows: it takes "
-                                 "long_documents='windows'")
+        if self.window_pooling == "attention" and not self.units:
+            raise TaskModelError("window_pooling 'attention' pools the tokens of a text's windows (or its "
+                                 "sentences): it takes long_documents='windows' or 'sentences'")
         # A BiLSTM over every token between the encoder and the dense layer (the paper's Table 5
         # "+ BiLSTM"), read at each direction's end (heads.RecurrentPooledHead); 0: the pooled [CLS].
         self.bilstm = check_bilstm(bilstm)
         if self.bilstm and self.window_pooling == "attention":
             raise OptionsError(f"bilstm (--bilstm) {self.bilstm}: window_pooling 'attention' reads the encoder's tokens "
                                "itself; use another --window-pooling", option="bilstm", value=self.bilstm)
-        if self.window_pooling == "attention" or self.bilstm:  # [CLS]'s pooler is not used: not trained, no gradient asked of it
+        if self.token_attention or self.bilstm:  # [CLS]'s pooler is not used: not trained, no gradient asked of it
             for layer in encoder.layers:
                 if layer.name == "pooler":
                     layer.trainable = False
@@ -71,7 +76,8 @@ class _PooledTextModel(TaskModel):
         if self.bilstm:
             self.head = RecurrentPooledHead(config.hidden_size, num_outputs, self.bilstm, **common)
         else:
-            head = TokenAttentionHead if self.window_pooling == "attention" else PooledHead
+            head = (TokenAttentionHead if self.token_attention else
+                    SentenceAttentionHead if self.window_pooling == "attention" else PooledHead)
             self.head = head(config.hidden_size, num_outputs, **common)
         self._build_head()
 
@@ -91,6 +97,21 @@ class _PooledTextModel(TaskModel):
     @property
     def windows(self) -> bool:
         return self.long_documents == "windows"
+
+    @property
+    def sentences(self) -> bool:
+        """Texts split into sentences, each read alone (``long_documents="sentences"``)."""
+        return self.long_documents == "sentences"
+
+    @property
+    def units(self) -> bool:
+        """A text read as several units (windows or sentences) whose outputs are pooled."""
+        return self.long_documents in ("windows", "sentences")
+
+    @property
+    def token_attention(self) -> bool:
+        """Attention over every token of a text's windows (heads.TokenAttentionHead)."""
+        return self.windows and self.window_pooling == "attention"
 
     def pack(self, inputs) -> dict:
         """Packed ids of texts as ``call`` takes them: ``tokenizer.pre_tokenize()``'s strings (what
@@ -118,13 +139,19 @@ class _PooledTextModel(TaskModel):
 
             packed, document = window_inputs(self, inputs, check=False)
             num_documents = tf.cast(tf.reduce_max(tf.concat([document, [-1]], 0)) + 1, tf.int32)
+        elif self.sentences:
+            from kbert.tasks.classification.window_inputs import sentence_inputs
+
+            packed, document, num_documents = sentence_inputs(self, inputs)
         else:
             packed = self.pack(inputs)
         outputs = self.encode(packed, training=training)
         weights = None
-        if self.window_pooling == "attention":  # the tokens pooled, not [CLS] (heads.TokenAttentionHead)
+        if self.token_attention:  # the tokens pooled, not [CLS] (heads.TokenAttentionHead)
             logits, weights = self.head.window_outputs(outputs["sequence_output"], outputs["input_mask"],
                                                        training=training)
+        elif self.window_pooling == "attention":  # each sentence's [CLS] scored (heads.SentenceAttentionHead)
+            logits, weights = self.head.unit_outputs(outputs["pooled_output"], training=training)
         else:
             logits = self.head_logits(outputs, training=training)
         if document is None:
@@ -142,10 +169,15 @@ class _PooledTextModel(TaskModel):
         in the input order; ``progress(rows)`` is called after each batch. Under
         ``long_documents="windows"`` the windows of all texts are batched together and combined
         into one row per text (under attention pooling with a ``network_runner``, which answers each
-        window's logits and log total attention weight, by those weights)."""
-        if self.windows and self.window_pooling == "attention" and self.network_runner is None:
+        window's logits and log total attention weight, by those weights). Under
+        ``long_documents="sentences"`` the same with sentences (``_predict_sentences``)."""
+        if self.token_attention and self.network_runner is None:
             return self._predict_documents(inputs, batch_size, progress)
-        if self.windows:
+        if self.sentences and self.window_pooling == "attention":
+            if host_packing():
+                return self._predict_documents(inputs, batch_size, progress)
+            return self._predict_sentences(inputs, batch_size, progress)
+        if self.units:
             from kbert.tasks.classification.window_inputs import combine_numpy
 
             packed, document = self.window_ids(inputs)
@@ -164,6 +196,34 @@ class _PooledTextModel(TaskModel):
         callbacks = progress_callbacks(progress, len(order), batch_size)
         return in_input_order(self.predict(take_rows(inputs, order), batch_size=batch_size, verbose=0,
                                            callbacks=callbacks), order)
+
+    def _predict_sentences(self, inputs, batch_size, progress):
+        """predict_logits under attention over sentences (TensorFlow): every sentence of every text
+        in batches of ``batch_size`` sentences ordered by length, each giving its logits and score
+        (heads.SentenceAttentionHead), then each text's sentences pooled on the host."""
+        from kbert.tasks.classification.window_inputs import combine_numpy
+
+        packed, document = self.window_ids(inputs)
+        order = length_order(packed["input_mask"].sum(axis=1))
+        report = _document_progress(progress, document, order, batch_size)
+
+        @tf.function(reduce_retracing=True)
+        def unit_outputs(ids):
+            return self.head.unit_outputs(self.encode(ids, training=False)["pooled_output"], training=False)
+
+        logits, scores = [], []
+        for first in range(0, len(order), batch_size):
+            rows = order[first:first + batch_size]
+            out, score = unit_outputs({k: tf.constant(v[rows]) for k, v in packed.items()})
+            logits.append(out.numpy())
+            scores.append(score.numpy())
+            if report is not None:
+                report(len(rows))
+        n = len(text_lengths(inputs, self.num_segments))
+        pooled = combine_numpy(in_input_order(np.concatenate(logits), order), document, n, "attention",
+                               in_input_order(np.concatenate(scores), order)) if len(order) else \
+            np.zeros((n, self.head.num_outputs), np.float32)
+        return pooled[:, 0] if self.task_type == "text_regressor" else pooled  # as TextRegressor.call
 
     def _predict_documents(self, inputs, batch_size, progress):
         """predict_logits under attention pooling: a window's logits alone do not combine (its

@@ -54,6 +54,9 @@ class TableOptions:
             that one passage of a long page carries.
         max_windows: document-level training: at most this many windows of a document per epoch,
             drawn afresh each epoch (None: all).
+        max_sentences: ``--long-documents sentences``: at most this many sentences (sentence
+            windows) of a training document per epoch, drawn afresh each epoch (None: all);
+            evaluation and prediction read them all.
 
     Examples:
         >>> import kbert
@@ -80,6 +83,9 @@ class TableOptions:
                                                    "its windows (learned; for one deciding passage)")
     max_windows: int | None = option(None, type=int, help="document-level training: at most this many windows "
                                                           "of a document per epoch, drawn afresh each epoch")
+    max_sentences: int | None = option(None, type=int, help="--long-documents sentences: at most this many "
+                                                            "sentences of a training document per epoch, drawn "
+                                                            "afresh each epoch (evaluation reads all)")
 
     def __post_init__(self):
         self.text_columns = comma_list(self.text_columns) if self.text_columns else None
@@ -97,10 +103,11 @@ class TableOptions:
         if self.window_pooling is not None and self.window_pooling not in POOLINGS:
             raise OptionsError(f"--window-pooling must be one of {', '.join(POOLINGS)}, got {self.window_pooling!r}",
                                option="window_pooling", value=self.window_pooling)
-        if self.max_windows is not None and (isinstance(self.max_windows, bool) or not isinstance(self.max_windows, int)
-                                             or self.max_windows < 1):
-            raise OptionsError(f"--max-windows must be a positive whole number, got {self.max_windows!r}",
-                               option="max_windows", value=self.max_windows)
+        for name in ("max_windows", "max_sentences"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise OptionsError(f"--{name.replace('_', '-')} must be a positive whole number, got {value!r}",
+                                   option=name, value=value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,22 +192,27 @@ class ClassificationRecipe(Recipe):
 
         x, segments = self.inputs(self.train)
         full = token_lengths(model.tokenizer, segments, 2 ** 62)
-        self.truncated, self.long_document_notes = long_document_report(model.seq_length, full, model.windows,
-                                                                         "training")
+        self.truncated, self.long_document_notes = long_document_report(model.seq_length, full, model.units,
+                                                                         "training", model.long_documents)
         _, dev_segments = self.inputs(self.dev)
         self.long_document_notes += long_document_report(model.seq_length,
                                                          token_lengths(model.tokenizer, dev_segments, 2 ** 62),
-                                                         model.windows, "evaluation")[1]
+                                                         model.units, "evaluation", model.long_documents)[1]
         labels = self.labels(self.train)
-        if model.windows:
+        if model.sentences and self.task_options.window_training != "documents":
+            raise OptionsError("--window-training windows: --long-documents sentences trains on documents only "
+                               "(a sentence labelled with its document's label is mostly noise)",
+                               option="window_training", value=self.task_options.window_training)
+        if model.units:
             try:
                 x, document = model.window_ids(x)
             except ValueError as e:  # a text A that leaves no room: name the file
                 raise OptionsError(f"{self.options.train_file or self.options.data_dir}: {e}",
                                    option="seq_length") from None
             self.num_windows = len(document)
-            self.long_document_notes.append(f"windows: {len(document)} training windows of {len(full)} texts "
-                                            f"(--doc-stride {model.doc_stride})")
+            unit = "sentences (a long one in windows)" if model.sentences else "windows"
+            self.long_document_notes.append(f"{model.long_documents}: {len(document)} training {unit} of "
+                                            f"{len(full)} texts (--doc-stride {model.doc_stride})")
             if self.task_options.window_training == "documents":
                 return self._document_batches(model, x, document, labels)
             labels, lengths = labels[document], x["input_mask"].sum(axis=1)  # every window an example
@@ -218,23 +230,26 @@ class ClassificationRecipe(Recipe):
         from kbert.tasks.core.host_batches import host_packing
         from kbert.tasks.classification.window_inputs import document_batches
 
-        cap = self.task_options.max_windows
+        unit, cap_name = ("sentences", "max_sentences") if model.sentences else ("windows", "max_windows")
+        cap = getattr(self.task_options, cap_name)
         counts = np.bincount(document, minlength=len(labels))
         over = int((counts > cap).sum()) if cap else 0
         self.window_training = {"window_training": "documents", "window_pooling": model.window_pooling,
-                                "max_windows": cap, "documents_over_max_windows": over}
-        note = (f"windows: trained on documents, {self.options.batch_size} a batch, each document's windows "
-                f"pooled by {model.window_pooling} (up to {int(counts.max(initial=0))} windows a document)")
+                                cap_name: cap, f"documents_over_{cap_name}": over}
+        note = (f"{model.long_documents}: trained on documents, {self.options.batch_size} a batch, each document's "
+                f"{unit} pooled by {model.window_pooling} (up to {int(counts.max(initial=0))} {unit} a document)")
         if over:
-            note += f"; {over} documents have more than --max-windows {cap}: {cap} of theirs drawn each epoch"
+            note += (f"; {over} documents have more than --{cap_name.replace('_', '-')} {cap}: {cap} of theirs drawn "
+                     "each epoch")
         self.long_document_notes.append(note)
         host = None
         if host_packing():
             from kbert.tasks.core.host_batches import jax_processes
 
             if jax_processes()[0] > 1:
-                raise OptionsError("--long-documents windows trains on documents in one process; over several "
-                                   "processes use --window-training windows", option="window_training")
+                raise OptionsError(f"--long-documents {model.long_documents} trains on documents in one process; "
+                                   "over several processes use --long-documents windows --window-training windows",
+                                   option="window_training")
             host = (model.row_multiple(), model.WIDTH_MULTIPLE)
         return document_batches(x, document, labels, batch_size=self.options.batch_size, max_windows=cap,
                                 shuffle=True, seed=self.options.seed, host=host)
@@ -337,9 +352,10 @@ class GlueRecipe(ClassificationRecipe):
         return submission.glue_file_name(self.glue_task.name, self.split)
 
 
-def long_document_report(seq_length, lengths, windows: bool, what: str) -> tuple:
+def long_document_report(seq_length, lengths, windows: bool, what: str, mode: str = "windows") -> tuple:
     """(stats, notes) on texts longer than ``seq_length`` (``lengths``: their packed lengths uncut):
-    how many, and under truncate by how many word pieces they are cut (mean, max)."""
+    how many, and under truncate by how many word pieces they are cut (mean, max); ``windows``: they
+    are read whole, in ``mode`` (windows or sentences)."""
     lengths = np.asarray(lengths)
     cut = lengths[lengths > seq_length] - seq_length
     stats = {"texts_over_seq_length": int(len(cut)), "pieces_cut_mean": round(float(cut.mean()), 1) if len(cut) else 0.0,
@@ -347,8 +363,8 @@ def long_document_report(seq_length, lengths, windows: bool, what: str) -> tuple
     if not len(cut):
         return stats, []
     if windows:
-        return stats, [f"windows: {len(cut)} of {len(lengths)} {what} texts are longer than --seq-length {seq_length} "
-                       f"(up to {int(lengths.max())} positions) and are read in windows"]
+        return stats, [f"{mode}: {len(cut)} of {len(lengths)} {what} texts are longer than --seq-length {seq_length} "
+                       f"(up to {int(lengths.max())} positions) and are read in {mode}"]
     return stats, [f"truncate: {len(cut)} of {len(lengths)} {what} texts were cut at --seq-length {seq_length} (by "
                    f"{stats['pieces_cut_mean']} word pieces on average, {stats['pieces_cut_max']} at most); "
                    "--long-documents windows reads them whole"]
@@ -428,13 +444,13 @@ class Classification(ClassificationPrediction, TaskType):
 
         return serve, serve_ids
 
-    long_documents = ("truncate", "windows")
+    long_documents = ("truncate", "windows", "sentences")
     sequence_options = ("bilstm",)
 
     def warmup_inputs(self, model):
         keys = ["text"] if model.num_segments == 1 else ["text_a", "text_b"]
         requests = [{k: WARMUP_TEXTS[:1] for k in keys}, {k: (WARMUP_TEXTS * 4)[:8] for k in keys}]
-        if getattr(model, "windows", False):  # a document of several windows beside a short text
+        if getattr(model, "units", False):  # a document of several windows (sentences) beside a short text
             long_text = " ".join(WARMUP_TEXTS * (model.seq_length // 4 + 1))
             requests.append({k: [WARMUP_TEXTS[0] if k == "text_a" else long_text, WARMUP_TEXTS[1]] for k in keys})
         return requests

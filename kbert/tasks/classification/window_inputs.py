@@ -1,5 +1,8 @@
 """Windows of the string-in models that answer once per text (classification, regression,
 multi-label): packing every window of every document, and combining the windows' outputs.
+Under ``long_documents="sentences"`` the units are sentences instead (``sentence_inputs``): each
+packed alone, pooled by the same rules, attention scoring each sentence's pooled [CLS] vector
+(``heads.SentenceAttentionHead``).
 
 One text: its word pieces are windowed (room ``seq_length - 2``). A pair: text B is windowed and
 text A repeated whole in each window (room ``seq_length - 3 - len(A)``); a text A that leaves no
@@ -72,6 +75,23 @@ def window_inputs(model, inputs, check: bool = True, first_row: int = 0):
     windows = window_rows(text_b, tf.maximum(room, 1), model.doc_stride)
     return model.preprocessor.packer([tf.gather(text_a, windows["document"]), windows["pieces"]]), \
         windows["document"]
+
+
+def sentence_inputs(model, inputs):
+    """(packed int32 ids of every unit [units, seq_length], document int64 [units], number of
+    documents) for one text a row under ``long_documents="sentences"``: each text split into
+    sentences in the graph (``kbert.text.sentences.split_sentences``), each sentence packed alone as
+    ``[CLS] sentence [SEP]``, a sentence longer than ``seq_length - 2`` word pieces cut into windows
+    as ``window_inputs`` cuts a text. A text of one sentence that fits gets one unit, the very input
+    that truncation gives it."""
+    from kbert.text.sentences import split_sentences
+
+    (text,) = [_strings(s) for s in text_segments(inputs, model.num_segments, type(model).__name__)]
+    sentences = split_sentences(text)
+    pieces = model.tokenizer.tokenize_flat(sentences.flat_values, pre_tokenized=True)
+    windows = window_rows(pieces, model.seq_length - 2, model.doc_stride)
+    document = tf.gather(sentences.value_rowids(), windows["document"])
+    return model.preprocessor.packer([windows["pieces"]]), document, tf.shape(text)[0]
 
 
 def combine(outputs, document, num_documents, how: str, weights=None):
@@ -154,7 +174,7 @@ def combine_numpy(outputs, document, num_documents: int, how: str, weights=None)
 
 
 def host_windows(model, inputs, batch_rows: int = 256):
-    """``window_inputs`` for many texts on the host, in slices of ``batch_rows`` documents (the
+    """``window_inputs`` (``sentence_inputs`` under ``long_documents="sentences"``) for many texts on the host, in slices of ``batch_rows`` documents (the
     tokenizer's Python step run first): (packed numpy dict, document numpy int64)."""
     from kbert.text.pre_tokenize import pre_tokenize_data
 
@@ -166,7 +186,10 @@ def host_windows(model, inputs, batch_rows: int = 256):
     for first in range(0, max(n, 1), batch_rows):
         part = [pre_tokenize_data(model.tokenizer, s[first:first + batch_rows]) for s in segments]
         part = part[0] if len(part) == 1 else {"text_a": part[0], "text_b": part[1]}
-        ids, document = window_inputs(model, part, first_row=first)
+        if getattr(model, "sentences", False):
+            ids, document, _ = sentence_inputs(model, part)
+        else:
+            ids, document = window_inputs(model, part, first_row=first)
         packed.append({k: v.numpy() for k, v in ids.items()})
         documents.append(document.numpy() + first)
     keys = packed[0].keys()

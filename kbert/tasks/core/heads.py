@@ -157,3 +157,27 @@ class TokenAttentionHead(PooledHead):
         attention = ops.softmax(scores, axis=1)
         pooled = ops.sum(ops.expand_dims(attention, -1) * ops.cast(sequence, "float32"), axis=1)
         return self.dense(self.dropout(pooled, training=training)), weight
+
+
+class SentenceAttentionHead(PooledHead):
+    """Attention over a document's sentences (``--long-documents sentences``): each sentence's
+    pooled [CLS] vector gives its logits (dropout + dense, as ``PooledHead``) and a learned score;
+    ``window_inputs.combine(..., "attention", weights=scores)`` then averages the sentences' logits
+    with weights softmax(score) over the document's sentences, which (the dense layer being
+    linear) is the dense layer applied to the attention-pooled [CLS] vectors. A document of one
+    sentence gets that sentence's ``PooledHead`` logits."""
+
+    def __init__(self, hidden_size, num_outputs, dropout=0.1, initializer_range=0.02, **kwargs):
+        super().__init__(hidden_size, num_outputs, dropout=dropout, initializer_range=initializer_range, **kwargs)
+        self.score = keras.layers.Dense(1, kernel_initializer=truncated_normal(initializer_range), name="score")
+
+    def build(self, input_shape=None):
+        self.score.build((None, self.hidden_size))
+        super().build(input_shape)
+
+    def unit_outputs(self, pooled, training=None):
+        """(logits [sentences, num_outputs], score [sentences], float32) of each sentence's pooled
+        vector."""
+        ops = keras.ops
+        scores = ops.cast(ops.squeeze(self.score(pooled), axis=-1), "float32")
+        return self(pooled, training=training), scores

@@ -99,7 +99,8 @@ class FinetuneOptions:
             ``learning_rate``, ``warmup_proportion``, ``weight_decay``: the optimisation (AdamW).
         seq_length: at most this many tokens per example (None: the task type's default).
         max_train_examples: train on a random subset of this size (``max_eval_examples`` likewise).
-        long_documents: ``truncate`` or ``windows``: how texts longer than ``seq_length`` are read.
+        long_documents: ``truncate``, ``windows`` or ``sentences`` (classification: each sentence
+            read alone, kbert.text.sentences): how texts longer than ``seq_length`` are read.
         doc_stride: word pieces between the starts of a text's windows, for every task that reads
             windows (span QA's contexts always; other types under ``long_documents="windows"``, which
             refuse it otherwise); None: the task type's default (span QA 128, else half a window).
@@ -157,8 +158,10 @@ class FinetuneOptions:
     process_id: int | None = option(None, type=int, help="--backend jax: this process's id, 0 .. N-1")
     # Texts longer than --seq-length (kbert.tasks.core.windows); recorded in the model directory.
     long_documents: str = option("truncate", help="texts longer than --seq-length: truncate (cut them; the run "
-                                                  "reports how many) or windows (read each in overlapping windows, "
-                                                  "one answer per text; classification, regression, multi-label)")
+                                                  "reports how many), windows (read each in overlapping windows, "
+                                                  "one answer per text; classification, regression, multi-label) "
+                                                  "or sentences (each sentence read alone, pooled by attention; "
+                                                  "one-text classification, regression, multi-label)")
     # The one stride of every task's windows: span QA reads each context in windows whatever
     # long_documents says; other types read windows under long_documents="windows" only, and refuse a
     # stride otherwise (TaskType.doc_stride).

@@ -28,7 +28,7 @@ class PredictOptions:
       id_column: table inputs: the column holding each row's id (default: the line number).
       probabilities: add the probabilities (classification, multi-label, multiple choice, QA).
       batch_size: rows per model call.
-      long_documents, doc_stride: truncate or windows, and the windows' stride, instead of what the
+      long_documents, doc_stride: truncate, windows or sentences, and the windows' stride, instead of what the
         model was fine-tuned with (kbert.tasks.core.windows).
 
     Examples:

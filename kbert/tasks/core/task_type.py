@@ -108,8 +108,9 @@ class TaskType:
         return task_options
 
     def reads_windows(self, long_documents: str) -> bool:
-        """Whether a run with ``long_documents`` reads its texts in windows (and so has a stride)."""
-        return long_documents == "windows"
+        """Whether a run with ``long_documents`` reads its texts in windows (and so has a stride):
+        ``windows``, and ``sentences``, whose sentences longer than one input are read in windows."""
+        return long_documents in ("windows", "sentences")
 
     def doc_stride(self, options: FinetuneOptions) -> int | None:
         """The stride of a run's windows: ``options.doc_stride``, else ``default_doc_stride``, else

@@ -1,7 +1,8 @@
 """Long documents: a text longer than one model input read in overlapping windows.
 
-``long_documents`` is ``"truncate"`` (the text is cut at ``seq_length``, as BERT has always done)
-or ``"windows"``: the text's word pieces are read in windows of the room one input leaves
+``long_documents`` is ``"truncate"`` (the text is cut at ``seq_length``, as BERT has always done),
+``"sentences"`` (classification: the text split into sentences, kbert.text.sentences, each read
+alone as the windows below read a text, kbert.tasks.classification.window_inputs) or ``"windows"``: the text's word pieces are read in windows of the room one input leaves
 (``seq_length`` less [CLS] and the [SEP]s, less text A for a pair), each starting ``doc_stride``
 pieces after the one before, until a window reaches the end: google-research/bert's
 ``run_squad.py`` doc spans, whose answer for long SQuAD contexts kbert's span QA already uses.
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from kbert.errors import OptionsError
 
-LONG_DOCUMENTS = ("truncate", "windows")
+LONG_DOCUMENTS = ("truncate", "windows", "sentences")
 # The keys that a batch of documents' windows adds to the packed ids (document-level training of
 # windows, kbert.tasks.classification.window_inputs.document_batches): each window's document in
 # the batch, and a [documents] mask, 0 for the rows that pad a batch on the host.
@@ -34,15 +35,18 @@ def default_stride(seq_length: int) -> int:
     return max(1, (int(seq_length) - 2) // 2)
 
 
-def window_settings(long_documents, doc_stride, seq_length) -> tuple:
-    """``(long_documents, stride)`` of a task model: checked (ValueError, naming the flags), the
-    stride ``default_stride`` when none is given."""
+def window_settings(long_documents, doc_stride, seq_length, modes=("truncate", "windows")) -> tuple:
+    """``(long_documents, stride)`` of a task model: checked (ValueError, naming the flags; a mode
+    outside ``modes``, those the model takes, too), the stride ``default_stride`` when none is given."""
     check_long_documents(long_documents, doc_stride, seq_length)
+    if long_documents not in modes:
+        raise OptionsError(f"--long-documents {long_documents}: this model takes {', '.join(modes)}",
+                           option="long_documents", value=long_documents)
     return long_documents, int(doc_stride) if doc_stride is not None else default_stride(seq_length)
 
 
 def check_long_documents(long_documents, doc_stride, seq_length) -> None:
-    """Raises ValueError (naming the flags) for a mode other than truncate/windows or a stride that
+    """Raises ValueError (naming the flags) for a mode not in LONG_DOCUMENTS or a stride that
     is not a positive number below ``seq_length``."""
     if long_documents not in LONG_DOCUMENTS:
         raise OptionsError(f"--long-documents must be one of {', '.join(LONG_DOCUMENTS)}, got {long_documents!r}",
@@ -139,6 +143,10 @@ def model_settings(task_type, task_meta: dict, long_documents=None, doc_stride=N
                            f"{task_type.name!r}) cannot combine windows into one answer; it takes "
                            f"{', '.join(task_type.long_documents)}", option="long_documents", value=long_documents)
     mode = long_documents or task_meta.get("long_documents") or "truncate"
+    recorded = task_meta.get("long_documents") or "truncate"
+    if task_meta.get("window_pooling") == "attention" and mode != recorded:
+        raise OptionsError(f"--long-documents {mode}: this model learned its attention over {recorded} (window "
+                           f"pooling attention); it reads {recorded} only", option="long_documents", value=mode)
     if doc_stride is not None and not task_type.reads_windows(mode):
         raise OptionsError(f"--doc-stride {doc_stride}: this {task_meta.get('type')} model reads no windows under "
                            f"--long-documents {mode}" + (" (add --long-documents windows)"

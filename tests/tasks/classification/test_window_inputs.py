@@ -315,8 +315,9 @@ def test_attention_pooling_reloads_and_runs_under_jax(tiny_model_dir, tmp_path):
 
 
 def test_attention_pooling_takes_windows(tiny_model_dir):
-    with pytest.raises(TaskModelError, match="window_pooling 'attention' pools the tokens of a text's windows: "
-                                             "it takes long_documents='windows'"):
+    with pytest.raises(TaskModelError, match=r"window_pooling 'attention' pools the tokens of a text's windows "
+                                             r"\(or its sentences\): it takes long_documents='windows' or "
+                                             "'sentences'"):
         TextClassifier.from_model_dir(tiny_model_dir, seq_length=32, num_classes=2, window_pooling="attention")
 
 
