@@ -135,7 +135,20 @@ def _missing_data(text: str) -> str | None:
             f"{', '.join(map(str, _LOOKED_IN))}; set KBERT_SHARED_DATA)")
 
 
+# The fuzz tier's budget (tests/fuzz): inputs per target at weight 1 (a cheap target makes a multiple).
+FUZZ_EXAMPLES = 400
+
+
+def pytest_addoption(parser):
+    parser.addoption("--fuzz-examples", type=int, default=FUZZ_EXAMPLES, metavar="N",
+                     help=f"the fuzz tier's inputs per target (tests/fuzz; default {FUZZ_EXAMPLES}, CI's budget)")
+
+
 def pytest_configure(config):
+    from fixtures import fuzz_report
+
+    if not config.pluginmanager.is_registered(fuzz_report):
+        config.pluginmanager.register(fuzz_report, "kbert-fuzz-report")
     # Where tests/fixtures/zygote.py keeps this process's zygotes; they leave once it is removed.
     # KBERT_TEST_ZYGOTE=0: none, every child a plain Python (to measure what the zygote buys).
     import tempfile
