@@ -1,7 +1,7 @@
-"""The fuzz tier (issue 64): every test under tests/fuzz is marked ``fuzz`` and records how many inputs it
-made (``fuzz_inputs``, a user property, so that pytest-xdist carries it to the controller); the run ends
-with each target's count and one line ``fuzz total: N inputs``. The hooks that print them live in
-tests/fixtures/fuzz_report.py, which tests/conftest.py registers: under pytest-xdist the controller
+"""The fuzz tier (issue 64): every test under tests/fuzz is marked ``fuzz`` (and ``slow``) and records
+how many inputs it made (``fuzz_inputs``, a user property, so that pytest-xdist carries it to the
+controller); the run ends with each target's count and one line ``fuzz total: N inputs``. The hooks
+that print them live in tests/fixtures/fuzz_report.py, which tests/conftest.py registers: under pytest-xdist the controller
 collects nothing and so never loads this file."""
 
 import pathlib
@@ -15,3 +15,5 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if HERE in pathlib.Path(item.path).parents:
             item.add_marker(pytest.mark.fuzz)
+            # The tier takes about a minute on 2 cores at CI's budget: the full run's, not the fast tier's.
+            item.add_marker(pytest.mark.slow)

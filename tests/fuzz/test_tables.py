@@ -64,4 +64,4 @@ def test_tables(request):
     damage = st.tuples(mutations(), byte_mutations(), st.one_of(st.just([]), json_mutations()))
     fuzz(request, st.tuples(st.sampled_from(sorted(read)), st.one_of(st.just(("bom", None)),
                                                                       st.tuples(st.just("damage"), damage))),
-         check, weight=4)
+         check, weight=8)

@@ -44,7 +44,7 @@ def test_glue_tsv(request):
         assert result is None or result.examples
 
     fuzz(request, st.tuples(st.sampled_from(sorted(samples)),
-                            _harmless_or_not(st.tuples(mutations(), byte_mutations()))), check, weight=3)
+                            _harmless_or_not(st.tuples(mutations(), byte_mutations()))), check, weight=6)
 
 
 def test_conll(request):
@@ -63,7 +63,7 @@ def test_conll(request):
         read_or_error(lambda: read_conll(path, data=mutated, labelled=labelled), path)
 
     fuzz(request, st.tuples(_harmless_or_not(st.tuples(mutations(), byte_mutations())), st.booleans()),
-         check, weight=3)
+         check, weight=6)
 
 
 def _squad_slice(path, articles=1, paragraphs=2, questions=3):
@@ -97,4 +97,4 @@ def test_squad_json(request, name):
         read_or_error(lambda: read_squad(path, data=mutated, labelled=labelled), path)
 
     fuzz(request, st.tuples(_harmless_or_not(st.tuples(json_mutations(), byte_mutations())), st.booleans()),
-         check, weight=1)
+         check, weight=2)
