@@ -144,11 +144,26 @@ def pytest_addoption(parser):
                      help=f"the fuzz tier's inputs per target (tests/fuzz; default {FUZZ_EXAMPLES}, CI's budget)")
 
 
-def pytest_configure(config):
-    from fixtures import fuzz_report
+# Each fuzz target's count of inputs (its ``fuzz_inputs`` user property, which pytest-xdist carries from
+# the workers): summed here, where the xdist controller sees every report (it loads no conftest below tests/).
+_FUZZ_COUNTS: dict = {}
 
-    if not config.pluginmanager.is_registered(fuzz_report):
-        config.pluginmanager.register(fuzz_report, "kbert-fuzz-report")
+
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        for name, value in getattr(report, "user_properties", ()):
+            if name == "fuzz_inputs":
+                _FUZZ_COUNTS[report.nodeid] = _FUZZ_COUNTS.get(report.nodeid, 0) + int(value)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _FUZZ_COUNTS:
+        for nodeid, n in sorted(_FUZZ_COUNTS.items()):
+            terminalreporter.write_line(f"fuzz {nodeid}: {n} inputs")
+        terminalreporter.write_line(f"fuzz total: {sum(_FUZZ_COUNTS.values())} inputs")
+
+
+def pytest_configure(config):
     # Where tests/fixtures/zygote.py keeps this process's zygotes; they leave once it is removed.
     # KBERT_TEST_ZYGOTE=0: none, every child a plain Python (to measure what the zygote buys).
     import tempfile

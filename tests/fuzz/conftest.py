@@ -1,8 +1,7 @@
 """The fuzz tier (issue 64): every test under tests/fuzz is marked ``fuzz`` (and ``slow``) and records
 how many inputs it made (``fuzz_inputs``, a user property, so that pytest-xdist carries it to the
-controller); the run ends with each target's count and one line ``fuzz total: N inputs``. The hooks
-that print them live in tests/fixtures/fuzz_report.py, which tests/conftest.py registers: under pytest-xdist the controller
-collects nothing and so never loads this file."""
+controller); the run ends with each target's count and one line ``fuzz total: N inputs``, printed by
+tests/conftest.py's hooks: under pytest-xdist the controller collects nothing and so never loads this file."""
 
 import pathlib
 
