@@ -190,6 +190,8 @@ class BertConfig:
             raise ConfigError(f"{path} is not UTF-8 (byte {e.start})") from None
         except json.JSONDecodeError as e:
             raise ConfigError(f"{path} is not valid JSON: {e}") from None
+        except RecursionError:
+            raise ConfigError(f"{path} nests JSON past Python's recursion limit") from None
         return cls.from_dict(data, source=path)
 
     @classmethod

@@ -113,7 +113,9 @@ class DataError(Error, ValueError):
         elif field is not None:
             message += ": missing"
         message += f"; expected {expected}"
-        super().__init__(message)
+        # One line whatever the file holds: a header or field with a bare CR (read into ``expected``
+        # by the callers that name the columns) would otherwise break it.
+        super().__init__(message.replace("\r", "\\r").replace("\n", "\\n"))
 
 
 @kbert_export("kbert.OptionsError")

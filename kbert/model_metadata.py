@@ -36,6 +36,8 @@ def read_metadata(model_dir) -> dict:
         raise ModelDirError(f"{path} is not UTF-8 (byte {e.start})") from None
     except json.JSONDecodeError as e:
         raise ModelDirError(f"{path} is not valid JSON: {e}") from None
+    except RecursionError:
+        raise ModelDirError(f"{path} nests JSON past Python's recursion limit") from None
     if not isinstance(data, dict) or not isinstance(data.get("heads", {}), dict):
         raise ModelDirError(f"{path}: expected an object with a 'heads' object")
     for name, info in data.get("heads", {}).items():

@@ -135,6 +135,34 @@ def _missing_data(text: str) -> str | None:
             f"{', '.join(map(str, _LOOKED_IN))}; set KBERT_SHARED_DATA)")
 
 
+# The fuzz tier's budget (tests/fuzz): inputs per target at weight 1 (a cheap target makes a multiple).
+FUZZ_EXAMPLES = 400
+
+
+def pytest_addoption(parser):
+    parser.addoption("--fuzz-examples", type=int, default=FUZZ_EXAMPLES, metavar="N",
+                     help=f"the fuzz tier's inputs per target (tests/fuzz; default {FUZZ_EXAMPLES}, CI's budget)")
+
+
+# Each fuzz target's count of inputs (its ``fuzz_inputs`` user property, which pytest-xdist carries from
+# the workers): summed here, where the xdist controller sees every report (it loads no conftest below tests/).
+_FUZZ_COUNTS: dict = {}
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        for name, value in getattr(report, "user_properties", ()):
+            if name == "fuzz_inputs":
+                _FUZZ_COUNTS[report.nodeid] = _FUZZ_COUNTS.get(report.nodeid, 0) + int(value)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _FUZZ_COUNTS:
+        for nodeid, n in sorted(_FUZZ_COUNTS.items()):
+            terminalreporter.write_line(f"fuzz {nodeid}: {n} inputs")
+        terminalreporter.write_line(f"fuzz total: {sum(_FUZZ_COUNTS.values())} inputs")
+
+
 def pytest_configure(config):
     # Where tests/fixtures/zygote.py keeps this process's zygotes; they leave once it is removed.
     # KBERT_TEST_ZYGOTE=0: none, every child a plain Python (to measure what the zygote buys).

@@ -18,12 +18,11 @@ file, the row (JSON: ``row N``, 0-based as the list; TSV: the line) and the fiel
 
 from __future__ import annotations
 
-import json
 import math
 import os
 
 from kbert.data.examples import TaskData
-from kbert.data.textio import check_no_surrogates, read_text
+from kbert.data.textio import load_json, read_text
 from kbert.errors import DataError, OptionsError
 
 NLI_LABELS = ("entailment", "neutral", "contradiction")  # KLUE's order (class id = position)
@@ -104,13 +103,9 @@ def task_splits(kind: str, *, data_dir=None, eval_split: str = "dev", train_file
 
 def _json_list(path, data):
     text = read_text(path, data)
-    try:
-        root = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise DataError(path, "valid JSON", line=e.lineno, field=f"column {e.colno}", value=e.msg) from None
+    root = load_json(path, text)
     if not isinstance(root, list):
         raise DataError(path, "a JSON list of rows (KLUE's format)", value=type(root).__name__)
-    check_no_surrogates(path, root)
     return root
 
 

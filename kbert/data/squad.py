@@ -23,10 +23,9 @@ keyed by id), a question without its text or context.
 
 from __future__ import annotations
 
-import json
 
 from kbert.data.examples import TaskData
-from kbert.data.textio import check_no_surrogates, read_text
+from kbert.data.textio import load_json, read_text
 from kbert.errors import DataError
 
 # An answer_start this many characters off its text is moved onto it (CMRC 2018's trial set has
@@ -126,12 +125,7 @@ def read_squad(path, *, labelled: bool = True, data: bytes | None = None,
       "unplaced_questions" (ids of answerable questions none of whose answers is placed)}.
     """
     text = read_text(path, data)
-    try:
-        root = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise DataError(path, "valid JSON", line=e.lineno, field=f"column {e.colno}",
-                        value=e.msg) from None
-    check_no_surrogates(path, root)
+    root = load_json(path, text)
     version = str(root.get("version", "")) if isinstance(root, dict) else ""
     articles = _get(path, root, "data", list, "top level", "list")
     declared_v2 = version.lstrip("v").startswith("2")

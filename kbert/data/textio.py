@@ -113,15 +113,47 @@ def json_lines(path, data: bytes | None = None):
     for number, line in enumerate(split_lines(read_text(path, data)), start=1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataError(path, "one JSON object per line", line=number, field=f"column {e.colno}",
-                            value=e.msg) from None
+        record = load_json(path, line, "one JSON object per line", line=number)
         if not isinstance(record, dict):
             raise DataError(path, "a JSON object", line=number, field="record", value=record)
-        check_no_surrogates(path, record, line=number)
         yield number, record
+
+
+# No task file nests deeper (SQuAD: 6 levels); deeper nesting would reach Python's recursion limit in
+# json.loads, or later in whatever walks or prints the value.
+MAX_JSON_DEPTH = 100
+
+
+def load_json(path, text: str, expected: str = "valid JSON", *, line: int | None = None):
+    """``text`` parsed as JSON and checked (nested at most MAX_JSON_DEPTH levels, no lone surrogate);
+    otherwise a DataError naming the file and the line (``line``: the line ``text`` is, in a file of
+    JSON lines; else where the parser stopped)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise DataError(path, expected, line=e.lineno if line is None else line, field=f"column {e.colno}",
+                        value=e.msg) from None
+    except RecursionError:
+        too_deep = True
+    else:
+        too_deep = _depth_over(value, MAX_JSON_DEPTH)
+    if too_deep:
+        raise DataError(path, f"JSON nested at most {MAX_JSON_DEPTH} levels deep", line=line,
+                        value="deeper nesting")
+    check_no_surrogates(path, value, line=line)
+    return value
+
+
+def _depth_over(value, limit: int) -> bool:
+    """Whether lists and objects nest more than ``limit`` levels in ``value`` (no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
 
 
 def lone_surrogate_field(value, where: str = ""):

@@ -218,3 +218,12 @@ def test_mutated_squad_json_reads_or_names_file_and_line(tmp_path, cut, flips, t
                 assert not near or not text.strip(), (example, given)
             else:
                 assert context[start:start + len(text)] == text and abs(start - offset) <= OFFSET_TOLERANCE, example
+
+
+def test_deeply_nested_json_is_a_data_error():
+    # Found by the fuzz tier (tests/fuzz/test_task_files.py): a value nested 100,000 deep made json.loads
+    # raise RecursionError instead of a DataError naming the file.
+    data = b'{"version": "1.1", "data": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    with pytest.raises(DataError, match=r"^dev.json \(whole file\): .*nested at most 100 levels") as error:
+        read_squad("dev.json", data=data)
+    assert "\n" not in str(error.value)

@@ -62,3 +62,16 @@ def test_json_lines_skip_blank_lines_and_refuse_lone_surrogates():
         list(json_lines("f.jsonl", data=b'{"text": "a"}\n{"labels": ["x", "\\ud800"]}\n'))
     with pytest.raises(DataError, match="a JSON object"):
         list(json_lines("f.jsonl", data=b"[1, 2]\n"))
+
+
+def test_json_nested_too_deep_is_a_data_error_naming_the_line():
+    # Found by the fuzz tier (tests/fuzz/test_tables.py): json.loads' RecursionError escaped json_lines.
+    deep = b'{"text": "a"}\n{"text": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
+    with pytest.raises(DataError, match=r"^rows.jsonl, line 2: .*expected JSON nested at most 100 levels deep"):
+        list(json_lines("rows.jsonl", deep))
+    # 500 levels: json.loads reads them, but what walks or prints the value may not (repr, the surrogate check)
+    medium = b'{"text": ' + b"[" * 500 + b"]" * 500 + b"}\n"
+    with pytest.raises(DataError, match="nested at most 100 levels"):
+        list(json_lines("rows.jsonl", medium))
+    assert list(json_lines("rows.jsonl", b'{"text": ' + b"[" * 99 + b"]" * 99 + b"}\n")) == [
+        (1, {"text": eval("[" * 99 + "]" * 99)})]

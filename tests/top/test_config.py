@@ -159,3 +159,14 @@ def test_impossible_config_values_name_the_field(tmp_path, changes):
         assert any(field in message for field in FIELDS), message
         return
     assert _plausible(config), config
+
+
+def test_config_nested_too_deep_is_one_config_error(tmp_path):
+    # Found by the fuzz tier (tests/fuzz/test_model_dir.py): json.load's RecursionError escaped from_json_file.
+    import kbert
+
+    path = tmp_path / "bert_config.json"
+    path.write_text('{"hidden_size": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(kbert.ConfigError, match="bert_config.json nests JSON past Python's recursion limit") as error:
+        kbert.BertConfig.from_json_file(path)
+    assert str(path) in str(error.value)

@@ -115,3 +115,14 @@ def test_an_options_error_names_its_option():
 
     error = OptionsError("--seq-length 600 exceeds max_position_embeddings 512", option="seq_length", value=600)
     assert (error.option, error.value, error.file) == ("seq_length", 600, None)
+
+
+def test_a_data_error_is_one_line_whatever_the_file_holds():
+    # Found by the fuzz tier (tests/fuzz/test_tables.py): a TSV header "\rsentence<TAB>label" (a bare CR
+    # put first) went into the message's "expected 2 columns (...)" and broke it in two.
+    from kbert.data.table import read_table
+
+    with pytest.raises(DataError) as error:
+        read_table("table.tsv", "sentence", "label", data=b"\rsentence\tlabel\nr0\tgood\t1\n")
+    assert str(error.value) == ("table.tsv, line 2: field 'row with 3 columns': got ['r0', 'good', '1']; "
+                                "expected 2 columns (\\rsentence, label)")

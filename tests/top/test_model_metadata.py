@@ -142,3 +142,13 @@ def test_generated_file_names_resolve_inside_or_are_refused(head_dir, parts, abs
     root = head_dir.resolve()
     assert root in path.parents, (name, path)
     assert path.resolve() == path
+
+
+def test_kbert_json_nested_too_deep_is_one_model_dir_error(tmp_path):
+    # Found by the fuzz tier (tests/fuzz/test_model_dir.py): json.loads' RecursionError escaped read_metadata.
+    from kbert.model_metadata import read_metadata
+
+    (tmp_path / "kbert.json").write_text('{"heads": {}, "do_lower_case": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(ModelDirError, match="kbert.json nests JSON past Python's recursion limit") as error:
+        read_metadata(tmp_path)
+    assert str(tmp_path / "kbert.json") in str(error.value) and "\n" not in str(error.value)
