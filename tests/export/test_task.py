@@ -387,7 +387,8 @@ def test_sigterm_during_an_export_leaves_the_old_version_loadable(csv_classifier
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 143 and err.strip().splitlines()[-1] == (
-        "kbert export: stopped by SIGTERM (removed 1 unfinished folder(s) beside the output)")
+    # (TensorFlow's own threads may log a line after it, so it is looked for among the lines)
+    assert proc.returncode == 143 and (
+        "kbert export: stopped by SIGTERM (removed 1 unfinished folder(s) beside the output)" in err.splitlines())
     assert tree(out) == before and sorted(p.name for p in out.parent.iterdir()) == ["1"]
     assert sorted(tf.saved_model.load(str(out)).signatures) == ["serving_default", "serving_ids"]
