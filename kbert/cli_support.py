@@ -208,7 +208,22 @@ def _filter_stderr_lines():
         os.dup2(original, 2)  # closes the pipe's last write end here: the reader sees EOF
         thread.join(timeout=2)
 
-    atexit.register(restore)
+    _STDERR_FILTER["restore"] = restore
+    atexit.register(restore_stderr)
+
+
+# The filter's restore step while it runs: atexit runs it at a normal exit; a process that ends
+# itself with os._exit (kbert.commands.signals) must call restore_stderr first, or the lines still
+# in the pipe, its own last line included, are lost.
+_STDERR_FILTER: dict = {}
+
+
+def restore_stderr() -> None:
+    """Ends the quiet start-up's stderr filter, if one runs: what is in its pipe is passed on and
+    fd 2 is the process's own again. Safe to call more than once."""
+    restore = _STDERR_FILTER.pop("restore", None)
+    if restore is not None:
+        restore()
 
 
 def quiet_setup():

