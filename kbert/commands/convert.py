@@ -28,8 +28,6 @@ from kbert.commands.signals import stop_on_sigterm
 def main(argv=None):
     # A user's error (a kbert.Error: the conversion's, the config's, the tokenizer's) propagates to
     # kbert.cli_support.run, which shows it as one line with exit status 1.
-    from kbert.cli_support import require_dir
-
     args = _parser().parse_args(argv)
     with stop_on_sigterm("convert"):
         return _convert(args)
@@ -102,7 +100,6 @@ def _parser():
 
 def _to_hf(args) -> int:
     """``convert to-hf``: the folder written, its notes, and the check when asked."""
-    from kbert.cli_support import prog
     from kbert.export.to_hf import convert_to_hf, read_record
 
     out = convert_to_hf(args.model_dir, args.out_dir, overwrite=args.overwrite)
@@ -115,12 +112,7 @@ def _to_hf(args) -> int:
 
     report = check_to_hf(args.model_dir, out)
     record_check(out, report)
-    for line in report.lines():
-        print(line)
-    if not report.passed:
-        print(f"{prog('convert')}: error: {out} does not reproduce {args.model_dir} in transformers", file=sys.stderr)
-        return 1
-    return 0
+    return _print_report(report, f"{out} does not reproduce {args.model_dir} in transformers")
 
 
 def _hf(args):
@@ -156,14 +148,19 @@ def _google(args):
 
 def _check(source, out) -> int:
     """``convert hf --check``: the comparison with transformers printed; 1 where it does not pass."""
-    from kbert.cli_support import prog
     from kbert.convert.check import check_conversion
 
-    report = check_conversion(source, out)
+    return _print_report(check_conversion(source, out), f"{out} does not reproduce transformers on {source}")
+
+
+def _print_report(report, failure: str) -> int:
+    """A check's lines printed; 1 with ``failure`` as the command's error where it does not pass."""
+    from kbert.cli_support import prog
+
     for line in report.lines():
         print(line)
     if not report.passed:
-        print(f"{prog('convert')}: error: {out} does not reproduce transformers on {source}", file=sys.stderr)
+        print(f"{prog('convert')}: error: {failure}", file=sys.stderr)
         return 1
     return 0
 
